@@ -1,1 +1,34 @@
-pub fn placeholder() {}
+//! Kubernetes plumbing that any kube-rs service can reuse: a client built from a kubeconfig file
+//! and context or from the in-cluster environment, and a shared informer factory that runs one
+//! watch per resource kind however many handlers register for it.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use confk8s::{ClientOptions, Delta, Handler, InformerFactory};
+//! use k8s_openapi::api::core::v1::Pod;
+//!
+//! struct CountPods;
+//! impl Handler<Pod> for CountPods {
+//!     fn on_deltas(&self, deltas: &[Delta<Pod>]) { println!("{} changes", deltas.len()); }
+//! }
+//!
+//! let (client, source) = confk8s::connect(&ClientOptions::default()).await?;
+//! println!("connected through {source}");
+//! let factory = InformerFactory::new(client, None);
+//! factory.add_handler::<Pod>(Arc::new(CountPods))?;
+//! let shutdown = tokio_util::sync::CancellationToken::new();
+//! let tasks = factory.start(shutdown.clone());
+//! factory.wait_for_sync(std::time::Duration::from_secs(30)).await?;
+//! # Ok(()) }
+//! ```
+
+mod client;
+mod delta;
+mod informer;
+mod status;
+
+pub use client::{ClientError, ClientOptions, ConfigSource, connect, load_config};
+pub use delta::{Delta, DeltaTracker, ObjectKey, Step, strip_noise};
+pub use informer::{FactoryError, Handler, InformerFactory, Watched};
+pub use status::{InformerState, InformerStatus};

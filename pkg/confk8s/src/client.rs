@@ -1,0 +1,233 @@
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+use kube::{Client, Config};
+
+/// Where the client configuration comes from. Unset fields follow kubectl: `KUBECONFIG`, then
+/// `~/.kube/config`, then the in-cluster service account.
+#[derive(Clone, Debug, Default)]
+pub struct ClientOptions {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    /// How long to wait for the apiserver to answer the first request; default 10 s.
+    pub connect_timeout: Option<Duration>,
+}
+
+/// The configuration that was used, for logs and error messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigSource {
+    Kubeconfig { path: String, context: String },
+    InCluster,
+}
+
+impl std::fmt::Display for ConfigSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigSource::Kubeconfig { path, context } => {
+                write!(f, "kubeconfig {path} (context {context:?})")
+            }
+            ConfigSource::InCluster => f.write_str("in-cluster service account"),
+        }
+    }
+}
+
+/// Every message fits on one line and names the file or context at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot read kubeconfig {path}: {reason}")]
+    ReadKubeconfig { path: String, reason: String },
+    #[error("kubeconfig {path}: context {context:?}: {reason}")]
+    Context {
+        path: String,
+        context: String,
+        reason: String,
+    },
+    #[error(
+        "no cluster configured: no kubeconfig (--kubeconfig, KUBECONFIG, ~/.kube/config) and not in a cluster ({reason})"
+    )]
+    NoConfig { reason: String },
+    #[error("cannot build a Kubernetes client from {source_}: {reason}")]
+    Client {
+        source_: ConfigSource,
+        reason: String,
+    },
+    #[error("the Kubernetes API at {url} ({source_}) is not reachable: {reason}")]
+    Unreachable {
+        url: String,
+        source_: ConfigSource,
+        reason: String,
+    },
+}
+
+/// Joins an error and its causes into one line, skipping causes the message already repeats.
+fn one_line(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !msg.contains(&text) {
+            msg.push_str(": ");
+            msg.push_str(&text);
+        }
+        cause = c.source();
+    }
+    msg.replace('\n', " ")
+}
+
+fn default_kubeconfig_path() -> Option<PathBuf> {
+    if let Some(paths) = std::env::var_os("KUBECONFIG").filter(|p| !p.is_empty()) {
+        return std::env::split_paths(&paths).find(|p| p.exists());
+    }
+    let home = std::env::var_os("HOME")?;
+    Some(PathBuf::from(home).join(".kube").join("config")).filter(|p| p.exists())
+}
+
+/// Resolves the client configuration the way kubectl does, without contacting the cluster.
+pub async fn load_config(opts: &ClientOptions) -> Result<(Config, ConfigSource), ClientError> {
+    let path = match opts.kubeconfig.clone().or_else(default_kubeconfig_path) {
+        Some(path) => path,
+        None => {
+            if opts.context.is_some() {
+                return Err(ClientError::NoConfig {
+                    reason: "--context needs a kubeconfig".into(),
+                });
+            }
+            let config = Config::incluster().map_err(|e| ClientError::NoConfig {
+                reason: one_line(&e),
+            })?;
+            return Ok((config, ConfigSource::InCluster));
+        }
+    };
+    let shown = path.display().to_string();
+    let kubeconfig = Kubeconfig::read_from(&path).map_err(|e| ClientError::ReadKubeconfig {
+        path: shown.clone(),
+        reason: kubeconfig_reason(&e),
+    })?;
+    let context = opts
+        .context
+        .clone()
+        .or_else(|| kubeconfig.current_context.clone())
+        .unwrap_or_default();
+    let options = KubeConfigOptions {
+        context: opts.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    let config = Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .map_err(|e| ClientError::Context {
+            path: shown.clone(),
+            context: context.clone(),
+            reason: kubeconfig_reason(&e),
+        })?;
+    Ok((
+        config,
+        ConfigSource::Kubeconfig {
+            path: shown,
+            context,
+        },
+    ))
+}
+
+fn kubeconfig_reason(e: &KubeconfigError) -> String {
+    one_line(e)
+}
+
+/// Builds a client and checks that the apiserver answers, so that a wrong file, context or
+/// address fails at start-up with one clear line rather than as endless watch retries.
+pub async fn connect(opts: &ClientOptions) -> Result<(Client, ConfigSource), ClientError> {
+    let (config, source) = load_config(opts).await?;
+    let url = config.cluster_url.to_string();
+    let client = Client::try_from(config).map_err(|e| ClientError::Client {
+        source_: source.clone(),
+        reason: one_line(&e),
+    })?;
+    let timeout = opts.connect_timeout.unwrap_or(Duration::from_secs(10));
+    let unreachable = |reason: String| ClientError::Unreachable {
+        url: url.clone(),
+        source_: source.clone(),
+        reason,
+    };
+    match tokio::time::timeout(timeout, client.apiserver_version()).await {
+        Ok(Ok(_)) => Ok((client, source)),
+        Ok(Err(e)) => Err(unreachable(one_line(&e))),
+        Err(_) => Err(unreachable(format!("no answer in {timeout:?}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn missing_kubeconfig_names_the_file() {
+        let opts = ClientOptions {
+            kubeconfig: Some("/nonexistent/k8sailor/kubeconfig".into()),
+            ..Default::default()
+        };
+        let err = load_config(&opts).await.unwrap_err().to_string();
+        assert!(err.contains("/nonexistent/k8sailor/kubeconfig"), "{err}");
+        assert!(!err.contains('\n'));
+    }
+
+    #[tokio::test]
+    async fn unknown_context_names_file_and_context() {
+        let dir = std::env::temp_dir().join(format!("confk8s-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("kubeconfig");
+        std::fs::write(
+            &path,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\n\
+             users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: real\n  context: {cluster: c, user: u}\n\
+             current-context: real\n",
+        )
+        .unwrap();
+        let opts = ClientOptions {
+            kubeconfig: Some(path.clone()),
+            context: Some("missing".into()),
+            ..Default::default()
+        };
+        let err = load_config(&opts).await.unwrap_err().to_string();
+        assert!(err.contains("\"missing\""), "{err}");
+        assert!(err.contains(&path.display().to_string()), "{err}");
+
+        let (config, source) = load_config(&ClientOptions {
+            kubeconfig: Some(path.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        assert_eq!(config.cluster_url.to_string(), "https://127.0.0.1:1/");
+        assert!(matches!(source, ConfigSource::Kubeconfig { context, .. } if context == "real"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn unreachable_apiserver_is_one_line() {
+        let dir = std::env::temp_dir().join(format!("confk8s-unreach-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("kubeconfig");
+        // Port 1 on loopback: nothing listens there, the connection is refused at once.
+        std::fs::write(
+            &path,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'http://127.0.0.1:1'}\n\
+             users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: real\n  context: {cluster: c, user: u}\n\
+             current-context: real\n",
+        )
+        .unwrap();
+        let result = connect(&ClientOptions {
+            kubeconfig: Some(path),
+            connect_timeout: Some(Duration::from_secs(5)),
+            ..Default::default()
+        })
+        .await;
+        let Err(err) = result.map(|_| ()) else {
+            panic!("nothing listens on 127.0.0.1:1, yet connect succeeded")
+        };
+        let err = err.to_string();
+        assert!(err.contains("127.0.0.1:1"), "{err}");
+        assert!(err.contains("not reachable"), "{err}");
+        assert!(!err.contains('\n'));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,301 @@
+use std::collections::HashMap;
+
+use kube::Resource;
+use kube::runtime::watcher::Event;
+
+/// namespace/name; the namespace is empty for cluster-scoped objects.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        ObjectKey {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    pub fn of<K: Resource>(obj: &K) -> Self {
+        let meta = obj.meta();
+        ObjectKey {
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            f.write_str(&self.name)
+        } else {
+            write!(f, "{}/{}", self.namespace, self.name)
+        }
+    }
+}
+
+/// One change to the set of watched objects.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Delta<K> {
+    Added(K),
+    Updated(K),
+    /// Only the key: objects deleted while the watch was down are known only by their absence.
+    Deleted(ObjectKey),
+}
+
+impl<K: Resource> Delta<K> {
+    pub fn key(&self) -> ObjectKey {
+        match self {
+            Delta::Added(o) | Delta::Updated(o) => ObjectKey::of(o),
+            Delta::Deleted(key) => key.clone(),
+        }
+    }
+}
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Drops what no reader needs and that makes up about half of an object's bytes.
+pub fn strip_noise<K: Resource>(obj: &mut K) {
+    let meta = obj.meta_mut();
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+        if annotations.is_empty() {
+            meta.annotations = None;
+        }
+    }
+}
+
+/// Turns a kube watcher's event stream into add / update / delete deltas, the way client-go's
+/// DeltaFIFO does, while remembering only each object's resourceVersion (never the objects, so
+/// that the handlers' compact caches are the only copy kept).
+///
+/// A relist (`Init` .. `InitDone`) is returned as one batch at `InitDone`: additions, updates of
+/// objects whose resourceVersion changed, and deletions of objects absent from the new list.
+/// Objects whose resourceVersion did not change produce nothing.
+#[derive(Debug)]
+pub struct DeltaTracker<K> {
+    known: HashMap<ObjectKey, String>,
+    relist: Option<Relist<K>>,
+}
+
+#[derive(Debug)]
+struct Relist<K> {
+    seen: HashMap<ObjectKey, String>,
+    deltas: Vec<Delta<K>>,
+}
+
+impl<K> Default for Relist<K> {
+    fn default() -> Self {
+        Relist {
+            seen: HashMap::new(),
+            deltas: Vec::new(),
+        }
+    }
+}
+
+impl<K> Default for DeltaTracker<K> {
+    fn default() -> Self {
+        DeltaTracker {
+            known: HashMap::new(),
+            relist: None,
+        }
+    }
+}
+
+/// What one watcher event amounted to.
+#[derive(Debug, PartialEq)]
+pub enum Step<K> {
+    /// Nothing to tell handlers yet (inside a relist, or an unchanged object).
+    Nothing,
+    Deltas(Vec<Delta<K>>),
+    /// A relist finished: its deltas, applied together, make the new state.
+    Relisted(Vec<Delta<K>>),
+}
+
+impl<K: Resource> DeltaTracker<K> {
+    pub fn len(&self) -> usize {
+        self.known.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.known.is_empty()
+    }
+
+    pub fn step(&mut self, event: Event<K>) -> Step<K> {
+        match event {
+            Event::Init => {
+                self.relist = Some(Relist::default());
+                Step::Nothing
+            }
+            Event::InitApply(obj) => {
+                let key = ObjectKey::of(&obj);
+                let rv = obj.meta().resource_version.clone().unwrap_or_default();
+                let relist = self.relist.get_or_insert_with(Relist::default);
+                match self.known.get(&key) {
+                    Some(old) if *old == rv => {}
+                    Some(_) => relist.deltas.push(Delta::Updated(obj)),
+                    None => relist.deltas.push(Delta::Added(obj)),
+                }
+                relist.seen.insert(key, rv);
+                Step::Nothing
+            }
+            Event::InitDone => {
+                let Relist { seen, mut deltas } = self.relist.take().unwrap_or_default();
+                deltas.extend(
+                    self.known
+                        .keys()
+                        .filter(|k| !seen.contains_key(*k))
+                        .cloned()
+                        .map(Delta::Deleted),
+                );
+                self.known = seen;
+                Step::Relisted(deltas)
+            }
+            Event::Apply(obj) => {
+                let key = ObjectKey::of(&obj);
+                let rv = obj.meta().resource_version.clone().unwrap_or_default();
+                match self.known.insert(key, rv.clone()) {
+                    Some(old) if old == rv => Step::Nothing,
+                    Some(_) => Step::Deltas(vec![Delta::Updated(obj)]),
+                    None => Step::Deltas(vec![Delta::Added(obj)]),
+                }
+            }
+            Event::Delete(obj) => {
+                let key = ObjectKey::of(&obj);
+                match self.known.remove(&key) {
+                    Some(_) => Step::Deltas(vec![Delta::Deleted(key)]),
+                    None => Step::Nothing,
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+
+    fn mk(ns: &str, name: &str, rv: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                namespace: Some(ns.into()),
+                name: Some(name.into()),
+                resource_version: Some(rv.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn relist(t: &mut DeltaTracker<ConfigMap>, objs: Vec<ConfigMap>) -> Vec<Delta<ConfigMap>> {
+        assert_eq!(t.step(Event::Init), Step::Nothing);
+        for o in objs {
+            assert_eq!(t.step(Event::InitApply(o)), Step::Nothing);
+        }
+        match t.step(Event::InitDone) {
+            Step::Relisted(d) => d,
+            other => panic!("expected a relist, got {other:?}"),
+        }
+    }
+
+    fn step(t: &mut DeltaTracker<ConfigMap>, e: Event<ConfigMap>) -> Step<ConfigMap> {
+        t.step(e)
+    }
+
+    #[test]
+    fn first_list_adds_everything() {
+        let mut t = DeltaTracker::default();
+        let d = relist(&mut t, vec![mk("a", "x", "1"), mk("b", "y", "2")]);
+        assert_eq!(
+            d,
+            vec![
+                Delta::Added(mk("a", "x", "1")),
+                Delta::Added(mk("b", "y", "2"))
+            ]
+        );
+        assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn apply_distinguishes_add_update_and_no_change() {
+        let mut t = DeltaTracker::default();
+        relist(&mut t, vec![]);
+        assert_eq!(
+            step(&mut t, Event::Apply(mk("a", "x", "1"))),
+            Step::Deltas(vec![Delta::Added(mk("a", "x", "1"))])
+        );
+        assert_eq!(step(&mut t, Event::Apply(mk("a", "x", "1"))), Step::Nothing);
+        assert_eq!(
+            step(&mut t, Event::Apply(mk("a", "x", "2"))),
+            Step::Deltas(vec![Delta::Updated(mk("a", "x", "2"))])
+        );
+        assert_eq!(
+            step(&mut t, Event::Delete(mk("a", "x", "3"))),
+            Step::Deltas(vec![Delta::Deleted(ObjectKey::new("a", "x"))])
+        );
+        assert_eq!(
+            step(&mut t, Event::Delete(mk("a", "x", "3"))),
+            Step::Nothing
+        );
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn relist_reports_only_differences_and_drops_the_absent() {
+        let mut t = DeltaTracker::default();
+        relist(
+            &mut t,
+            vec![
+                mk("a", "same", "1"),
+                mk("a", "changed", "1"),
+                mk("a", "gone", "1"),
+            ],
+        );
+        let d = relist(
+            &mut t,
+            vec![
+                mk("a", "same", "1"),
+                mk("a", "changed", "5"),
+                mk("a", "new", "6"),
+            ],
+        );
+        assert_eq!(
+            d,
+            vec![
+                Delta::Updated(mk("a", "changed", "5")),
+                Delta::Added(mk("a", "new", "6")),
+                Delta::Deleted(ObjectKey::new("a", "gone")),
+            ]
+        );
+        assert_eq!(t.len(), 3);
+    }
+
+    #[test]
+    fn strip_noise_removes_managed_fields_and_last_applied_only() {
+        let mut cm = mk("a", "x", "1");
+        cm.metadata.managed_fields = Some(vec![Default::default()]);
+        cm.metadata.annotations = Some(
+            [
+                (LAST_APPLIED.to_string(), "{}".to_string()),
+                ("keep".to_string(), "me".to_string()),
+            ]
+            .into(),
+        );
+        strip_noise(&mut cm);
+        assert!(cm.metadata.managed_fields.is_none());
+        assert_eq!(
+            cm.metadata
+                .annotations
+                .unwrap()
+                .into_keys()
+                .collect::<Vec<_>>(),
+            ["keep"]
+        );
+    }
+}

@@ -1,0 +1,270 @@
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use k8s_openapi::NamespaceResourceScope;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::delta::{Delta, DeltaTracker, Step, strip_noise};
+use crate::status::{InformerState, InformerStatus};
+
+/// Receives the changes of one kind. Deltas delivered in one call belong together (a relist's
+/// whole difference arrives at once), so a handler that applies a call under one lock never
+/// shows readers a half-applied relist.
+pub trait Handler<K>: Send + Sync + 'static {
+    fn on_deltas(&self, deltas: &[Delta<K>]);
+}
+
+/// The bounds a watched type needs; all our kinds are namespaced built-ins.
+pub trait Watched:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+}
+impl<T> Watched for T where
+    T: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FactoryError {
+    #[error("handlers must be registered before the informers start ({kind})")]
+    AlreadyStarted { kind: String },
+    #[error("caches not synced after {timeout:?}: {}", kinds.join(", "))]
+    NotSynced {
+        timeout: Duration,
+        kinds: Vec<String>,
+    },
+}
+
+type EventStream<T> = BoxStream<'static, Result<Event<T>, watcher::Error>>;
+
+struct Informer<T> {
+    status: Arc<InformerStatus>,
+    handlers: Mutex<Vec<Arc<dyn Handler<T>>>>,
+    open: Box<dyn Fn() -> EventStream<T> + Send + Sync>,
+}
+
+/// What the factory needs of an informer without knowing its type.
+trait AnyInformer: Send + Sync {
+    fn as_any(&self) -> &dyn Any;
+    fn status(&self) -> &Arc<InformerStatus>;
+    fn spawn(self: Arc<Self>, shutdown: CancellationToken) -> JoinHandle<()>;
+}
+
+impl<T: Watched> AnyInformer for Informer<T> {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn status(&self) -> &Arc<InformerStatus> {
+        &self.status
+    }
+
+    fn spawn(self: Arc<Self>, shutdown: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(async move { self.run(shutdown).await })
+    }
+}
+
+impl<T: Watched> Informer<T> {
+    async fn run(&self, shutdown: CancellationToken) {
+        let handlers = self
+            .handlers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let kind = self.status.kind().to_string();
+        // Errors are yielded by the watcher and retried with client-go's backoff; they are
+        // logged and counted, never the end of the watch.
+        let mut events = (self.open)().default_backoff().boxed();
+        let mut tracker = DeltaTracker::<T>::default();
+        tracing::debug!(%kind, "watch starting");
+        loop {
+            let event = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                event = events.next() => event,
+            };
+            let event = match event {
+                Some(Ok(event)) => event,
+                Some(Err(error)) => {
+                    tracing::warn!(%kind, %error, "watch failed; retrying with backoff");
+                    self.status.error(error.to_string());
+                    continue;
+                }
+                None => break,
+            };
+            let rv = match &event {
+                Event::Apply(o) | Event::Delete(o) | Event::InitApply(o) => {
+                    o.meta().resource_version.clone()
+                }
+                Event::Init | Event::InitDone => None,
+            };
+            self.status.heard(rv.as_deref());
+            let (deltas, relisted) = match tracker.step(event.modify(strip_noise)) {
+                Step::Nothing => continue,
+                Step::Deltas(d) => (d, false),
+                Step::Relisted(d) => (d, true),
+            };
+            if !deltas.is_empty() {
+                for handler in &handlers {
+                    handler.on_deltas(&deltas);
+                }
+            }
+            self.status.counted(&deltas, tracker.len());
+            if relisted {
+                tracing::info!(%kind, objects = tracker.len(), changes = deltas.len(), "list synced");
+                self.status.relisted();
+            }
+        }
+        tracing::debug!(%kind, "watch stopped");
+    }
+}
+
+/// One watch per kind, shared by every handler registered for it, like client-go's
+/// SharedInformerFactory. Register handlers, then [`start`](Self::start) once.
+pub struct InformerFactory {
+    client: Client,
+    namespace: Option<String>,
+    config: watcher::Config,
+    informers: Mutex<Registry>,
+}
+
+#[derive(Default)]
+struct Registry {
+    by_type: HashMap<TypeId, Arc<dyn AnyInformer>>,
+    order: Vec<TypeId>,
+    started: bool,
+}
+
+impl InformerFactory {
+    /// Watches `namespace` only when given, otherwise all namespaces.
+    pub fn new(client: Client, namespace: Option<String>) -> Self {
+        // The first list is served from the apiserver's watch cache, as client-go's reflector
+        // does (resourceVersion=0), sparing etcd a full read at every start.
+        let config = watcher::Config::default().any_semantic();
+        InformerFactory {
+            client,
+            namespace,
+            config,
+            informers: Mutex::new(Registry::default()),
+        }
+    }
+
+    /// Registers a handler for `K`, starting a watch of `K` unless one exists. For
+    /// `K = PartialObjectMeta<T>` the watch fetches metadata only, a fraction of the bytes.
+    pub fn add_handler<K>(&self, handler: Arc<dyn Handler<K>>) -> Result<(), FactoryError>
+    where
+        K: Watched + Resource<Scope = NamespaceResourceScope>,
+    {
+        let api = self.api::<K>();
+        let config = self.config.clone();
+        self.register(K::kind(&()).into_owned(), handler, move || {
+            kube::runtime::watcher(api.clone(), config.clone()).boxed()
+        })
+    }
+
+    fn api<K>(&self) -> Api<K>
+    where
+        K: Watched + Resource<Scope = NamespaceResourceScope>,
+    {
+        match &self.namespace {
+            Some(ns) => Api::namespaced(self.client.clone(), ns),
+            None => Api::all(self.client.clone()),
+        }
+    }
+
+    fn register<T: Watched>(
+        &self,
+        kind: String,
+        handler: Arc<dyn Handler<T>>,
+        open: impl Fn() -> EventStream<T> + Send + Sync + 'static,
+    ) -> Result<(), FactoryError> {
+        let mut registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
+        if registry.started {
+            return Err(FactoryError::AlreadyStarted { kind });
+        }
+        let id = TypeId::of::<T>();
+        if !registry.by_type.contains_key(&id) {
+            let informer: Arc<dyn AnyInformer> = Arc::new(Informer::<T> {
+                status: Arc::new(InformerStatus::new(kind)),
+                handlers: Mutex::new(Vec::new()),
+                open: Box::new(open),
+            });
+            registry.by_type.insert(id, informer);
+            registry.order.push(id);
+        }
+        let informer = registry.by_type[&id]
+            .as_any()
+            .downcast_ref::<Informer<T>>()
+            .expect("the registry maps each TypeId to an informer of that type");
+        informer
+            .handlers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(handler);
+        Ok(())
+    }
+
+    /// Starts every registered watch; each stops when `shutdown` is cancelled.
+    pub fn start(&self, shutdown: CancellationToken) -> Vec<JoinHandle<()>> {
+        let mut registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
+        registry.started = true;
+        registry
+            .order
+            .iter()
+            .map(|id| registry.by_type[id].clone().spawn(shutdown.clone()))
+            .collect()
+    }
+
+    /// The status of each watch, in registration order.
+    pub fn statuses(&self) -> Vec<Arc<InformerStatus>> {
+        let registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
+        registry
+            .order
+            .iter()
+            .map(|id| registry.by_type[id].status().clone())
+            .collect()
+    }
+
+    pub fn states(&self) -> Vec<InformerState> {
+        self.statuses().iter().map(|s| s.state()).collect()
+    }
+
+    pub fn has_synced(&self) -> bool {
+        self.statuses().iter().all(|s| s.is_synced())
+    }
+
+    /// Waits until every watch has delivered its first full list.
+    pub async fn wait_for_sync(&self, timeout: Duration) -> Result<(), FactoryError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let statuses = self.statuses();
+        loop {
+            let pending: Vec<String> = statuses
+                .iter()
+                .filter(|s| !s.is_synced())
+                .map(|s| match s.state().last_error {
+                    Some(error) => format!("{} ({error})", s.kind()),
+                    None => s.kind().to_string(),
+                })
+                .collect();
+            if pending.is_empty() {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(FactoryError::NotSynced {
+                    timeout,
+                    kinds: pending,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}

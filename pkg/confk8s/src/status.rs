@@ -1,0 +1,125 @@
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::SystemTime;
+
+/// Live health of one informer, shared between its watch task and whoever reports on it.
+#[derive(Debug)]
+pub struct InformerStatus {
+    kind: String,
+    synced: AtomicBool,
+    connected: AtomicBool,
+    added: AtomicU64,
+    updated: AtomicU64,
+    deleted: AtomicU64,
+    relists: AtomicU64,
+    errors: AtomicU64,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    last_heard: Option<SystemTime>,
+    last_error: Option<String>,
+    resource_version: Option<String>,
+    objects: usize,
+}
+
+/// A point-in-time copy of an [`InformerStatus`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InformerState {
+    pub kind: String,
+    /// The first full list has been delivered to the handlers.
+    pub synced: bool,
+    /// The watch is established (false after an error until the next successful event).
+    pub connected: bool,
+    pub objects: usize,
+    pub added: u64,
+    pub updated: u64,
+    pub deleted: u64,
+    pub relists: u64,
+    pub errors: u64,
+    #[serde(skip)]
+    pub last_heard: Option<SystemTime>,
+    pub last_error: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+impl InformerStatus {
+    pub fn new(kind: impl Into<String>) -> Self {
+        InformerStatus {
+            kind: kind.into(),
+            synced: AtomicBool::new(false),
+            connected: AtomicBool::new(false),
+            added: AtomicU64::new(0),
+            updated: AtomicU64::new(0),
+            deleted: AtomicU64::new(0),
+            relists: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    pub fn is_synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic elsewhere while holding this lock cannot leave the counters inconsistent.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn heard(&self, resource_version: Option<&str>) {
+        self.connected.store(true, Ordering::Release);
+        let mut inner = self.inner();
+        inner.last_heard = Some(SystemTime::now());
+        if let Some(rv) = resource_version.filter(|rv| !rv.is_empty()) {
+            inner.resource_version = Some(rv.to_string());
+        }
+    }
+
+    pub(crate) fn error(&self, message: String) {
+        self.connected.store(false, Ordering::Release);
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        self.inner().last_error = Some(message);
+    }
+
+    pub(crate) fn counted<K>(&self, deltas: &[crate::Delta<K>], objects: usize) {
+        for d in deltas {
+            let counter = match d {
+                crate::Delta::Added(_) => &self.added,
+                crate::Delta::Updated(_) => &self.updated,
+                crate::Delta::Deleted(_) => &self.deleted,
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+        self.inner().objects = objects;
+    }
+
+    pub(crate) fn relisted(&self) {
+        self.relists.fetch_add(1, Ordering::Relaxed);
+        self.synced.store(true, Ordering::Release);
+    }
+
+    pub fn state(&self) -> InformerState {
+        let inner = self.inner();
+        InformerState {
+            kind: self.kind.clone(),
+            synced: self.is_synced(),
+            connected: self.connected.load(Ordering::Acquire),
+            objects: inner.objects,
+            added: self.added.load(Ordering::Relaxed),
+            updated: self.updated.load(Ordering::Relaxed),
+            deleted: self.deleted.load(Ordering::Relaxed),
+            relists: self.relists.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+            last_heard: inner.last_heard,
+            last_error: inner.last_error.clone(),
+            resource_version: inner.resource_version.clone(),
+        }
+    }
+}

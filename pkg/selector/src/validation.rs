@@ -1,0 +1,216 @@
+//! Label key and value rules of k8s.io/apimachinery/pkg/util/validation
+//! (`IsQualifiedName`, `IsValidLabelValue`, `IsDNS1123Subdomain`), written
+//! out by hand because the crate may not depend on a regex engine.
+
+/// Longest label value and longest name part of a key.
+const NAME_MAX: usize = 63;
+/// Longest key prefix (`DNS1123SubdomainMaxLength`).
+const PREFIX_MAX: usize = 253;
+
+pub(crate) const NAME_RULE: &str = "must be 63 characters or less and consist of alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric";
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]` with the length limit.
+fn is_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    match (b.first(), b.last()) {
+        (Some(first), Some(last)) => {
+            b.len() <= NAME_MAX
+                && first.is_ascii_alphanumeric()
+                && last.is_ascii_alphanumeric()
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        }
+        _ => false,
+    }
+}
+
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`, at most
+/// 253 bytes. Each dot-separated label has to start and end alphanumeric, so
+/// `a..b` and `a-.b` are rejected like the apiserver does.
+fn is_dns1123_subdomain(s: &str) -> bool {
+    let lower_alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    s.len() <= PREFIX_MAX
+        && s.split('.').all(|label| {
+            let b = label.as_bytes();
+            match (b.first(), b.last()) {
+                (Some(first), Some(last)) => {
+                    lower_alnum(first)
+                        && lower_alnum(last)
+                        && b.iter().all(|c| lower_alnum(c) || *c == b'-')
+                }
+                _ => false,
+            }
+        })
+}
+
+/// A label value: empty, or a name part.
+pub(crate) fn is_label_value(s: &str) -> bool {
+    s.is_empty() || is_name(s)
+}
+
+/// Checks a label key (`IsQualifiedName`): `[prefix/]name`. Returns why it
+/// is invalid. The prefix is checked before the name, as apimachinery lists
+/// its errors in that order.
+pub(crate) fn check_label_key(key: &str) -> Result<(), String> {
+    let mut parts = key.split('/');
+    let (prefix, name) = match (parts.next(), parts.next(), parts.next()) {
+        (Some(name), None, _) => (None, name),
+        (Some(prefix), Some(name), None) => (Some(prefix), name),
+        _ => {
+            return Err(
+                "must be a name with an optional DNS subdomain prefix and '/' (e.g. \"example.com/my-name\"), so it can contain at most one '/'"
+                    .to_owned(),
+            );
+        }
+    };
+    match prefix {
+        Some("") => return Err("prefix part must not be empty".to_owned()),
+        Some(p) if !is_dns1123_subdomain(p) => {
+            return Err("prefix part must be a DNS-1123 subdomain: 253 characters or less, lowercase alphanumerics, '-' or '.', each '.'-separated part starting and ending with an alphanumeric".to_owned());
+        }
+        _ => {}
+    }
+    if name.is_empty() {
+        return Err("name part must not be empty".to_owned());
+    }
+    if !is_name(name) {
+        return Err(format!("name part {NAME_RULE}"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_keys() {
+        let name63 = "a".repeat(63);
+        let name64 = "a".repeat(64);
+        // 4 labels of 63 + 3 dots = 255 > 253; build exact lengths instead.
+        let prefix253 = format!(
+            "{}.{}.{}.{}",
+            "a".repeat(63),
+            "b".repeat(63),
+            "c".repeat(63),
+            "d".repeat(61)
+        );
+        assert_eq!(prefix253.len(), 253);
+        let prefix254 = format!("{prefix253}e");
+        let cases: Vec<(String, bool)> = vec![
+            ("a".into(), true),
+            ("1".into(), true),
+            ("A".into(), true),
+            ("MyName".into(), true),
+            ("my.name".into(), true),
+            ("123-abc".into(), true),
+            ("a_b".into(), true),
+            ("a-b.c_d".into(), true),
+            (name63.clone(), true),
+            (name64.clone(), false),
+            ("".into(), false),
+            ("-a".into(), false),
+            ("a-".into(), false),
+            ("_a".into(), false),
+            ("a_".into(), false),
+            (".a".into(), false),
+            ("a.".into(), false),
+            ("a b".into(), false),
+            ("a*b".into(), false),
+            ("ä".into(), false),
+            ("aä".into(), false),
+            ("example.com/MyName".into(), true),
+            ("kubernetes.io/name".into(), true),
+            ("app.kubernetes.io/part-of".into(), true),
+            ("0.1.2.domain/99".into(), true),
+            ("a-b/c".into(), true),
+            (format!("example.com/{name63}"), true),
+            (format!("example.com/{name64}"), false),
+            (format!("{prefix253}/a"), true),
+            (format!("{prefix254}/a"), false),
+            ("Example.com/a".into(), false),
+            ("EXAMPLE/a".into(), false),
+            ("exa_mple.com/a".into(), false),
+            ("a..b/c".into(), false),
+            ("a-.b/c".into(), false),
+            ("a.-b/c".into(), false),
+            (".a/c".into(), false),
+            ("a./c".into(), false),
+            ("-a/c".into(), false),
+            ("/a".into(), false),
+            ("a/".into(), false),
+            ("/".into(), false),
+            ("a/b/c".into(), false),
+            ("a//b".into(), false),
+            ("example.com/-a".into(), false),
+            ("é.com/a".into(), false),
+        ];
+        for (key, ok) in cases {
+            assert_eq!(
+                check_label_key(&key).is_ok(),
+                ok,
+                "key {key:?}: {:?}",
+                check_label_key(&key)
+            );
+        }
+    }
+
+    #[test]
+    fn label_key_reasons() {
+        assert_eq!(
+            check_label_key("/a").unwrap_err(),
+            "prefix part must not be empty"
+        );
+        assert_eq!(
+            check_label_key("a/").unwrap_err(),
+            "name part must not be empty"
+        );
+        assert!(
+            check_label_key("A/a")
+                .unwrap_err()
+                .starts_with("prefix part must be a DNS-1123 subdomain")
+        );
+        assert!(
+            check_label_key("a/-")
+                .unwrap_err()
+                .starts_with("name part must be 63 characters or less")
+        );
+        assert!(
+            check_label_key("a/b/c")
+                .unwrap_err()
+                .contains("at most one '/'")
+        );
+        // Both parts bad: the prefix is reported, like apimachinery's first error.
+        assert!(
+            check_label_key("A/-")
+                .unwrap_err()
+                .starts_with("prefix part")
+        );
+    }
+
+    #[test]
+    fn label_values() {
+        let cases: Vec<(String, bool)> = vec![
+            ("".into(), true),
+            ("a".into(), true),
+            ("MyValue".into(), true),
+            ("my_value".into(), true),
+            ("12345".into(), true),
+            ("1.2.3".into(), true),
+            ("a".repeat(63), true),
+            ("a".repeat(64), false),
+            ("-a".into(), false),
+            ("a-".into(), false),
+            ("_".into(), false),
+            (".".into(), false),
+            ("a/b".into(), false),
+            ("a b".into(), false),
+            ("a\0".into(), false),
+            ("é".into(), false),
+            (" ".into(), false),
+        ];
+        for (value, ok) in cases {
+            assert_eq!(is_label_value(&value), ok, "value {value:?}");
+        }
+    }
+}
