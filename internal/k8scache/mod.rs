@@ -1,0 +1,223 @@
+//! In-memory caches of Deployments, Pods and ReplicaSet metadata, fed by the informers.
+//! Each is an [`Index`] behind a lock; a batch of deltas (a whole relist included) is applied
+//! under one write lock, so readers see either the old state or the new one.
+
+mod index;
+
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+
+use confk8s::{Delta, FactoryError, Handler, InformerFactory, ObjectKey};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::Pod;
+use kube::core::PartialObjectMeta;
+
+pub use index::{Index, Indexed};
+
+use crate::model::{DeploymentRecord, PodRecord, ReplicaSetRecord};
+
+/// Builds the record a cache keeps for an object of kind `K`.
+pub trait FromObject<K> {
+    fn from_object(obj: &K) -> Arc<Self>;
+}
+
+impl FromObject<Deployment> for DeploymentRecord {
+    fn from_object(obj: &Deployment) -> Arc<Self> {
+        DeploymentRecord::from_deployment(obj)
+    }
+}
+
+impl FromObject<Pod> for PodRecord {
+    fn from_object(obj: &Pod) -> Arc<Self> {
+        PodRecord::from_pod(obj)
+    }
+}
+
+impl FromObject<PartialObjectMeta<ReplicaSet>> for ReplicaSetRecord {
+    fn from_object(obj: &PartialObjectMeta<ReplicaSet>) -> Arc<Self> {
+        ReplicaSetRecord::from_meta(obj)
+    }
+}
+
+#[derive(Debug)]
+pub struct Cache<R> {
+    index: RwLock<Index<R>>,
+}
+
+pub type DeploymentCache = Cache<DeploymentRecord>;
+pub type PodCache = Cache<PodRecord>;
+pub type ReplicaSetCache = Cache<ReplicaSetRecord>;
+
+impl<R> Default for Cache<R> {
+    fn default() -> Self {
+        Cache {
+            index: RwLock::new(Index::default()),
+        }
+    }
+}
+
+impl<R: Indexed> Cache<R> {
+    /// A read view; hold it briefly; clone out the `Arc`s you need.
+    pub fn read(&self) -> RwLockReadGuard<'_, Index<R>> {
+        // Index updates cannot panic half-way, so a poisoned lock still guards a valid index.
+        self.index.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<R>> {
+        self.read().get(key).cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
+    pub fn apply_deltas<K>(&self, deltas: &[Delta<K>])
+    where
+        R: FromObject<K>,
+    {
+        // Project outside the lock: readers wait only for the map updates.
+        let records: Vec<Option<Arc<R>>> = deltas
+            .iter()
+            .map(|d| match d {
+                Delta::Added(o) | Delta::Updated(o) => Some(R::from_object(o)),
+                Delta::Deleted(_) => None,
+            })
+            .collect();
+        let mut index = self.index.write().unwrap_or_else(|e| e.into_inner());
+        for (delta, record) in deltas.iter().zip(records) {
+            match (delta, record) {
+                (Delta::Deleted(key), _) => index.delete(key),
+                (_, Some(record)) => index.apply(record),
+                (_, None) => {}
+            }
+        }
+    }
+}
+
+impl<K, R> Handler<K> for Cache<R>
+where
+    K: Send + Sync + 'static,
+    R: Indexed + FromObject<K> + Send + Sync + 'static,
+{
+    fn on_deltas(&self, deltas: &[Delta<K>]) {
+        self.apply_deltas(deltas);
+    }
+}
+
+/// The three caches and the relations between them.
+#[derive(Debug, Default)]
+pub struct Caches {
+    pub deployments: Arc<DeploymentCache>,
+    pub pods: Arc<PodCache>,
+    pub replicasets: Arc<ReplicaSetCache>,
+}
+
+impl Caches {
+    /// Registers each cache with the factory's shared watch of its kind.
+    pub fn register(&self, factory: &InformerFactory) -> Result<(), FactoryError> {
+        factory.add_handler::<Deployment>(self.deployments.clone())?;
+        factory.add_handler::<Pod>(self.pods.clone())?;
+        factory.add_handler::<PartialObjectMeta<ReplicaSet>>(self.replicasets.clone())?;
+        Ok(())
+    }
+
+    /// Pods controlled by ReplicaSets that the Deployment controls: ownerReferences, not label
+    /// selectors, so Deployments with overlapping selectors never claim each other's Pods.
+    pub fn pods_of_deployment(&self, deployment: &DeploymentRecord) -> Vec<Arc<PodRecord>> {
+        let rs_uids: Vec<String> = self
+            .replicasets
+            .read()
+            .owned_by(&deployment.dto.uid)
+            .map(|rs| rs.uid.clone())
+            .collect();
+        let pods = self.pods.read();
+        let mut owned: Vec<Arc<PodRecord>> =
+            rs_uids.iter().flat_map(|uid| pods.owned_by(uid).cloned()).collect();
+        owned.sort_by(|a, b| a.key.cmp(&b.key));
+        owned
+    }
+
+    /// The name of the Deployment that controls the Pod's ReplicaSet, if any.
+    pub fn deployment_of_pod(&self, pod: &PodRecord) -> Option<String> {
+        let owner = pod.owner.as_ref().filter(|o| o.kind == "ReplicaSet")?;
+        let rs = self
+            .replicasets
+            .get(&ObjectKey::new(pod.key.namespace.clone(), owner.name.clone()))
+            .filter(|rs| rs.uid == owner.uid)?;
+        rs.owner
+            .as_ref()
+            .filter(|o| o.kind == "Deployment")
+            .map(|o| o.name.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
+
+    fn pod_names(pods: &[Arc<PodRecord>]) -> Vec<&str> {
+        pods.iter().map(|p| p.key.name.as_str()).collect()
+    }
+
+    /// Two Deployments whose selectors overlap: only ownerReferences tell their Pods apart.
+    fn overlapping() -> (Caches, Arc<DeploymentRecord>, Arc<DeploymentRecord>) {
+        let caches = Caches::default();
+        let web = mk_deployment("ns", "web", "d-web", &[]);
+        let web2 = mk_deployment("ns", "web2", "d-web2", &[]);
+        caches.deployments.apply_deltas(&[Delta::Added(web.clone()), Delta::Added(web2.clone())]);
+        caches.replicasets.apply_deltas(&[
+            Delta::Added(mk_replicaset("ns", "web-abc", "rs-web", Some(("web", "d-web")))),
+            Delta::Added(mk_replicaset("ns", "web2-xyz", "rs-web2", Some(("web2", "d-web2")))),
+        ]);
+        caches.pods.apply_deltas(&[
+            Delta::Added(mk_pod("ns", "web-abc-1", Some(("web-abc", "rs-web")), &[("app", "web")])),
+            Delta::Added(mk_pod("ns", "web-abc-2", Some(("web-abc", "rs-web")), &[("app", "web")])),
+            Delta::Added(mk_pod("ns", "web2-xyz-1", Some(("web2-xyz", "rs-web2")), &[("app", "web")])),
+            Delta::Added(mk_pod("ns", "bare", None, &[("app", "web")])),
+        ]);
+        (
+            caches,
+            DeploymentRecord::from_deployment(&web),
+            DeploymentRecord::from_deployment(&web2),
+        )
+    }
+
+    #[test]
+    fn pods_of_deployment_follow_owner_references_not_labels() {
+        let (caches, web, web2) = overlapping();
+        assert_eq!(pod_names(&caches.pods_of_deployment(&web)), ["web-abc-1", "web-abc-2"]);
+        assert_eq!(pod_names(&caches.pods_of_deployment(&web2)), ["web2-xyz-1"]);
+    }
+
+    #[test]
+    fn deployment_of_pod_walks_the_chain() {
+        let (caches, _, _) = overlapping();
+        let pod = caches.pods.get(&ObjectKey::new("ns", "web2-xyz-1")).unwrap();
+        assert_eq!(caches.deployment_of_pod(&pod).as_deref(), Some("web2"));
+        let bare = caches.pods.get(&ObjectKey::new("ns", "bare")).unwrap();
+        assert_eq!(caches.deployment_of_pod(&bare), None);
+    }
+
+    #[test]
+    fn a_replicaset_recreated_under_the_same_name_is_not_confused() {
+        let (caches, _, _) = overlapping();
+        caches.replicasets.apply_deltas(&[Delta::Updated(mk_replicaset(
+            "ns", "web-abc", "rs-new", Some(("web", "d-web"))))]);
+        let pod = caches.pods.get(&ObjectKey::new("ns", "web-abc-1")).unwrap();
+        assert_eq!(caches.deployment_of_pod(&pod), None, "the pod's owner uid is the old ReplicaSet");
+    }
+
+    #[test]
+    fn a_relist_batch_drops_objects_deleted_while_disconnected() {
+        let (caches, web, _) = overlapping();
+        // What the informer delivers after a relist in which web-abc-2 no longer exists.
+        caches.pods.apply_deltas::<k8s_openapi::api::core::v1::Pod>(&[Delta::Deleted(ObjectKey::new(
+            "ns", "web-abc-2"))]);
+        assert_eq!(pod_names(&caches.pods_of_deployment(&web)), ["web-abc-1"]);
+        assert_eq!(caches.pods.len(), 3);
+    }
+}

@@ -1,0 +1,331 @@
+//! What k8sailor keeps of each object: the wire DTO (field names of the original k8sailor
+//! client, plus the columns dashboards need) and the few fields the indexes use. Records are
+//! built once when an object arrives, by the cache and the live source alike, so a read never
+//! touches a typed Kubernetes object and the cache never holds one.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use confk8s::ObjectKey;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use kube::core::PartialObjectMeta;
+use serde::Serialize;
+
+pub type Labels = BTreeMap<String, String>;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentStatusDto {
+    pub replicas: i32,
+    pub available_replicas: i32,
+    pub unavailable_replicas: i32,
+}
+
+/// The Deployment as the API shows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentDto {
+    pub name: String,
+    pub namespace: String,
+    pub replicas: i32,
+    pub images: Vec<String>,
+    pub status: DeploymentStatusDto,
+    pub label_selector: Labels,
+    pub labels: Labels,
+    pub uid: String,
+    pub creation_timestamp: Option<String>,
+    pub resource_version: String,
+    /// kubectl's READY column: ready/desired.
+    pub ready: String,
+    /// kubectl's UP-TO-DATE column.
+    pub up_to_date: i32,
+    /// kubectl's AVAILABLE column.
+    pub available: i32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeploymentRecord {
+    pub key: ObjectKey,
+    pub dto: DeploymentDto,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodStatusDto {
+    pub phase: String,
+    pub reason: String,
+    pub message: String,
+}
+
+/// The Pod as the API shows it; `deployment` is resolved at read time through ownerReferences.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodDto {
+    pub name: String,
+    pub namespace: String,
+    pub images: Vec<String>,
+    pub node_name: String,
+    pub node_ip: String,
+    pub pod_ip: String,
+    pub create_time: Option<String>,
+    pub status: PodStatusDto,
+    pub labels: Labels,
+    pub uid: String,
+    pub creation_timestamp: Option<String>,
+    pub resource_version: String,
+    /// kubectl's READY column: ready/total containers.
+    pub ready: String,
+    /// kubectl's STATUS column (CrashLoopBackOff, Init:1/2, Terminating, ...).
+    pub status_text: String,
+    /// kubectl's RESTARTS column.
+    pub restarts: u32,
+}
+
+/// The controller that owns an object, from its ownerReferences.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+}
+
+impl Owner {
+    fn controller_of(meta: &ObjectMeta) -> Option<Owner> {
+        meta.owner_references
+            .iter()
+            .flatten()
+            .find(|o: &&OwnerReference| o.controller == Some(true))
+            .map(|o| Owner {
+                kind: o.kind.clone(),
+                name: o.name.clone(),
+                uid: o.uid.clone(),
+            })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodRecord {
+    pub key: ObjectKey,
+    pub dto: PodDto,
+    pub owner: Option<Owner>,
+    /// The object as the apiserver sent it, without managedFields, as compact JSON: what
+    /// `/pods/{name}/output` prints, at a seventh of a typed object's memory.
+    pub raw: Bytes,
+}
+
+/// A ReplicaSet is only a link from Pods to their Deployment: metadata is all we keep.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplicaSetRecord {
+    pub key: ObjectKey,
+    pub uid: String,
+    pub owner: Option<Owner>,
+}
+
+fn rfc3339(t: &Option<Time>) -> Option<String> {
+    t.as_ref().map(|t| t.0.to_string())
+}
+
+fn key_of(meta: &ObjectMeta) -> ObjectKey {
+    ObjectKey::new(
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+impl DeploymentRecord {
+    pub fn from_deployment(d: &Deployment) -> Arc<Self> {
+        let meta = &d.metadata;
+        let spec = d.spec.as_ref();
+        let status = d.status.clone().unwrap_or_default();
+        let columns = kubectl_status::deployment_columns(d);
+        let replicas = spec.and_then(|s| s.replicas).unwrap_or(1);
+        let dto = DeploymentDto {
+            name: meta.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            replicas,
+            images: spec
+                .and_then(|s| s.template.spec.as_ref())
+                .map(|p| p.containers.iter().filter_map(|c| c.image.clone()).collect())
+                .unwrap_or_default(),
+            status: DeploymentStatusDto {
+                replicas: status.replicas.unwrap_or(0),
+                available_replicas: status.available_replicas.unwrap_or(0),
+                unavailable_replicas: status.unavailable_replicas.unwrap_or(0),
+            },
+            label_selector: spec
+                .and_then(|s| s.selector.match_labels.clone())
+                .unwrap_or_default(),
+            labels: meta.labels.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
+            creation_timestamp: rfc3339(&meta.creation_timestamp),
+            resource_version: meta.resource_version.clone().unwrap_or_default(),
+            ready: columns.ready(),
+            up_to_date: columns.up_to_date,
+            available: columns.available,
+        };
+        Arc::new(DeploymentRecord {
+            key: key_of(meta),
+            dto,
+        })
+    }
+}
+
+impl PodRecord {
+    pub fn from_pod(pod: &Pod) -> Arc<Self> {
+        let meta = &pod.metadata;
+        let status = pod.status.clone().unwrap_or_default();
+        let columns = kubectl_status::pod_columns(pod);
+        let dto = PodDto {
+            name: meta.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            images: pod
+                .spec
+                .as_ref()
+                .map(|s| s.containers.iter().filter_map(|c| c.image.clone()).collect())
+                .unwrap_or_default(),
+            node_name: pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.clone())
+                .unwrap_or_default(),
+            node_ip: status.host_ip.unwrap_or_default(),
+            pod_ip: status.pod_ip.unwrap_or_default(),
+            create_time: rfc3339(&meta.creation_timestamp),
+            status: PodStatusDto {
+                phase: status.phase.unwrap_or_default(),
+                reason: status.reason.unwrap_or_default(),
+                message: status.message.unwrap_or_default(),
+            },
+            labels: meta.labels.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
+            creation_timestamp: rfc3339(&meta.creation_timestamp),
+            resource_version: meta.resource_version.clone().unwrap_or_default(),
+            ready: columns.ready(),
+            status_text: columns.status,
+            restarts: columns.restarts,
+        };
+        // Serializing a typed Pod cannot fail: it has no maps with non-string keys.
+        let raw = serde_json::to_vec(pod).map(Bytes::from).unwrap_or_default();
+        Arc::new(PodRecord {
+            key: key_of(meta),
+            owner: Owner::controller_of(meta),
+            dto,
+            raw,
+        })
+    }
+}
+
+impl ReplicaSetRecord {
+    pub fn from_meta(rs: &PartialObjectMeta<ReplicaSet>) -> Arc<Self> {
+        Arc::new(ReplicaSetRecord {
+            key: key_of(&rs.metadata),
+            uid: rs.metadata.uid.clone().unwrap_or_default(),
+            owner: Owner::controller_of(&rs.metadata),
+        })
+    }
+}
+
+/// Test fixtures shared by the unit tests of every layer.
+#[cfg(test)]
+pub mod fixtures {
+    use super::*;
+    use serde_json::json;
+
+    pub fn mk_deployment(ns: &str, name: &str, uid: &str, labels: &[(&str, &str)]) -> Deployment {
+        let labels: serde_json::Map<_, _> =
+            labels.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+        serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"namespace": ns, "name": name, "uid": uid, "resourceVersion": "1",
+                         "labels": labels, "creationTimestamp": "2026-11-01T10:00:00Z"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}},
+            "status": {"replicas": 3, "readyReplicas": 2, "availableReplicas": 2,
+                       "unavailableReplicas": 1, "updatedReplicas": 3}
+        }))
+        .expect("a valid Deployment")
+    }
+
+    pub fn mk_replicaset(ns: &str, name: &str, uid: &str, owner: Option<(&str, &str)>) -> PartialObjectMeta<ReplicaSet> {
+        let owners: Vec<_> = owner
+            .iter()
+            .map(|(name, uid)| json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
+                                      "uid": uid, "controller": true}))
+            .collect();
+        serde_json::from_value(json!({
+            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+            "metadata": {"namespace": ns, "name": name, "uid": uid, "resourceVersion": "1",
+                         "ownerReferences": owners}
+        }))
+        .expect("valid ReplicaSet metadata")
+    }
+
+    pub fn mk_pod(ns: &str, name: &str, owner_rs: Option<(&str, &str)>, labels: &[(&str, &str)]) -> Pod {
+        let labels: serde_json::Map<_, _> =
+            labels.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+        let owners: Vec<_> = owner_rs
+            .iter()
+            .map(|(name, uid)| json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name,
+                                      "uid": uid, "controller": true}))
+            .collect();
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"namespace": ns, "name": name, "uid": format!("uid-{name}"),
+                         "resourceVersion": "1", "labels": labels, "ownerReferences": owners,
+                         "creationTimestamp": "2026-11-01T10:00:00Z"},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx:1.27"}]},
+            "status": {"phase": "Running", "hostIP": "10.1.0.1", "podIP": "10.2.0.1",
+                       "conditions": [{"type": "Ready", "status": "True"}],
+                       "containerStatuses": [{"name": "c", "image": "nginx:1.27", "imageID": "",
+                           "ready": true, "restartCount": 2, "started": true,
+                           "state": {"running": {"startedAt": "2026-11-01T10:00:05Z"}}}]}
+        }))
+        .expect("a valid Pod")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::*;
+    use super::*;
+
+    #[test]
+    fn deployment_projection_has_original_and_kubectl_fields() {
+        let r = DeploymentRecord::from_deployment(&mk_deployment("ns", "web", "d1", &[("tier", "fe")]));
+        let json = serde_json::to_value(&r.dto).unwrap();
+        assert_eq!(json["name"], "web");
+        assert_eq!(json["replicas"], 3);
+        assert_eq!(json["images"], serde_json::json!(["nginx:1.27"]));
+        assert_eq!(json["status"]["availableReplicas"], 2);
+        assert_eq!(json["status"]["unavailableReplicas"], 1);
+        assert_eq!(json["labelSelector"]["app"], "web");
+        assert_eq!(json["ready"], "2/3");
+        assert_eq!(json["upToDate"], 3);
+        assert_eq!(json["creationTimestamp"], "2026-11-01T10:00:00Z");
+        assert_eq!(r.key, ObjectKey::new("ns", "web"));
+    }
+
+    #[test]
+    fn pod_projection_keeps_raw_without_managed_fields_and_finds_controller() {
+        let mut pod = mk_pod("ns", "web-1", Some(("web-rs", "rs1")), &[("app", "web")]);
+        confk8s::strip_noise(&mut pod);
+        let r = PodRecord::from_pod(&pod);
+        let json = serde_json::to_value(&r.dto).unwrap();
+        assert_eq!(json["nodeName"], "node-1");
+        assert_eq!(json["nodeIp"], "10.1.0.1");
+        assert_eq!(json["podIp"], "10.2.0.1");
+        assert_eq!(json["createTime"], "2026-11-01T10:00:00Z");
+        assert_eq!(json["status"]["phase"], "Running");
+        assert_eq!(json["ready"], "1/1");
+        assert_eq!(json["statusText"], "Running");
+        assert_eq!(json["restarts"], 2);
+        assert_eq!(r.owner.as_ref().map(|o| o.uid.as_str()), Some("rs1"));
+        let raw: serde_json::Value = serde_json::from_slice(&r.raw).unwrap();
+        assert_eq!(raw["kind"], "Pod");
+        assert_eq!(raw["metadata"]["name"], "web-1");
+    }
+}
