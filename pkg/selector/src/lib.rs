@@ -45,7 +45,7 @@
 mod error;
 mod field;
 mod label;
-mod validation;
+pub mod validation;
 
 pub use error::ParseError;
 pub use field::{FieldOperator, FieldSelector, FieldTerm};

@@ -27,20 +27,25 @@ fn is_name(s: &str) -> bool {
 /// `[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`, at most
 /// 253 bytes. Each dot-separated label has to start and end alphanumeric, so
 /// `a..b` and `a-.b` are rejected like the apiserver does.
-fn is_dns1123_subdomain(s: &str) -> bool {
+/// Object names of most kinds (Deployments, Pods) follow this rule.
+pub fn is_dns1123_subdomain(s: &str) -> bool {
+    s.len() <= PREFIX_MAX && s.split('.').all(is_label_part)
+}
+
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 bytes: the rule for namespace names.
+pub fn is_dns1123_label(s: &str) -> bool {
+    s.len() <= NAME_MAX && is_label_part(s)
+}
+
+fn is_label_part(label: &str) -> bool {
     let lower_alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    s.len() <= PREFIX_MAX
-        && s.split('.').all(|label| {
-            let b = label.as_bytes();
-            match (b.first(), b.last()) {
-                (Some(first), Some(last)) => {
-                    lower_alnum(first)
-                        && lower_alnum(last)
-                        && b.iter().all(|c| lower_alnum(c) || *c == b'-')
-                }
-                _ => false,
-            }
-        })
+    let b = label.as_bytes();
+    match (b.first(), b.last()) {
+        (Some(first), Some(last)) => {
+            lower_alnum(first) && lower_alnum(last) && b.iter().all(|c| lower_alnum(c) || *c == b'-')
+        }
+        _ => false,
+    }
 }
 
 /// A label value: empty, or a name part.
@@ -211,6 +216,27 @@ mod tests {
         ];
         for (value, ok) in cases {
             assert_eq!(is_label_value(&value), ok, "value {value:?}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    #[test]
+    fn dns1123_label_and_subdomain() {
+        for ok in ["a", "kube-system", "a1", &"a".repeat(63)] {
+            assert!(is_dns1123_label(ok), "{ok}");
+        }
+        for bad in ["", "A", "-a", "a-", "a.b", "a_b", &"a".repeat(64), "ä"] {
+            assert!(!is_dns1123_label(bad), "{bad}");
+        }
+        for ok in ["a.b", "web-5974c5bb9c-q4hqr", &"a".repeat(253)] {
+            assert!(is_dns1123_subdomain(ok), "{ok}");
+        }
+        for bad in ["", "a..b", "a.", ".a", "A.b", &"a".repeat(254)] {
+            assert!(!is_dns1123_subdomain(bad), "{bad}");
         }
     }
 }

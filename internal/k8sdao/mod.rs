@@ -1,0 +1,251 @@
+//! Reads of Deployments and Pods behind one trait, [`WorkloadSource`], implemented by the
+//! informer caches ([`CacheSource`]) and by the live API ([`LiveSource`]). Which one serves is
+//! decided here, by [`Source::start`], and nowhere else.
+
+mod cache;
+mod live;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use confk8s::{FactoryError, InformerFactory, InformerState};
+use kube::Client;
+use selector::LabelSelector;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use cache::CacheSource;
+pub use live::LiveSource;
+
+use crate::k8scache::Caches;
+use crate::model::{DeploymentRecord, PodRecord};
+
+/// Which namespaces and labels a list covers.
+#[derive(Clone, Debug, Default)]
+pub struct ListQuery {
+    /// `None`: every namespace the source serves.
+    pub namespace: Option<String>,
+    pub labels: LabelSelector,
+}
+
+/// A list and the resourceVersion it is as recent as.
+#[derive(Clone, Debug)]
+pub struct Listing<R> {
+    pub items: Vec<Arc<R>>,
+    pub resource_version: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaoError {
+    #[error("{kind} {name:?} not found in namespace {namespace:?}")]
+    NotFound {
+        kind: &'static str,
+        namespace: String,
+        name: String,
+    },
+    #[error("namespace {namespace:?} is not served: k8sailor watches namespace {served:?} only")]
+    NamespaceNotServed { namespace: String, served: String },
+    #[error("the cache is not synced yet: {}", kinds.join(", "))]
+    NotSynced { kinds: Vec<String> },
+    #[error("the Kubernetes API refused the request ({code}): {message}")]
+    Api { code: u16, message: String },
+    #[error("the Kubernetes API is unreachable: {0}")]
+    Unavailable(String),
+}
+
+impl From<kube::Error> for DaoError {
+    fn from(e: kube::Error) -> Self {
+        match e {
+            kube::Error::Api(status) => DaoError::Api {
+                code: status.code,
+                message: status.message,
+            },
+            other => DaoError::Unavailable(other.to_string()),
+        }
+    }
+}
+
+/// The reads biz needs. Not-found is an error; an empty list is not.
+pub trait WorkloadSource: Send + Sync {
+    fn list_deployments(
+        &self,
+        q: &ListQuery,
+    ) -> impl Future<Output = Result<Listing<DeploymentRecord>, DaoError>> + Send;
+    fn get_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Arc<DeploymentRecord>, DaoError>> + Send;
+    fn list_pods(&self, q: &ListQuery) -> impl Future<Output = Result<Listing<PodRecord>, DaoError>> + Send;
+    fn get_pod(&self, namespace: &str, name: &str) -> impl Future<Output = Result<Arc<PodRecord>, DaoError>> + Send;
+    /// Pods controlled, through their ReplicaSets, by the Deployment; NotFound if it is absent.
+    fn pods_of_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Vec<Arc<PodRecord>>, DaoError>> + Send;
+    /// For each pod, the name of the Deployment controlling it, if any.
+    fn deployments_of_pods(
+        &self,
+        pods: &[Arc<PodRecord>],
+    ) -> impl Future<Output = Result<Vec<Option<String>>, DaoError>> + Send;
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceKind {
+    /// Informer caches: reads never reach the apiserver.
+    #[default]
+    Cache,
+    /// Every read is a request to the apiserver.
+    Live,
+}
+
+impl std::str::FromStr for SourceKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "cache" => Ok(SourceKind::Cache),
+            "live" => Ok(SourceKind::Live),
+            other => Err(format!("unknown source {other:?}: expected cache or live")),
+        }
+    }
+}
+
+enum Backend {
+    Cache(CacheSource),
+    Live(LiveSource),
+}
+
+/// The source the app reads from, restricted to one namespace when configured so.
+pub struct Source {
+    backend: Backend,
+    scope: Option<String>,
+    factory: Option<InformerFactory>,
+}
+
+impl Source {
+    /// Opens the configured source; for the cache this registers and starts the informers,
+    /// which stop when `shutdown` is cancelled.
+    pub fn start(
+        kind: SourceKind,
+        client: Client,
+        scope: Option<String>,
+        shutdown: CancellationToken,
+    ) -> Result<(Source, Vec<JoinHandle<()>>), FactoryError> {
+        match kind {
+            SourceKind::Live => Ok((
+                Source {
+                    backend: Backend::Live(LiveSource::new(client)),
+                    scope,
+                    factory: None,
+                },
+                Vec::new(),
+            )),
+            SourceKind::Cache => {
+                let factory = InformerFactory::new(client, scope.clone());
+                let caches = Arc::new(Caches::default());
+                caches.register(&factory)?;
+                let tasks = factory.start(shutdown);
+                let source = CacheSource::new(caches, factory.statuses());
+                Ok((
+                    Source {
+                        backend: Backend::Cache(source),
+                        scope,
+                        factory: Some(factory),
+                    },
+                    tasks,
+                ))
+            }
+        }
+    }
+
+    /// A cache-backed source over caches filled by hand (unit tests, benchmarks).
+    pub fn from_cache(source: CacheSource, scope: Option<String>) -> Source {
+        Source {
+            backend: Backend::Cache(source),
+            scope,
+            factory: None,
+        }
+    }
+
+    /// Waits until every informer has synced; immediate for the live source.
+    pub async fn wait_until_synced(&self, timeout: Duration) -> Result<(), FactoryError> {
+        match &self.factory {
+            Some(factory) => factory.wait_for_sync(timeout).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Each informer's health; empty for the live source.
+    pub fn informer_states(&self) -> Vec<InformerState> {
+        match &self.backend {
+            Backend::Cache(c) => c.states(),
+            Backend::Live(_) => Vec::new(),
+        }
+    }
+
+    pub fn is_synced(&self) -> bool {
+        self.informer_states().iter().all(|s| s.synced)
+    }
+
+    /// The namespace to query: the request's, checked against the served scope.
+    fn scoped(&self, namespace: Option<&str>) -> Result<Option<String>, DaoError> {
+        match (&self.scope, namespace) {
+            (None, ns) => Ok(ns.map(str::to_string)),
+            (Some(served), None) => Ok(Some(served.clone())),
+            (Some(served), Some(ns)) if ns == served => Ok(Some(ns.to_string())),
+            (Some(served), Some(ns)) => Err(DaoError::NamespaceNotServed {
+                namespace: ns.to_string(),
+                served: served.clone(),
+            }),
+        }
+    }
+
+    fn scoped_query(&self, q: &ListQuery) -> Result<ListQuery, DaoError> {
+        Ok(ListQuery {
+            namespace: self.scoped(q.namespace.as_deref())?,
+            labels: q.labels.clone(),
+        })
+    }
+}
+
+macro_rules! dispatch {
+    ($self:ident, $method:ident ( $($arg:expr),* )) => {
+        match &$self.backend {
+            Backend::Cache(s) => s.$method($($arg),*).await,
+            Backend::Live(s) => s.$method($($arg),*).await,
+        }
+    };
+}
+
+impl WorkloadSource for Source {
+    async fn list_deployments(&self, q: &ListQuery) -> Result<Listing<DeploymentRecord>, DaoError> {
+        let q = self.scoped_query(q)?;
+        dispatch!(self, list_deployments(&q))
+    }
+
+    async fn get_deployment(&self, namespace: &str, name: &str) -> Result<Arc<DeploymentRecord>, DaoError> {
+        self.scoped(Some(namespace))?;
+        dispatch!(self, get_deployment(namespace, name))
+    }
+
+    async fn list_pods(&self, q: &ListQuery) -> Result<Listing<PodRecord>, DaoError> {
+        let q = self.scoped_query(q)?;
+        dispatch!(self, list_pods(&q))
+    }
+
+    async fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<PodRecord>, DaoError> {
+        self.scoped(Some(namespace))?;
+        dispatch!(self, get_pod(namespace, name))
+    }
+
+    async fn pods_of_deployment(&self, namespace: &str, name: &str) -> Result<Vec<Arc<PodRecord>>, DaoError> {
+        self.scoped(Some(namespace))?;
+        dispatch!(self, pods_of_deployment(namespace, name))
+    }
+
+    async fn deployments_of_pods(&self, pods: &[Arc<PodRecord>]) -> Result<Vec<Option<String>>, DaoError> {
+        dispatch!(self, deployments_of_pods(pods))
+    }
+}
