@@ -1,6 +1,7 @@
 //! The k8sailor application: watch -> k8scache -> k8sdao -> biz -> apis.
 //! See ARCHITECTURE.md for who may call whom.
 
+pub mod apis;
 pub mod biz;
 pub mod k8scache;
 pub mod k8sdao;

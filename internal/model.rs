@@ -148,7 +148,12 @@ impl DeploymentRecord {
             replicas,
             images: spec
                 .and_then(|s| s.template.spec.as_ref())
-                .map(|p| p.containers.iter().filter_map(|c| c.image.clone()).collect())
+                .map(|p| {
+                    p.containers
+                        .iter()
+                        .filter_map(|c| c.image.clone())
+                        .collect()
+                })
                 .unwrap_or_default(),
             status: DeploymentStatusDto {
                 replicas: status.replicas.unwrap_or(0),
@@ -184,7 +189,12 @@ impl PodRecord {
             images: pod
                 .spec
                 .as_ref()
-                .map(|s| s.containers.iter().filter_map(|c| c.image.clone()).collect())
+                .map(|s| {
+                    s.containers
+                        .iter()
+                        .filter_map(|c| c.image.clone())
+                        .collect()
+                })
                 .unwrap_or_default(),
             node_name: pod
                 .spec
@@ -235,8 +245,10 @@ pub mod fixtures {
     use serde_json::json;
 
     pub fn mk_deployment(ns: &str, name: &str, uid: &str, labels: &[(&str, &str)]) -> Deployment {
-        let labels: serde_json::Map<_, _> =
-            labels.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+        let labels: serde_json::Map<_, _> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
         serde_json::from_value(json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"namespace": ns, "name": name, "uid": uid, "resourceVersion": "1",
@@ -250,11 +262,18 @@ pub mod fixtures {
         .expect("a valid Deployment")
     }
 
-    pub fn mk_replicaset(ns: &str, name: &str, uid: &str, owner: Option<(&str, &str)>) -> PartialObjectMeta<ReplicaSet> {
+    pub fn mk_replicaset(
+        ns: &str,
+        name: &str,
+        uid: &str,
+        owner: Option<(&str, &str)>,
+    ) -> PartialObjectMeta<ReplicaSet> {
         let owners: Vec<_> = owner
             .iter()
-            .map(|(name, uid)| json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
-                                      "uid": uid, "controller": true}))
+            .map(|(name, uid)| {
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
+                                      "uid": uid, "controller": true})
+            })
             .collect();
         serde_json::from_value(json!({
             "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
@@ -264,13 +283,22 @@ pub mod fixtures {
         .expect("valid ReplicaSet metadata")
     }
 
-    pub fn mk_pod(ns: &str, name: &str, owner_rs: Option<(&str, &str)>, labels: &[(&str, &str)]) -> Pod {
-        let labels: serde_json::Map<_, _> =
-            labels.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+    pub fn mk_pod(
+        ns: &str,
+        name: &str,
+        owner_rs: Option<(&str, &str)>,
+        labels: &[(&str, &str)],
+    ) -> Pod {
+        let labels: serde_json::Map<_, _> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
         let owners: Vec<_> = owner_rs
             .iter()
-            .map(|(name, uid)| json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name,
-                                      "uid": uid, "controller": true}))
+            .map(|(name, uid)| {
+                json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name,
+                                      "uid": uid, "controller": true})
+            })
             .collect();
         serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Pod",
@@ -295,7 +323,8 @@ mod tests {
 
     #[test]
     fn deployment_projection_has_original_and_kubectl_fields() {
-        let r = DeploymentRecord::from_deployment(&mk_deployment("ns", "web", "d1", &[("tier", "fe")]));
+        let r =
+            DeploymentRecord::from_deployment(&mk_deployment("ns", "web", "d1", &[("tier", "fe")]));
         let json = serde_json::to_value(&r.dto).unwrap();
         assert_eq!(json["name"], "web");
         assert_eq!(json["replicas"], 3);

@@ -146,7 +146,10 @@ impl<S: WorkloadSource> Workloads<S> {
         &self.source
     }
 
-    pub async fn list_deployments(&self, req: &ListRequest) -> Result<Page<DeploymentView>, BizError> {
+    pub async fn list_deployments(
+        &self,
+        req: &ListRequest,
+    ) -> Result<Page<DeploymentView>, BizError> {
         let listing = self.source.list_deployments(&req.query()?).await?;
         Ok(Page {
             items: listing.items.into_iter().map(DeploymentView).collect(),
@@ -154,13 +157,21 @@ impl<S: WorkloadSource> Workloads<S> {
         })
     }
 
-    pub async fn get_deployment(&self, namespace: Option<&str>, name: &str) -> Result<DeploymentView, BizError> {
+    pub async fn get_deployment(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<DeploymentView, BizError> {
         let ns = object_namespace(namespace)?;
         check_name(name)?;
         Ok(DeploymentView(self.source.get_deployment(ns, name).await?))
     }
 
-    pub async fn pods_of_deployment(&self, namespace: Option<&str>, name: &str) -> Result<Vec<PodView>, BizError> {
+    pub async fn pods_of_deployment(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Vec<PodView>, BizError> {
         let ns = object_namespace(namespace)?;
         check_name(name)?;
         let pods = self.source.pods_of_deployment(ns, name).await?;
@@ -190,13 +201,22 @@ impl<S: WorkloadSource> Workloads<S> {
     }
 
     /// The Pod as kubectl prints it with `-o json` or `-o yaml`.
-    pub async fn pod_output(&self, namespace: Option<&str>, name: &str, format: Option<&str>) -> Result<(OutputFormat, String), BizError> {
+    pub async fn pod_output(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        format: Option<&str>,
+    ) -> Result<(OutputFormat, String), BizError> {
         let format = OutputFormat::parse(format)?;
         let record = self.pod_record(namespace, name).await?;
         Ok((format, format.render(&record.raw)?))
     }
 
-    async fn pod_record(&self, namespace: Option<&str>, name: &str) -> Result<Arc<PodRecord>, BizError> {
+    async fn pod_record(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Arc<PodRecord>, BizError> {
         let ns = object_namespace(namespace)?;
         check_name(name)?;
         Ok(self.source.get_pod(ns, name).await?)
@@ -213,4 +233,4 @@ impl<S: WorkloadSource> Workloads<S> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -11,15 +11,40 @@ use crate::model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
 pub(crate) fn filled_caches() -> Arc<Caches> {
     let caches = Arc::new(Caches::default());
     caches.deployments.apply_deltas(&[
-        Delta::Added(mk_deployment("ns-a", "web", "d-web", &[("tier", "frontend")])),
-        Delta::Added(mk_deployment("ns-b", "api", "d-api", &[("tier", "backend")])),
+        Delta::Added(mk_deployment(
+            "ns-a",
+            "web",
+            "d-web",
+            &[("tier", "frontend")],
+        )),
+        Delta::Added(mk_deployment(
+            "ns-b",
+            "api",
+            "d-api",
+            &[("tier", "backend")],
+        )),
     ]);
     caches
         .replicasets
-        .apply_deltas(&[Delta::Added(mk_replicaset("ns-a", "web-1a2b", "rs-web", Some(("web", "d-web"))))]);
+        .apply_deltas(&[Delta::Added(mk_replicaset(
+            "ns-a",
+            "web-1a2b",
+            "rs-web",
+            Some(("web", "d-web")),
+        ))]);
     caches.pods.apply_deltas(&[
-        Delta::Added(mk_pod("ns-a", "web-1a2b-x", Some(("web-1a2b", "rs-web")), &[("app", "web")])),
-        Delta::Added(mk_pod("ns-a", "web-1a2b-y", Some(("web-1a2b", "rs-web")), &[("app", "web")])),
+        Delta::Added(mk_pod(
+            "ns-a",
+            "web-1a2b-x",
+            Some(("web-1a2b", "rs-web")),
+            &[("app", "web")],
+        )),
+        Delta::Added(mk_pod(
+            "ns-a",
+            "web-1a2b-y",
+            Some(("web-1a2b", "rs-web")),
+            &[("app", "web")],
+        )),
         Delta::Added(mk_pod("ns-a", "bare", None, &[("app", "bare")])),
     ]);
     caches
@@ -40,7 +65,12 @@ fn list(ns: Option<&str>, selector: Option<&str>) -> ListRequest {
 fn names<T: serde::Serialize>(items: &[T]) -> Vec<String> {
     items
         .iter()
-        .map(|i| serde_json::to_value(i).unwrap()["name"].as_str().unwrap().to_string())
+        .map(|i| {
+            serde_json::to_value(i).unwrap()["name"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect()
 }
 
@@ -57,7 +87,10 @@ async fn absent_or_empty_namespace_lists_all_namespaces() {
 
 #[tokio::test]
 async fn a_namespace_without_objects_is_an_empty_list_like_the_apiserver() {
-    let page = workloads(None).list_pods(&list(Some("empty"), None)).await.unwrap();
+    let page = workloads(None)
+        .list_pods(&list(Some("empty"), None))
+        .await
+        .unwrap();
     assert!(page.items.is_empty());
 }
 
@@ -66,11 +99,23 @@ async fn invalid_namespaces_and_names_are_rejected_with_the_rule() {
     let w = workloads(None);
     for bad in ["Upper", "under_score", "-x", &"a".repeat(64)] {
         let err = w.list_pods(&list(Some(bad), None)).await.unwrap_err();
-        assert!(matches!(err, BizError::Invalid { what: "namespace", .. }), "{bad}: {err}");
+        assert!(
+            matches!(
+                err,
+                BizError::Invalid {
+                    what: "namespace",
+                    ..
+                }
+            ),
+            "{bad}: {err}"
+        );
         assert!(err.to_string().contains("DNS-1123 label"), "{err}");
     }
     let err = w.get_deployment(Some("ns-a"), "No_Such").await.unwrap_err();
-    assert!(matches!(err, BizError::Invalid { what: "name", .. }), "{err}");
+    assert!(
+        matches!(err, BizError::Invalid { what: "name", .. }),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -78,9 +123,15 @@ async fn label_selectors_filter_and_bad_ones_say_why() {
     let w = workloads(None);
     let page = w.list_pods(&list(None, Some("app=web"))).await.unwrap();
     assert_eq!(names(&page.items), ["web-1a2b-x", "web-1a2b-y"]);
-    let page = w.list_deployments(&list(None, Some("tier notin (frontend)"))).await.unwrap();
+    let page = w
+        .list_deployments(&list(None, Some("tier notin (frontend)")))
+        .await
+        .unwrap();
     assert_eq!(names(&page.items), ["api"]);
-    let err = w.list_pods(&list(None, Some("app in (web"))).await.unwrap_err();
+    let err = w
+        .list_pods(&list(None, Some("app in (web")))
+        .await
+        .unwrap_err();
     assert!(matches!(err, BizError::Selector(_)), "{err}");
 }
 
@@ -106,8 +157,14 @@ async fn pods_name_their_deployment() {
     assert_eq!(bare["deployment"], serde_json::Value::Null);
     let of = w.pods_of_deployment(Some("ns-a"), "web").await.unwrap();
     assert_eq!(names(&of), ["web-1a2b-x", "web-1a2b-y"]);
-    let err = w.pods_of_deployment(Some("ns-a"), "nope").await.unwrap_err();
-    assert!(matches!(err, BizError::Source(DaoError::NotFound { .. })), "{err}");
+    let err = w
+        .pods_of_deployment(Some("ns-a"), "nope")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, BizError::Source(DaoError::NotFound { .. })),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -115,11 +172,23 @@ async fn output_prints_like_kubectl() {
     let w = workloads(None);
     let (format, json) = w.pod_output(Some("ns-a"), "bare", None).await.unwrap();
     assert_eq!(format, OutputFormat::Json);
-    assert!(json.starts_with("{\n    \"apiVersion\": \"v1\",\n    \"kind\": \"Pod\",\n"), "{json}");
-    let (_, yaml) = w.pod_output(Some("ns-a"), "bare", Some("yaml")).await.unwrap();
-    assert!(yaml.starts_with("apiVersion: v1\nkind: Pod\nmetadata:\n"), "{yaml}");
+    assert!(
+        json.starts_with("{\n    \"apiVersion\": \"v1\",\n    \"kind\": \"Pod\",\n"),
+        "{json}"
+    );
+    let (_, yaml) = w
+        .pod_output(Some("ns-a"), "bare", Some("yaml"))
+        .await
+        .unwrap();
+    assert!(
+        yaml.starts_with("apiVersion: v1\nkind: Pod\nmetadata:\n"),
+        "{yaml}"
+    );
     assert!(yaml.contains("  name: bare\n"), "{yaml}");
-    let err = w.pod_output(Some("ns-a"), "bare", Some("xml")).await.unwrap_err();
+    let err = w
+        .pod_output(Some("ns-a"), "bare", Some("xml"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, BizError::OutputFormat(_)), "{err}");
 }
 
@@ -128,6 +197,12 @@ async fn a_namespace_scoped_source_refuses_other_namespaces() {
     let w = workloads(Some("ns-a"));
     let page = w.list_deployments(&list(None, None)).await.unwrap();
     assert_eq!(names(&page.items), ["web"]);
-    let err = w.list_deployments(&list(Some("ns-b"), None)).await.unwrap_err();
-    assert!(matches!(err, BizError::Source(DaoError::NamespaceNotServed { .. })), "{err}");
+    let err = w
+        .list_deployments(&list(Some("ns-b"), None))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, BizError::Source(DaoError::NamespaceNotServed { .. })),
+        "{err}"
+    );
 }

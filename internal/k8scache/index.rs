@@ -101,7 +101,10 @@ impl<R: Indexed> Index<R> {
     }
 
     /// Every record of `namespace`, or of all namespaces, in (namespace, name) order.
-    pub fn in_namespace<'a>(&'a self, namespace: Option<&'a str>) -> Box<dyn Iterator<Item = &'a Arc<R>> + 'a> {
+    pub fn in_namespace<'a>(
+        &'a self,
+        namespace: Option<&'a str>,
+    ) -> Box<dyn Iterator<Item = &'a Arc<R>> + 'a> {
         match namespace {
             None => Box::new(self.objects.values()),
             Some(ns) => Box::new(
@@ -146,7 +149,10 @@ mod tests {
         assert_eq!(names(idx.in_namespace(Some("b"))), ["b/1", "b/2"]);
         assert_eq!(names(idx.in_namespace(Some("a"))), ["a/9"]);
         assert_eq!(names(idx.in_namespace(Some("zz"))), Vec::<String>::new());
-        assert_eq!(names(idx.in_namespace(None)), ["a/9", "ab/1", "b/1", "b/2", "c/1"]);
+        assert_eq!(
+            names(idx.in_namespace(None)),
+            ["a/9", "ab/1", "b/1", "b/2", "c/1"]
+        );
     }
 
     #[test]
@@ -165,7 +171,10 @@ mod tests {
         idx.delete(&ObjectKey::new("a", "p1"));
         assert_eq!(names(idx.owned_by("u2")), Vec::<String>::new());
         assert_eq!(idx.len(), 1);
-        assert!(idx.by_owner.is_empty(), "no empty owner sets are left behind");
+        assert!(
+            idx.by_owner.is_empty(),
+            "no empty owner sets are left behind"
+        );
     }
 
     #[test]

@@ -134,8 +134,10 @@ impl Caches {
             .map(|rs| rs.uid.clone())
             .collect();
         let pods = self.pods.read();
-        let mut owned: Vec<Arc<PodRecord>> =
-            rs_uids.iter().flat_map(|uid| pods.owned_by(uid).cloned()).collect();
+        let mut owned: Vec<Arc<PodRecord>> = rs_uids
+            .iter()
+            .flat_map(|uid| pods.owned_by(uid).cloned())
+            .collect();
         owned.sort_by(|a, b| a.key.cmp(&b.key));
         owned
     }
@@ -145,7 +147,10 @@ impl Caches {
         let owner = pod.owner.as_ref().filter(|o| o.kind == "ReplicaSet")?;
         let rs = self
             .replicasets
-            .get(&ObjectKey::new(pod.key.namespace.clone(), owner.name.clone()))
+            .get(&ObjectKey::new(
+                pod.key.namespace.clone(),
+                owner.name.clone(),
+            ))
             .filter(|rs| rs.uid == owner.uid)?;
         rs.owner
             .as_ref()
@@ -168,15 +173,42 @@ mod tests {
         let caches = Caches::default();
         let web = mk_deployment("ns", "web", "d-web", &[]);
         let web2 = mk_deployment("ns", "web2", "d-web2", &[]);
-        caches.deployments.apply_deltas(&[Delta::Added(web.clone()), Delta::Added(web2.clone())]);
+        caches
+            .deployments
+            .apply_deltas(&[Delta::Added(web.clone()), Delta::Added(web2.clone())]);
         caches.replicasets.apply_deltas(&[
-            Delta::Added(mk_replicaset("ns", "web-abc", "rs-web", Some(("web", "d-web")))),
-            Delta::Added(mk_replicaset("ns", "web2-xyz", "rs-web2", Some(("web2", "d-web2")))),
+            Delta::Added(mk_replicaset(
+                "ns",
+                "web-abc",
+                "rs-web",
+                Some(("web", "d-web")),
+            )),
+            Delta::Added(mk_replicaset(
+                "ns",
+                "web2-xyz",
+                "rs-web2",
+                Some(("web2", "d-web2")),
+            )),
         ]);
         caches.pods.apply_deltas(&[
-            Delta::Added(mk_pod("ns", "web-abc-1", Some(("web-abc", "rs-web")), &[("app", "web")])),
-            Delta::Added(mk_pod("ns", "web-abc-2", Some(("web-abc", "rs-web")), &[("app", "web")])),
-            Delta::Added(mk_pod("ns", "web2-xyz-1", Some(("web2-xyz", "rs-web2")), &[("app", "web")])),
+            Delta::Added(mk_pod(
+                "ns",
+                "web-abc-1",
+                Some(("web-abc", "rs-web")),
+                &[("app", "web")],
+            )),
+            Delta::Added(mk_pod(
+                "ns",
+                "web-abc-2",
+                Some(("web-abc", "rs-web")),
+                &[("app", "web")],
+            )),
+            Delta::Added(mk_pod(
+                "ns",
+                "web2-xyz-1",
+                Some(("web2-xyz", "rs-web2")),
+                &[("app", "web")],
+            )),
             Delta::Added(mk_pod("ns", "bare", None, &[("app", "web")])),
         ]);
         (
@@ -189,14 +221,20 @@ mod tests {
     #[test]
     fn pods_of_deployment_follow_owner_references_not_labels() {
         let (caches, web, web2) = overlapping();
-        assert_eq!(pod_names(&caches.pods_of_deployment(&web)), ["web-abc-1", "web-abc-2"]);
+        assert_eq!(
+            pod_names(&caches.pods_of_deployment(&web)),
+            ["web-abc-1", "web-abc-2"]
+        );
         assert_eq!(pod_names(&caches.pods_of_deployment(&web2)), ["web2-xyz-1"]);
     }
 
     #[test]
     fn deployment_of_pod_walks_the_chain() {
         let (caches, _, _) = overlapping();
-        let pod = caches.pods.get(&ObjectKey::new("ns", "web2-xyz-1")).unwrap();
+        let pod = caches
+            .pods
+            .get(&ObjectKey::new("ns", "web2-xyz-1"))
+            .unwrap();
         assert_eq!(caches.deployment_of_pod(&pod).as_deref(), Some("web2"));
         let bare = caches.pods.get(&ObjectKey::new("ns", "bare")).unwrap();
         assert_eq!(caches.deployment_of_pod(&bare), None);
@@ -205,18 +243,32 @@ mod tests {
     #[test]
     fn a_replicaset_recreated_under_the_same_name_is_not_confused() {
         let (caches, _, _) = overlapping();
-        caches.replicasets.apply_deltas(&[Delta::Updated(mk_replicaset(
-            "ns", "web-abc", "rs-new", Some(("web", "d-web"))))]);
+        caches
+            .replicasets
+            .apply_deltas(&[Delta::Updated(mk_replicaset(
+                "ns",
+                "web-abc",
+                "rs-new",
+                Some(("web", "d-web")),
+            ))]);
         let pod = caches.pods.get(&ObjectKey::new("ns", "web-abc-1")).unwrap();
-        assert_eq!(caches.deployment_of_pod(&pod), None, "the pod's owner uid is the old ReplicaSet");
+        assert_eq!(
+            caches.deployment_of_pod(&pod),
+            None,
+            "the pod's owner uid is the old ReplicaSet"
+        );
     }
 
     #[test]
     fn a_relist_batch_drops_objects_deleted_while_disconnected() {
         let (caches, web, _) = overlapping();
         // What the informer delivers after a relist in which web-abc-2 no longer exists.
-        caches.pods.apply_deltas::<k8s_openapi::api::core::v1::Pod>(&[Delta::Deleted(ObjectKey::new(
-            "ns", "web-abc-2"))]);
+        caches
+            .pods
+            .apply_deltas::<k8s_openapi::api::core::v1::Pod>(&[Delta::Deleted(ObjectKey::new(
+                "ns",
+                "web-abc-2",
+            ))]);
         assert_eq!(pod_names(&caches.pods_of_deployment(&web)), ["web-abc-1"]);
         assert_eq!(caches.pods.len(), 3);
     }

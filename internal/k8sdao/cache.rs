@@ -44,7 +44,13 @@ impl CacheSource {
             .unwrap_or_default()
     }
 
-    fn list<R, F>(&self, cache: &Cache<R>, q: &ListQuery, kind: &str, labels_of: F) -> Result<Listing<R>, DaoError>
+    fn list<R, F>(
+        &self,
+        cache: &Cache<R>,
+        q: &ListQuery,
+        kind: &str,
+        labels_of: F,
+    ) -> Result<Listing<R>, DaoError>
     where
         R: Indexed,
         F: Fn(&R) -> &crate::model::Labels,
@@ -62,7 +68,13 @@ impl CacheSource {
         })
     }
 
-    fn get<R: Indexed>(&self, cache: &Cache<R>, kind: &'static str, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
+    fn get<R: Indexed>(
+        &self,
+        cache: &Cache<R>,
+        kind: &'static str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<R>, DaoError> {
         self.ensure_synced()?;
         cache
             .get(&ObjectKey::new(namespace, name))
@@ -79,7 +91,11 @@ impl WorkloadSource for CacheSource {
         self.list(&self.caches.deployments, q, "Deployment", |d| &d.dto.labels)
     }
 
-    async fn get_deployment(&self, namespace: &str, name: &str) -> Result<Arc<DeploymentRecord>, DaoError> {
+    async fn get_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<DeploymentRecord>, DaoError> {
         self.get(&self.caches.deployments, "deployment", namespace, name)
     }
 
@@ -91,12 +107,22 @@ impl WorkloadSource for CacheSource {
         self.get(&self.caches.pods, "pod", namespace, name)
     }
 
-    async fn pods_of_deployment(&self, namespace: &str, name: &str) -> Result<Vec<Arc<PodRecord>>, DaoError> {
+    async fn pods_of_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Vec<Arc<PodRecord>>, DaoError> {
         let deployment = self.get(&self.caches.deployments, "deployment", namespace, name)?;
         Ok(self.caches.pods_of_deployment(&deployment))
     }
 
-    async fn deployments_of_pods(&self, pods: &[Arc<PodRecord>]) -> Result<Vec<Option<String>>, DaoError> {
-        Ok(pods.iter().map(|p| self.caches.deployment_of_pod(p)).collect())
+    async fn deployments_of_pods(
+        &self,
+        pods: &[Arc<PodRecord>],
+    ) -> Result<Vec<Option<String>>, DaoError> {
+        Ok(pods
+            .iter()
+            .map(|p| self.caches.deployment_of_pod(p))
+            .collect())
     }
 }

@@ -82,12 +82,22 @@ impl WorkloadSource for LiveSource {
         let list = self.list::<Deployment>(q).await?;
         Ok(Listing {
             resource_version: resource_version(&list),
-            items: list.items.iter().map(DeploymentRecord::from_deployment).collect(),
+            items: list
+                .items
+                .iter()
+                .map(DeploymentRecord::from_deployment)
+                .collect(),
         })
     }
 
-    async fn get_deployment(&self, namespace: &str, name: &str) -> Result<Arc<DeploymentRecord>, DaoError> {
-        let d = self.get::<Deployment>("deployment", namespace, name).await?;
+    async fn get_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<DeploymentRecord>, DaoError> {
+        let d = self
+            .get::<Deployment>("deployment", namespace, name)
+            .await?;
         Ok(DeploymentRecord::from_deployment(&d))
     }
 
@@ -105,8 +115,14 @@ impl WorkloadSource for LiveSource {
 
     /// Three requests whatever the number of pods: the Deployment, its namespace's ReplicaSet
     /// metadata, and the pods its selector matches (then filtered by owner).
-    async fn pods_of_deployment(&self, namespace: &str, name: &str) -> Result<Vec<Arc<PodRecord>>, DaoError> {
-        let deployment = self.get::<Deployment>("deployment", namespace, name).await?;
+    async fn pods_of_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Vec<Arc<PodRecord>>, DaoError> {
+        let deployment = self
+            .get::<Deployment>("deployment", namespace, name)
+            .await?;
         let uid = deployment.metadata.uid.clone().unwrap_or_default();
         let replicasets = self
             .api::<PartialObjectMeta<ReplicaSet>>(Some(namespace))
@@ -123,7 +139,13 @@ impl WorkloadSource for LiveSource {
             .spec
             .as_ref()
             .and_then(|s| s.selector.match_labels.as_ref())
-            .map(|labels| labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","));
+            .map(|labels| {
+                labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            });
         let mut params = ListParams::default();
         if let Some(selector) = selector.filter(|s| !s.is_empty()) {
             params = params.labels(&selector);
@@ -140,7 +162,10 @@ impl WorkloadSource for LiveSource {
     }
 
     /// One metadata list of ReplicaSets per namespace involved.
-    async fn deployments_of_pods(&self, pods: &[Arc<PodRecord>]) -> Result<Vec<Option<String>>, DaoError> {
+    async fn deployments_of_pods(
+        &self,
+        pods: &[Arc<PodRecord>],
+    ) -> Result<Vec<Option<String>>, DaoError> {
         let namespaces: BTreeSet<&str> = pods
             .iter()
             .filter(|p| p.owner.as_ref().is_some_and(|o| o.kind == "ReplicaSet"))

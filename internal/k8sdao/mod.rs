@@ -76,8 +76,15 @@ pub trait WorkloadSource: Send + Sync {
         namespace: &str,
         name: &str,
     ) -> impl Future<Output = Result<Arc<DeploymentRecord>, DaoError>> + Send;
-    fn list_pods(&self, q: &ListQuery) -> impl Future<Output = Result<Listing<PodRecord>, DaoError>> + Send;
-    fn get_pod(&self, namespace: &str, name: &str) -> impl Future<Output = Result<Arc<PodRecord>, DaoError>> + Send;
+    fn list_pods(
+        &self,
+        q: &ListQuery,
+    ) -> impl Future<Output = Result<Listing<PodRecord>, DaoError>> + Send;
+    fn get_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Arc<PodRecord>, DaoError>> + Send;
     /// Pods controlled, through their ReplicaSets, by the Deployment; NotFound if it is absent.
     fn pods_of_deployment(
         &self,
@@ -225,7 +232,11 @@ impl WorkloadSource for Source {
         dispatch!(self, list_deployments(&q))
     }
 
-    async fn get_deployment(&self, namespace: &str, name: &str) -> Result<Arc<DeploymentRecord>, DaoError> {
+    async fn get_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<DeploymentRecord>, DaoError> {
         self.scoped(Some(namespace))?;
         dispatch!(self, get_deployment(namespace, name))
     }
@@ -240,12 +251,19 @@ impl WorkloadSource for Source {
         dispatch!(self, get_pod(namespace, name))
     }
 
-    async fn pods_of_deployment(&self, namespace: &str, name: &str) -> Result<Vec<Arc<PodRecord>>, DaoError> {
+    async fn pods_of_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Vec<Arc<PodRecord>>, DaoError> {
         self.scoped(Some(namespace))?;
         dispatch!(self, pods_of_deployment(namespace, name))
     }
 
-    async fn deployments_of_pods(&self, pods: &[Arc<PodRecord>]) -> Result<Vec<Option<String>>, DaoError> {
+    async fn deployments_of_pods(
+        &self,
+        pods: &[Arc<PodRecord>],
+    ) -> Result<Vec<Option<String>>, DaoError> {
         dispatch!(self, deployments_of_pods(pods))
     }
 }

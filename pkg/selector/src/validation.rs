@@ -42,7 +42,9 @@ fn is_label_part(label: &str) -> bool {
     let b = label.as_bytes();
     match (b.first(), b.last()) {
         (Some(first), Some(last)) => {
-            lower_alnum(first) && lower_alnum(last) && b.iter().all(|c| lower_alnum(c) || *c == b'-')
+            lower_alnum(first)
+                && lower_alnum(last)
+                && b.iter().all(|c| lower_alnum(c) || *c == b'-')
         }
         _ => false,
     }

@@ -1,0 +1,156 @@
+//! The original k8sailor's answer shape, `{"code":0,"data":...,"error":""}`, and the mapping
+//! of every failure onto it with the right HTTP status.
+
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{FromRequestParts, Path, Query};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::biz::BizError;
+use crate::k8sdao::DaoError;
+
+#[derive(Serialize)]
+pub struct Envelope<T> {
+    pub code: u16,
+    pub data: T,
+    pub error: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<ListMeta>,
+}
+
+/// Beside `data` on list answers; the original client ignores keys it does not know.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListMeta {
+    pub resource_version: String,
+}
+
+/// `code` 0 and the data, as JSON.
+pub fn ok<T: Serialize>(data: T) -> Response {
+    axum::Json(Envelope {
+        code: 0,
+        data,
+        error: String::new(),
+        metadata: None,
+    })
+    .into_response()
+}
+
+pub fn ok_list<T: Serialize>(data: T, resource_version: String) -> Response {
+    axum::Json(Envelope {
+        code: 0,
+        data,
+        error: String::new(),
+        metadata: Some(ListMeta { resource_version }),
+    })
+    .into_response()
+}
+
+/// A failed request: its status goes in both the HTTP status and `code`.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::warn!(status = %self.status, error = %self.message, "request failed");
+        }
+        let mut response = (
+            self.status,
+            axum::Json(Envelope {
+                code: self.status.as_u16(),
+                data: serde_json::Value::Null,
+                error: self.message,
+                metadata: None,
+            }),
+        )
+            .into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}
+
+impl From<BizError> for ApiError {
+    fn from(e: BizError) -> Self {
+        let status = match &e {
+            BizError::Invalid { .. } | BizError::Selector(_) | BizError::OutputFormat(_) => {
+                StatusCode::BAD_REQUEST
+            }
+            BizError::Source(dao) => match dao {
+                DaoError::NotFound { .. } | DaoError::NamespaceNotServed { .. } => {
+                    StatusCode::NOT_FOUND
+                }
+                DaoError::NotSynced { .. } | DaoError::Unavailable(_) => {
+                    StatusCode::SERVICE_UNAVAILABLE
+                }
+                // The live source passes on what the apiserver says of the request; its refusal
+                // of our own credentials is a gateway fault, not the caller's.
+                DaoError::Api { code, .. } => match *code {
+                    400 | 422 => StatusCode::BAD_REQUEST,
+                    404 => StatusCode::NOT_FOUND,
+                    410 => StatusCode::GONE,
+                    _ => StatusCode::BAD_GATEWAY,
+                },
+            },
+            BizError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError::new(status, e.to_string())
+    }
+}
+
+/// `Query` whose rejection is a 400 envelope.
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(q)| ApiQuery(q))
+            .map_err(|e: QueryRejection| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("invalid query: {}", e.body_text()),
+                )
+            })
+    }
+}
+
+/// `Path` whose rejection is a 400 envelope.
+pub struct ApiPath<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(p)| ApiPath(p))
+            .map_err(|e: PathRejection| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("invalid path: {}", e.body_text()),
+                )
+            })
+    }
+}

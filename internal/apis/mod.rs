@@ -1,0 +1,107 @@
+//! The HTTP API: axum routes under the configured prefix (default `/k8sailor/v0`), the answer
+//! envelope, and the middleware (tracing, gzip, timeout, CORS).
+
+mod envelope;
+mod routes;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use tower_http::compression::CompressionLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tracing::Level;
+
+pub use envelope::{ApiError, Envelope};
+
+use crate::biz::Workloads;
+use crate::k8sdao::Source;
+
+#[derive(Clone, Debug)]
+pub struct HttpOptions {
+    /// Where the API is mounted, e.g. `/k8sailor/v0`.
+    pub prefix: String,
+    /// Origins allowed by CORS: empty for none, `*` for any (then without credentials).
+    pub cors_allowed_origins: Vec<String>,
+    pub request_timeout: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("invalid prefix {0:?}: it must start with '/' and not end with one")]
+    Prefix(String),
+    #[error("invalid CORS origin {0:?}")]
+    CorsOrigin(String),
+    #[error("CORS origin '*' cannot be combined with other origins")]
+    CorsWildcard,
+}
+
+#[derive(Clone)]
+pub struct AppState {
+    pub workloads: Arc<Workloads<Source>>,
+}
+
+pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError> {
+    let api = routes::api().with_state(state);
+    let prefix = opts.prefix.as_str();
+    let app = if prefix.is_empty() || prefix == "/" {
+        api
+    } else if prefix.starts_with('/') && !prefix.ends_with('/') {
+        Router::new().nest(prefix, api)
+    } else {
+        return Err(SetupError::Prefix(opts.prefix.clone()));
+    };
+    let app = app
+        .fallback(routes::no_route)
+        .layer(CompressionLayer::new())
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            opts.request_timeout,
+        ))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
+                .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
+        );
+    Ok(match cors(&opts.cors_allowed_origins)? {
+        Some(cors) => app.layer(cors),
+        None => app,
+    })
+}
+
+/// A wildcard never goes with credentials; named origins may send them.
+fn cors(origins: &[String]) -> Result<Option<CorsLayer>, SetupError> {
+    if origins.is_empty() {
+        return Ok(None);
+    }
+    let base = CorsLayer::new()
+        .allow_methods([
+            Method::GET,
+            Method::PUT,
+            Method::POST,
+            Method::DELETE,
+            Method::OPTIONS,
+        ])
+        .allow_headers([header::CONTENT_TYPE, header::AUTHORIZATION])
+        .max_age(Duration::from_secs(600));
+    if origins.iter().any(|o| o == "*") {
+        if origins.len() > 1 {
+            return Err(SetupError::CorsWildcard);
+        }
+        return Ok(Some(base.allow_origin(AllowOrigin::any())));
+    }
+    let list = origins
+        .iter()
+        .map(|o| HeaderValue::from_str(o).map_err(|_| SetupError::CorsOrigin(o.clone())))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(
+        base.allow_origin(AllowOrigin::list(list))
+            .allow_credentials(true),
+    ))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,252 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tower::ServiceExt;
+
+use super::*;
+use crate::biz::Workloads;
+use crate::k8scache::Caches;
+use crate::k8sdao::{CacheSource, Source};
+
+fn options(origins: &[&str]) -> HttpOptions {
+    HttpOptions {
+        prefix: "/k8sailor/v0".into(),
+        cors_allowed_origins: origins.iter().map(|o| o.to_string()).collect(),
+        request_timeout: Duration::from_secs(5),
+    }
+}
+
+fn app_with(
+    caches: Arc<Caches>,
+    statuses: Vec<Arc<confk8s::InformerStatus>>,
+    origins: &[&str],
+) -> Router {
+    let source = Source::from_cache(CacheSource::new(caches, statuses), None);
+    let state = AppState {
+        workloads: Arc::new(Workloads::new(source)),
+    };
+    router(state, &options(origins)).unwrap()
+}
+
+fn app() -> Router {
+    app_with(crate::biz::tests::filled_caches(), Vec::new(), &["*"])
+}
+
+async fn call(app: Router, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    let res = app.oneshot(req).await.unwrap();
+    let status = res.status();
+    let headers = res.headers().clone();
+    let body = res.into_body().collect().await.unwrap().to_bytes().to_vec();
+    (status, headers, body)
+}
+
+async fn get(uri: &str) -> (StatusCode, Value) {
+    let (status, _, body) = call(app(), Request::get(uri).body(Body::empty()).unwrap()).await;
+    let json = serde_json::from_slice(&body)
+        .unwrap_or_else(|e| panic!("{uri}: {e}: {}", String::from_utf8_lossy(&body)));
+    (status, json)
+}
+
+#[tokio::test]
+async fn ping_answers_pong() {
+    let (status, _, body) = call(
+        app(),
+        Request::get("/k8sailor/v0/ping")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, b"pong");
+}
+
+#[tokio::test]
+async fn lists_are_enveloped_with_metadata() {
+    let (status, json) = get("/k8sailor/v0/deployments").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(json["code"], 0);
+    assert_eq!(json["error"], "");
+    assert_eq!(json["data"].as_array().unwrap().len(), 2);
+    assert!(json["metadata"]["resourceVersion"].is_string());
+    let (_, json) = get("/k8sailor/v0/pods?namespace=ns-a&labelSelector=app%3Dweb").await;
+    let names: Vec<_> = json["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].clone())
+        .collect();
+    assert_eq!(names, ["web-1a2b-x", "web-1a2b-y"]);
+    assert_eq!(json["data"][0]["deployment"], "web");
+}
+
+#[tokio::test]
+async fn objects_and_relations() {
+    let (status, json) = get("/k8sailor/v0/deployments/web?namespace=ns-a").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(json["data"]["name"], "web");
+    assert_eq!(json["data"]["labelSelector"]["app"], "web");
+    let (_, json) = get("/k8sailor/v0/deployments/web/pods?namespace=ns-a").await;
+    assert_eq!(json["data"].as_array().unwrap().len(), 2);
+    let (_, json) = get("/k8sailor/v0/pods/bare?namespace=ns-a").await;
+    assert_eq!(json["data"]["name"], "bare");
+}
+
+#[tokio::test]
+async fn not_found_is_a_404_envelope() {
+    for uri in [
+        "/k8sailor/v0/deployments/nope?namespace=ns-a",
+        "/k8sailor/v0/deployments/nope/pods?namespace=ns-a",
+        "/k8sailor/v0/pods/nope",
+        "/k8sailor/v0/pods/nope/output?namespace=ns-a",
+        "/k8sailor/v0/no/such/route",
+    ] {
+        let (status, json) = get(uri).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{uri}");
+        assert_eq!(json["code"], 404, "{uri}");
+        assert!(!json["error"].as_str().unwrap().is_empty(), "{uri}");
+        assert_eq!(json["data"], Value::Null);
+    }
+}
+
+#[tokio::test]
+async fn bad_input_is_a_400_with_the_reason() {
+    for (uri, needle) in [
+        ("/k8sailor/v0/deployments?namespace=Bad_NS", "namespace"),
+        ("/k8sailor/v0/deployments/Bad_Name?namespace=ns-a", "name"),
+        (
+            "/k8sailor/v0/pods?labelSelector=app%20in%20(x",
+            "labelSelector",
+        ),
+        (
+            "/k8sailor/v0/pods/bare/output?namespace=ns-a&outputFormat=xml",
+            "outputFormat",
+        ),
+    ] {
+        let (status, json) = get(uri).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}");
+        assert_eq!(json["code"], 400);
+        assert!(
+            json["error"].as_str().unwrap().contains(needle),
+            "{uri}: {}",
+            json["error"]
+        );
+    }
+}
+
+#[tokio::test]
+async fn unsynced_caches_answer_503_with_retry_after() {
+    let status = Arc::new(confk8s::InformerStatus::new("Pod"));
+    let app = app_with(Arc::new(Caches::default()), vec![status], &[]);
+    let (code, headers, body) = call(
+        app,
+        Request::get("/k8sailor/v0/pods")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(headers[header::RETRY_AFTER], "1");
+    let json: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(json["code"], 503);
+    assert!(json["error"].as_str().unwrap().contains("Pod"));
+}
+
+#[tokio::test]
+async fn output_is_raw_json_or_yaml() {
+    let (status, headers, body) = call(
+        app(),
+        Request::get("/k8sailor/v0/pods/bare/output?namespace=ns-a&outputFormat=yaml")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[header::CONTENT_TYPE], "application/yaml");
+    assert!(
+        String::from_utf8(body)
+            .unwrap()
+            .starts_with("apiVersion: v1\n")
+    );
+    let (_, headers, body) = call(
+        app(),
+        Request::get("/k8sailor/v0/pods/bare/output?namespace=ns-a")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+    let json: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(json["kind"], "Pod");
+}
+
+#[tokio::test]
+async fn cors_wildcard_never_allows_credentials() {
+    let req = || {
+        Request::get("/k8sailor/v0/ping")
+            .header(header::ORIGIN, "http://spa.example")
+            .body(Body::empty())
+            .unwrap()
+    };
+    let (_, headers, _) = call(app(), req()).await;
+    assert_eq!(headers[header::ACCESS_CONTROL_ALLOW_ORIGIN], "*");
+    assert!(
+        headers
+            .get(header::ACCESS_CONTROL_ALLOW_CREDENTIALS)
+            .is_none()
+    );
+
+    let named = app_with(
+        Arc::new(Caches::default()),
+        Vec::new(),
+        &["http://spa.example"],
+    );
+    let (_, headers, _) = call(named.clone(), req()).await;
+    assert_eq!(
+        headers[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+        "http://spa.example"
+    );
+    assert_eq!(headers[header::ACCESS_CONTROL_ALLOW_CREDENTIALS], "true");
+    let other = Request::get("/k8sailor/v0/ping")
+        .header(header::ORIGIN, "http://evil.example")
+        .body(Body::empty())
+        .unwrap();
+    let (_, headers, _) = call(named, other).await;
+    assert!(headers.get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none());
+
+    assert!(matches!(
+        cors(&["*".into(), "http://a".into()]),
+        Err(SetupError::CorsWildcard)
+    ));
+}
+
+#[tokio::test]
+async fn answers_are_gzipped_when_asked() {
+    let req = Request::get("/k8sailor/v0/pods")
+        .header(header::ACCEPT_ENCODING, "gzip")
+        .body(Body::empty())
+        .unwrap();
+    let (_, headers, _) = call(app(), req).await;
+    assert_eq!(headers[header::CONTENT_ENCODING], "gzip");
+}
+
+#[test]
+fn prefixes_must_be_absolute_without_trailing_slash() {
+    let state = || AppState {
+        workloads: Arc::new(Workloads::new(Source::from_cache(
+            CacheSource::new(Arc::new(Caches::default()), Vec::new()),
+            None,
+        ))),
+    };
+    for bad in ["k8sailor", "/k8sailor/"] {
+        let mut opts = options(&[]);
+        opts.prefix = bad.into();
+        assert!(
+            matches!(router(state(), &opts), Err(SetupError::Prefix(_))),
+            "{bad}"
+        );
+    }
+}
