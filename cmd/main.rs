@@ -1,1 +1,157 @@
-fn main() {}
+//! The k8sailor binary: parses the command line, sets up logging and signals, and hands over
+//! to the library. Nothing else happens here.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use k8sailor::config::{LogFormat, Settings, SettingsLayer};
+use k8sailor::k8sdao::SourceKind;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Parser)]
+#[command(
+    name = "k8sailor",
+    version,
+    about = "A read-cache HTTP API server for Kubernetes Deployments and Pods"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Watch the cluster into memory and serve the REST API.
+    Httpserver(HttpServerArgs),
+    /// Print the version.
+    Version,
+}
+
+/// Every flag can also be set by its K8SAILOR_* variable or in the config file.
+#[derive(Args)]
+struct HttpServerArgs {
+    /// YAML config file (see config/default.yaml for every key).
+    #[arg(long, env = "K8SAILOR_CONFIG")]
+    config: Option<PathBuf>,
+    /// Kubeconfig file; default KUBECONFIG, ~/.kube/config, then in-cluster.
+    #[arg(long, env = "K8SAILOR_KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context; default its current-context.
+    #[arg(long, env = "K8SAILOR_CONTEXT")]
+    context: Option<String>,
+    /// Listen address [default: 127.0.0.1:8088].
+    #[arg(long, env = "K8SAILOR_LISTEN")]
+    listen: Option<String>,
+    /// Path prefix of the API [default: /k8sailor/v0].
+    #[arg(long, env = "K8SAILOR_PREFIX")]
+    prefix: Option<String>,
+    /// Watch and serve this namespace only [default: all].
+    #[arg(long, env = "K8SAILOR_NAMESPACE")]
+    namespace: Option<String>,
+    /// Where reads come from: cache or live [default: cache].
+    #[arg(long, env = "K8SAILOR_SOURCE")]
+    source: Option<SourceKind>,
+    /// Longest wait for the caches to sync at start-up, e.g. 60s [default: 60s].
+    #[arg(long, env = "K8SAILOR_SYNC_TIMEOUT")]
+    sync_timeout: Option<String>,
+    /// Longest time a request may take, e.g. 30s [default: 30s].
+    #[arg(long, env = "K8SAILOR_REQUEST_TIMEOUT")]
+    request_timeout: Option<String>,
+    /// Grace period for in-flight requests on SIGTERM [default: 10s].
+    #[arg(long, env = "K8SAILOR_SHUTDOWN_GRACE")]
+    shutdown_grace: Option<String>,
+    /// CORS origins, comma-separated; "*" for any, without credentials [default: *].
+    #[arg(long, env = "K8SAILOR_CORS_ALLOWED_ORIGINS", value_delimiter = ',')]
+    cors_allowed_origins: Option<Vec<String>>,
+    /// Log format: plain or json [default: plain]; levels from RUST_LOG.
+    #[arg(long, env = "K8SAILOR_LOG_FORMAT")]
+    log_format: Option<LogFormat>,
+}
+
+impl HttpServerArgs {
+    fn settings(self) -> anyhow::Result<Settings> {
+        let file = match &self.config {
+            Some(path) => SettingsLayer::from_file(path)?,
+            None => SettingsLayer::default(),
+        };
+        let flags = SettingsLayer {
+            kubeconfig: self.kubeconfig,
+            context: self.context,
+            listen: self.listen,
+            prefix: self.prefix,
+            namespace: self.namespace,
+            source: self.source,
+            sync_timeout: self.sync_timeout,
+            request_timeout: self.request_timeout,
+            shutdown_grace: self.shutdown_grace,
+            cors_allowed_origins: self.cors_allowed_origins,
+            log_format: self.log_format,
+        };
+        Ok(Settings::resolve(flags.over(file))?)
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Plain => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Cancels the token on Ctrl-C or SIGTERM.
+fn cancel_on_signal(token: CancellationToken) {
+    tokio::spawn(async move {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let term = std::future::pending::<()>();
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term => {},
+        }
+        tracing::info!("shutting down");
+        token.cancel();
+    });
+}
+
+async fn httpserver(args: HttpServerArgs) -> anyhow::Result<()> {
+    let settings = args.settings()?;
+    init_logging(settings.log_format);
+    let shutdown = CancellationToken::new();
+    cancel_on_signal(shutdown.clone());
+    k8sailor::server::run(settings, shutdown).await?;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Version => {
+            println!("k8sailor {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Command::Httpserver(args) => httpserver(args).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("k8sailor: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

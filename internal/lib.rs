@@ -3,6 +3,8 @@
 
 pub mod apis;
 pub mod biz;
+pub mod config;
 pub mod k8scache;
 pub mod k8sdao;
 pub mod model;
+pub mod server;

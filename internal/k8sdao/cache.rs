@@ -40,7 +40,7 @@ impl CacheSource {
         self.statuses
             .iter()
             .find(|s| s.kind() == kind)
-            .and_then(|s| s.state().resource_version)
+            .and_then(|s| s.resource_version())
             .unwrap_or_default()
     }
 

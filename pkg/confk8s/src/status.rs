@@ -77,7 +77,9 @@ impl InformerStatus {
         self.connected.store(true, Ordering::Release);
         let mut inner = self.inner();
         inner.last_heard = Some(SystemTime::now());
-        if let Some(rv) = resource_version.filter(|rv| !rv.is_empty()) {
+        if let Some(rv) = resource_version.filter(|rv| !rv.is_empty())
+            && is_newer(rv, inner.resource_version.as_deref())
+        {
             inner.resource_version = Some(rv.to_string());
         }
     }
@@ -105,6 +107,11 @@ impl InformerStatus {
         self.synced.store(true, Ordering::Release);
     }
 
+    /// The newest resourceVersion seen: the state the cache is at least as recent as.
+    pub fn resource_version(&self) -> Option<String> {
+        self.inner().resource_version.clone()
+    }
+
     pub fn state(&self) -> InformerState {
         let inner = self.inner();
         InformerState {
@@ -121,5 +128,30 @@ impl InformerStatus {
             last_error: inner.last_error.clone(),
             resource_version: inner.resource_version.clone(),
         }
+    }
+}
+
+/// resourceVersions are opaque to clients, but every apiserver backed by etcd issues them as
+/// increasing integers, and a list's objects arrive in name order, not version order.
+fn is_newer(rv: &str, current: Option<&str>) -> bool {
+    match (rv.parse::<u64>(), current.map(str::parse::<u64>)) {
+        (Ok(new), Some(Ok(old))) => new > old,
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_newest_resource_version() {
+        let s = InformerStatus::new("Pod");
+        for rv in ["229", "239", "225", ""] {
+            s.heard(Some(rv));
+        }
+        assert_eq!(s.resource_version().as_deref(), Some("239"));
+        s.heard(Some("opaque"));
+        assert_eq!(s.resource_version().as_deref(), Some("opaque"));
     }
 }

@@ -1,0 +1,246 @@
+//! Settings of `k8sailor httpserver`, merged from layers: flags and `K8SAILOR_*` environment
+//! variables (one layer, as clap reads them), then the config file, then defaults.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use confk8s::ClientOptions;
+use serde::Deserialize;
+
+use crate::apis::HttpOptions;
+use crate::k8sdao::SourceKind;
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8088";
+pub const DEFAULT_PREFIX: &str = "/k8sailor/v0";
+
+/// One source of settings; every key optional. The config file's keys are these, in camelCase.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SettingsLayer {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    pub listen: Option<String>,
+    pub prefix: Option<String>,
+    pub namespace: Option<String>,
+    pub source: Option<SourceKind>,
+    pub sync_timeout: Option<String>,
+    pub request_timeout: Option<String>,
+    pub shutdown_grace: Option<String>,
+    pub cors_allowed_origins: Option<Vec<String>>,
+    pub log_format: Option<LogFormat>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Plain,
+    Json,
+}
+
+impl std::str::FromStr for LogFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "plain" => Ok(LogFormat::Plain),
+            "json" => Ok(LogFormat::Json),
+            other => Err(format!(
+                "unknown log format {other:?}: expected plain or json"
+            )),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub client: ClientOptions,
+    pub listen: SocketAddr,
+    pub http: HttpOptions,
+    /// Watch and serve this namespace only.
+    pub namespace: Option<String>,
+    pub source: SourceKind,
+    pub sync_timeout: Duration,
+    pub shutdown_grace: Duration,
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {reason}")]
+    Read { path: String, reason: String },
+    #[error("invalid {key}: {reason}")]
+    Invalid { key: &'static str, reason: String },
+}
+
+impl SettingsLayer {
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let read_error = |reason: String| ConfigError::Read {
+            path: path.display().to_string(),
+            reason: reason.replace('\n', " "),
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| read_error(e.to_string()))?;
+        if text.trim().is_empty() {
+            return Ok(SettingsLayer::default());
+        }
+        serde_saphyr::from_str(&text).map_err(|e| read_error(e.to_string()))
+    }
+
+    /// Keys set here win over `lower`.
+    pub fn over(self, lower: SettingsLayer) -> SettingsLayer {
+        SettingsLayer {
+            kubeconfig: self.kubeconfig.or(lower.kubeconfig),
+            context: self.context.or(lower.context),
+            listen: self.listen.or(lower.listen),
+            prefix: self.prefix.or(lower.prefix),
+            namespace: self.namespace.or(lower.namespace),
+            source: self.source.or(lower.source),
+            sync_timeout: self.sync_timeout.or(lower.sync_timeout),
+            request_timeout: self.request_timeout.or(lower.request_timeout),
+            shutdown_grace: self.shutdown_grace.or(lower.shutdown_grace),
+            cors_allowed_origins: self.cors_allowed_origins.or(lower.cors_allowed_origins),
+            log_format: self.log_format.or(lower.log_format),
+        }
+    }
+}
+
+/// `30s`, `2m`, `1h 30m`: the friendly format Kubernetes users write.
+pub fn parse_duration(key: &'static str, value: &str) -> Result<Duration, ConfigError> {
+    let invalid = |reason: String| ConfigError::Invalid { key, reason };
+    let d: jiff::SignedDuration = value
+        .trim()
+        .parse()
+        .map_err(|e| invalid(format!("{value:?} is not a duration like 30s or 2m ({e})")))?;
+    Duration::try_from(d).map_err(|_| invalid(format!("{value:?} must not be negative")))
+}
+
+impl Settings {
+    pub fn resolve(layer: SettingsLayer) -> Result<Settings, ConfigError> {
+        let listen_text = layer.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+        let listen = listen_text.parse().map_err(|e| ConfigError::Invalid {
+            key: "listen",
+            reason: format!("{listen_text:?} is not an address like 127.0.0.1:8088 ({e})"),
+        })?;
+        let namespace = layer.namespace.filter(|ns| !ns.is_empty());
+        if let Some(ns) = &namespace
+            && !selector::validation::is_dns1123_label(ns)
+        {
+            return Err(ConfigError::Invalid {
+                key: "namespace",
+                reason: format!("{ns:?} is not a valid namespace name"),
+            });
+        }
+        Ok(Settings {
+            client: ClientOptions {
+                kubeconfig: layer.kubeconfig,
+                context: layer.context,
+                connect_timeout: None,
+            },
+            listen,
+            http: HttpOptions {
+                prefix: layer.prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_string()),
+                cors_allowed_origins: layer
+                    .cors_allowed_origins
+                    .unwrap_or_else(|| vec!["*".to_string()]),
+                request_timeout: parse_duration(
+                    "requestTimeout",
+                    layer.request_timeout.as_deref().unwrap_or("30s"),
+                )?,
+            },
+            namespace,
+            source: layer.source.unwrap_or_default(),
+            sync_timeout: parse_duration(
+                "syncTimeout",
+                layer.sync_timeout.as_deref().unwrap_or("60s"),
+            )?,
+            shutdown_grace: parse_duration(
+                "shutdownGrace",
+                layer.shutdown_grace.as_deref().unwrap_or("10s"),
+            )?,
+            log_format: layer.log_format.unwrap_or_default(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_original_client() {
+        let s = Settings::resolve(SettingsLayer::default()).unwrap();
+        assert_eq!(s.listen.to_string(), "127.0.0.1:8088");
+        assert_eq!(s.http.prefix, "/k8sailor/v0");
+        assert_eq!(s.source, SourceKind::Cache);
+        assert_eq!(s.sync_timeout, Duration::from_secs(60));
+        assert_eq!(s.namespace, None);
+    }
+
+    #[test]
+    fn upper_layers_win_key_by_key() {
+        let flags = SettingsLayer {
+            listen: Some("127.0.0.1:9000".into()),
+            ..Default::default()
+        };
+        let file = SettingsLayer {
+            listen: Some("127.0.0.1:7000".into()),
+            namespace: Some("team-a".into()),
+            sync_timeout: Some("2m".into()),
+            ..Default::default()
+        };
+        let s = Settings::resolve(flags.over(file)).unwrap();
+        assert_eq!(s.listen.port(), 9000);
+        assert_eq!(s.namespace.as_deref(), Some("team-a"));
+        assert_eq!(s.sync_timeout, Duration::from_secs(120));
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        for (layer, key) in [
+            (
+                SettingsLayer {
+                    listen: Some("nowhere".into()),
+                    ..Default::default()
+                },
+                "listen",
+            ),
+            (
+                SettingsLayer {
+                    sync_timeout: Some("soon".into()),
+                    ..Default::default()
+                },
+                "syncTimeout",
+            ),
+            (
+                SettingsLayer {
+                    namespace: Some("Bad_NS".into()),
+                    ..Default::default()
+                },
+                "namespace",
+            ),
+        ] {
+            let err = Settings::resolve(layer).unwrap_err().to_string();
+            assert!(err.contains(key), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_shipped_default_config_parses_and_equals_the_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/default.yaml");
+        let layer = SettingsLayer::from_file(&path).unwrap();
+        let from_file = Settings::resolve(layer).unwrap();
+        let defaults = Settings::resolve(SettingsLayer::default()).unwrap();
+        assert_eq!(format!("{from_file:?}"), format!("{defaults:?}"));
+    }
+
+    #[test]
+    fn unknown_keys_in_the_file_are_errors() {
+        let dir = std::env::temp_dir().join(format!("k8sailor-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.yaml");
+        std::fs::write(&path, "listn: 127.0.0.1:1\n").unwrap();
+        let err = SettingsLayer::from_file(&path).unwrap_err().to_string();
+        assert!(err.contains("listn"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

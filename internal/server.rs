@@ -1,0 +1,88 @@
+//! `k8sailor httpserver`: connect, start the informers, wait for the caches to sync, then
+//! serve; on shutdown stop serving, then stop the watches.
+
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::apis::{self, AppState};
+use crate::biz::Workloads;
+use crate::config::Settings;
+use crate::k8sdao::Source;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(transparent)]
+    Client(#[from] confk8s::ClientError),
+    #[error(transparent)]
+    Informers(#[from] confk8s::FactoryError),
+    #[error(transparent)]
+    Setup(#[from] apis::SetupError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("serving failed: {0}")]
+    Serve(std::io::Error),
+}
+
+pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), ServerError> {
+    let (client, config_source) = confk8s::connect(&settings.client).await?;
+    tracing::info!(config = %config_source, source = ?settings.source, namespace = ?settings.namespace, "connected to the Kubernetes API");
+
+    let watches = CancellationToken::new();
+    let (source, watch_tasks) = Source::start(
+        settings.source,
+        client,
+        settings.namespace.clone(),
+        watches.clone(),
+    )?;
+    let stop_watches = || async {
+        watches.cancel();
+        futures::future::join_all(watch_tasks).await;
+    };
+
+    let synced = tokio::select! {
+        synced = source.wait_until_synced(settings.sync_timeout) => synced,
+        _ = shutdown.cancelled() => {
+            stop_watches().await;
+            return Ok(());
+        }
+    };
+    if let Err(e) = synced {
+        stop_watches().await;
+        return Err(e.into());
+    }
+    for state in source.informer_states() {
+        tracing::info!(kind = %state.kind, objects = state.objects, "cache synced");
+    }
+
+    let state = AppState {
+        workloads: Arc::new(Workloads::new(source)),
+    };
+    let app = apis::router(state, &settings.http)?;
+    let listener =
+        TcpListener::bind(settings.listen)
+            .await
+            .map_err(|source| ServerError::Bind {
+                addr: settings.listen,
+                source,
+            })?;
+    let addr = listener.local_addr().map_err(ServerError::Serve)?;
+    // One plain line on stdout, for people and for scripts that start us on port 0.
+    println!(
+        "k8sailor listening on http://{addr}{}",
+        settings.http.prefix
+    );
+    tracing::info!(%addr, prefix = %settings.http.prefix, "serving");
+
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+        .map_err(ServerError::Serve);
+    stop_watches().await;
+    tracing::info!("stopped");
+    served
+}
