@@ -1,0 +1,7 @@
+//! End-to-end tests against a real kube-apiserver, etcd and kube-controller-manager on
+//! 127.0.0.1, started by `hack/cluster` once for the whole run (or reused from
+//! `K8SAILOR_TEST_KUBECONFIG`). Each test works in a namespace of its own.
+
+mod support;
+
+mod read_path;

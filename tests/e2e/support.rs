@@ -1,0 +1,264 @@
+//! The control plane, namespaces, k8sailor processes and polling helpers the tests share.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{DeleteParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use serde_json::Value;
+
+pub struct Cluster {
+    pub kubeconfig: PathBuf,
+}
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The control plane of this test run; a failure to start it fails every test that needs it.
+pub fn cluster() -> &'static Cluster {
+    static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+    let cluster = CLUSTER.get_or_init(|| {
+        if let Some(kc) = std::env::var_os("K8SAILOR_TEST_KUBECONFIG") {
+            return Ok(Cluster {
+                kubeconfig: kc.into(),
+            });
+        }
+        let dir = repo()
+            .join("target")
+            .join(format!("e2e-cluster-{}", std::process::id()));
+        let output = Command::new(repo().join("hack/cluster"))
+            .arg("up")
+            .arg(&dir)
+            .arg("--owner-pid")
+            .arg(std::process::id().to_string())
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run hack/cluster: {e}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "hack/cluster up failed ({}):\n{}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        Ok(Cluster {
+            kubeconfig: dir.join("kubeconfig"),
+        })
+    });
+    match cluster {
+        Ok(c) => c,
+        Err(e) => panic!("the local control plane is not available, so this test cannot run: {e}"),
+    }
+}
+
+impl Cluster {
+    pub async fn client(&self) -> Client {
+        let kc = Kubeconfig::read_from(&self.kubeconfig).expect("readable kubeconfig");
+        let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            .await
+            .expect("valid kubeconfig");
+        Client::try_from(config).expect("a client")
+    }
+}
+
+/// A namespace for one test, deleted when the test ends.
+pub struct TestNamespace {
+    pub name: String,
+    pub client: Client,
+}
+
+impl TestNamespace {
+    pub async fn new(test: &str) -> TestNamespace {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "e2e-{test}-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let client = cluster().client().await;
+        let ns: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).unwrap();
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .expect("create the test namespace");
+        TestNamespace { name, client }
+    }
+
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(self.client.clone(), &self.name)
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        // Drop cannot await, and the test's client is tied to the test's runtime (blocked
+        // here), so a client of its own deletes the namespace; the namespace controller then
+        // removes its contents in the background.
+        let _ = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map(|rt| {
+                    rt.block_on(async {
+                        let client = cluster().client().await;
+                        Api::<Namespace>::all(client)
+                            .delete(&name, &DeleteParams::background())
+                            .await
+                    })
+                })
+        })
+        .join();
+    }
+}
+
+/// A k8sailor process on a free loopback port, killed when dropped.
+pub struct Server {
+    child: Child,
+    pub base: String,
+    pub http: reqwest::Client,
+}
+
+impl Server {
+    /// Starts `k8sailor httpserver` against the test cluster with extra arguments.
+    pub fn start(args: &[&str]) -> Server {
+        Self::start_with(cluster().kubeconfig.to_str().unwrap(), args)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    pub fn start_with(kubeconfig: &str, args: &[&str]) -> Result<Server, String> {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_k8sailor"))
+            .args([
+                "httpserver",
+                "--listen",
+                "127.0.0.1:0",
+                "--kubeconfig",
+                kubeconfig,
+                "--sync-timeout",
+                "30s",
+            ])
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start k8sailor: {e}"))?;
+        // Drained on a thread: an unread pipe would block the server once its buffer fills.
+        let stderr = child.stderr.take().unwrap();
+        let logs = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut text);
+            text
+        });
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        let Some(base) = line.trim().strip_prefix("k8sailor listening on ") else {
+            let _ = child.kill();
+            let status = child.wait().map_err(|e| e.to_string())?;
+            let logs = logs.join().unwrap_or_default();
+            return Err(format!("k8sailor did not start ({status}): {logs}"));
+        };
+        Ok(Server {
+            base: base.to_string(),
+            child,
+            http: reqwest::Client::new(),
+        })
+    }
+
+    /// GET a path under the API prefix: status and JSON body.
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let res = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect("k8sailor answers");
+        let status = res.status().as_u16();
+        let body = res.bytes().await.expect("a body");
+        let json = serde_json::from_slice(&body)
+            .unwrap_or_else(|e| panic!("GET {path}: {e}: {}", String::from_utf8_lossy(&body)));
+        (status, json)
+    }
+
+    pub async fn get_text(&self, path: &str) -> (u16, String) {
+        let res = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect("k8sailor answers");
+        (res.status().as_u16(), res.text().await.expect("a body"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `check` until it returns Some or `timeout` passes; returns the value and the time taken.
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> (T, Duration)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return (v, start.elapsed());
+        }
+        if start.elapsed() > timeout {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+pub fn names(list: &Value) -> Vec<String> {
+    list["data"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list: {list}"))
+        .iter()
+        .map(|i| i["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+pub fn deployment(
+    name: &str,
+    replicas: i32,
+    labels: &[(&str, &str)],
+) -> k8s_openapi::api::apps::v1::Deployment {
+    let labels: serde_json::Map<String, Value> = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::from(*v)))
+        .collect();
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]}
+            }
+        }
+    }))
+    .unwrap()
+}
