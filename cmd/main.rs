@@ -23,7 +23,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Watch the cluster into memory and serve the REST API.
-    Httpserver(HttpServerArgs),
+    Httpserver(Box<HttpServerArgs>),
     /// Print the version.
     Version,
 }
@@ -145,7 +145,7 @@ async fn main() -> ExitCode {
             println!("k8sailor {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
-        Command::Httpserver(args) => httpserver(args).await,
+        Command::Httpserver(args) => httpserver(*args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

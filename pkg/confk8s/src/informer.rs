@@ -192,15 +192,15 @@ impl InformerFactory {
             return Err(FactoryError::AlreadyStarted { kind });
         }
         let id = TypeId::of::<T>();
-        if !registry.by_type.contains_key(&id) {
-            let informer: Arc<dyn AnyInformer> = Arc::new(Informer::<T> {
+        let Registry { by_type, order, .. } = &mut *registry;
+        by_type.entry(id).or_insert_with(|| {
+            order.push(id);
+            Arc::new(Informer::<T> {
                 status: Arc::new(InformerStatus::new(kind)),
                 handlers: Mutex::new(Vec::new()),
                 open: Box::new(open),
-            });
-            registry.by_type.insert(id, informer);
-            registry.order.push(id);
-        }
+            })
+        });
         let informer = registry.by_type[&id]
             .as_any()
             .downcast_ref::<Informer<T>>()
