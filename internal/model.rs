@@ -3,6 +3,7 @@
 //! built once when an object arrives, by the cache and the live source alike, so a read never
 //! touches a typed Kubernetes object and the cache never holds one.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -106,14 +107,85 @@ impl Owner {
     }
 }
 
+/// Pod fields the apiserver can select on that the DTO does not carry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodSelectableFields {
+    pub restart_policy: String,
+    pub scheduler_name: String,
+    pub service_account_name: String,
+    pub host_network: bool,
+    pub nominated_node_name: String,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodRecord {
     pub key: ObjectKey,
     pub dto: PodDto,
     pub owner: Option<Owner>,
+    pub fields: PodSelectableFields,
     /// The object as the apiserver sent it, without managedFields, as compact JSON: what
     /// `/pods/{name}/output` prints, at a seventh of a typed object's memory.
     pub raw: Bytes,
+}
+
+/// What label and field selectors see of a record: exactly the apiserver's selectable fields.
+pub trait Selectable {
+    fn labels(&self) -> &Labels;
+    /// The value of a selectable field, or None if the kind has no such field.
+    fn field(&self, path: &str) -> Option<Cow<'_, str>>;
+}
+
+/// Field paths the apiserver supports in field selectors, per kind.
+pub const DEPLOYMENT_FIELDS: &[&str] = &["metadata.name", "metadata.namespace"];
+pub const POD_FIELDS: &[&str] = &[
+    "metadata.name",
+    "metadata.namespace",
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.nominatedNodeName",
+];
+
+impl Selectable for DeploymentRecord {
+    fn labels(&self) -> &Labels {
+        &self.dto.labels
+    }
+    fn field(&self, path: &str) -> Option<Cow<'_, str>> {
+        match path {
+            "metadata.name" => Some(Cow::Borrowed(&self.key.name)),
+            "metadata.namespace" => Some(Cow::Borrowed(&self.key.namespace)),
+            _ => None,
+        }
+    }
+}
+
+impl Selectable for PodRecord {
+    fn labels(&self) -> &Labels {
+        &self.dto.labels
+    }
+    fn field(&self, path: &str) -> Option<Cow<'_, str>> {
+        let f = &self.fields;
+        let value: &str = match path {
+            "metadata.name" => &self.key.name,
+            "metadata.namespace" => &self.key.namespace,
+            "spec.nodeName" => &self.dto.node_name,
+            "spec.restartPolicy" => &f.restart_policy,
+            "spec.schedulerName" => &f.scheduler_name,
+            "spec.serviceAccountName" => &f.service_account_name,
+            "spec.hostNetwork" => {
+                return Some(Cow::Borrowed(if f.host_network { "true" } else { "false" }));
+            }
+            "status.phase" => &self.dto.status.phase,
+            "status.podIP" => &self.dto.pod_ip,
+            "status.nominatedNodeName" => &f.nominated_node_name,
+            _ => return None,
+        };
+        Some(Cow::Borrowed(value))
+    }
 }
 
 /// A ReplicaSet is only a link from Pods to their Deployment: metadata is all we keep.
@@ -182,6 +254,7 @@ impl PodRecord {
     pub fn from_pod(pod: &Pod) -> Arc<Self> {
         let meta = &pod.metadata;
         let status = pod.status.clone().unwrap_or_default();
+        let nominated_node_name = status.nominated_node_name.clone();
         let columns = kubectl_status::pod_columns(pod);
         let dto = PodDto {
             name: meta.name.clone().unwrap_or_default(),
@@ -217,12 +290,21 @@ impl PodRecord {
             status_text: columns.status,
             restarts: columns.restarts,
         };
+        let spec = pod.spec.clone().unwrap_or_default();
+        let fields = PodSelectableFields {
+            restart_policy: spec.restart_policy.unwrap_or_default(),
+            scheduler_name: spec.scheduler_name.unwrap_or_default(),
+            service_account_name: spec.service_account_name.unwrap_or_default(),
+            host_network: spec.host_network.unwrap_or(false),
+            nominated_node_name: nominated_node_name.unwrap_or_default(),
+        };
         // Serializing a typed Pod cannot fail: it has no maps with non-string keys.
         let raw = serde_json::to_vec(pod).map(Bytes::from).unwrap_or_default();
         Arc::new(PodRecord {
             key: key_of(meta),
             owner: Owner::controller_of(meta),
             dto,
+            fields,
             raw,
         })
     }
@@ -353,6 +435,13 @@ mod tests {
         assert_eq!(json["statusText"], "Running");
         assert_eq!(json["restarts"], 2);
         assert_eq!(r.owner.as_ref().map(|o| o.uid.as_str()), Some("rs1"));
+        assert_eq!(r.field("spec.nodeName").as_deref(), Some("node-1"));
+        assert_eq!(r.field("spec.hostNetwork").as_deref(), Some("false"));
+        assert_eq!(r.field("status.phase").as_deref(), Some("Running"));
+        assert_eq!(r.field("spec.containers"), None);
+        for field in POD_FIELDS {
+            assert!(r.field(field).is_some(), "{field} is selectable");
+        }
         let raw: serde_json::Value = serde_json::from_slice(&r.raw).unwrap();
         assert_eq!(raw["kind"], "Pod");
         assert_eq!(raw["metadata"]["name"], "web-1");

@@ -92,9 +92,10 @@ impl IntoResponse for ApiError {
 impl From<BizError> for ApiError {
     fn from(e: BizError) -> Self {
         let status = match &e {
-            BizError::Invalid { .. } | BizError::Selector(_) | BizError::OutputFormat(_) => {
-                StatusCode::BAD_REQUEST
-            }
+            BizError::Invalid { .. }
+            | BizError::Selector(_)
+            | BizError::FieldSelector(_)
+            | BizError::OutputFormat(_) => StatusCode::BAD_REQUEST,
             BizError::Source(dao) => match dao {
                 DaoError::NotFound { .. } | DaoError::NamespaceNotServed { .. } => {
                     StatusCode::NOT_FOUND

@@ -25,6 +25,7 @@ pub fn api() -> Router<AppState> {
 struct ListParams {
     namespace: Option<String>,
     label_selector: Option<String>,
+    field_selector: Option<String>,
 }
 
 impl From<ListParams> for ListRequest {
@@ -32,6 +33,7 @@ impl From<ListParams> for ListRequest {
         ListRequest {
             namespace: p.namespace,
             label_selector: p.label_selector,
+            field_selector: p.field_selector,
         }
     }
 }

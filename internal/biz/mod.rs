@@ -5,14 +5,14 @@ mod output;
 
 use std::sync::Arc;
 
-use selector::LabelSelector;
 use selector::validation::{is_dns1123_label, is_dns1123_subdomain};
+use selector::{FieldSelector, LabelSelector};
 use serde::Serialize;
 
 pub use output::OutputFormat;
 
 use crate::k8sdao::{DaoError, ListQuery, WorkloadSource};
-use crate::model::{DeploymentDto, PodDto, PodRecord};
+use crate::model::{DEPLOYMENT_FIELDS, DeploymentDto, POD_FIELDS, PodDto, PodRecord};
 
 /// kubectl's namespace when none is given for a single object.
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -26,7 +26,9 @@ pub enum BizError {
         rule: &'static str,
     },
     #[error("invalid labelSelector: {0}")]
-    Selector(#[from] selector::ParseError),
+    Selector(selector::ParseError),
+    #[error("invalid fieldSelector: {0}")]
+    FieldSelector(String),
     #[error("invalid outputFormat {0:?}: expected json or yaml")]
     OutputFormat(String),
     #[error(transparent)]
@@ -76,19 +78,43 @@ pub struct ListRequest {
     /// Absent or empty: all namespaces.
     pub namespace: Option<String>,
     pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
 }
 
 impl ListRequest {
-    fn query(&self) -> Result<ListQuery, BizError> {
+    /// `fields`: the field paths the listed kind supports, as the apiserver does.
+    fn query(&self, fields: &[&str]) -> Result<ListQuery, BizError> {
         let namespace = self.namespace.clone().filter(|ns| !ns.is_empty());
         if let Some(ns) = &namespace {
             check_namespace(ns)?;
         }
         let labels = match self.label_selector.as_deref() {
-            Some(s) => LabelSelector::parse(s)?,
+            Some(s) => LabelSelector::parse(s).map_err(BizError::Selector)?,
             None => LabelSelector::everything(),
         };
-        Ok(ListQuery { namespace, labels })
+        let field_selector = match self.field_selector.as_deref() {
+            Some(s) => {
+                FieldSelector::parse(s).map_err(|e| BizError::FieldSelector(e.to_string()))?
+            }
+            None => FieldSelector::everything(),
+        };
+        if let Some(term) = field_selector
+            .terms()
+            .iter()
+            .find(|t| !fields.contains(&t.field()))
+        {
+            // The apiserver's own wording, so scripts see the same message from both.
+            return Err(BizError::FieldSelector(format!(
+                "field label not supported: {} (supported: {})",
+                term.field(),
+                fields.join(", ")
+            )));
+        }
+        Ok(ListQuery {
+            namespace,
+            labels,
+            fields: field_selector,
+        })
     }
 }
 
@@ -150,7 +176,10 @@ impl<S: WorkloadSource> Workloads<S> {
         &self,
         req: &ListRequest,
     ) -> Result<Page<DeploymentView>, BizError> {
-        let listing = self.source.list_deployments(&req.query()?).await?;
+        let listing = self
+            .source
+            .list_deployments(&req.query(DEPLOYMENT_FIELDS)?)
+            .await?;
         Ok(Page {
             items: listing.items.into_iter().map(DeploymentView).collect(),
             resource_version: listing.resource_version,
@@ -185,7 +214,7 @@ impl<S: WorkloadSource> Workloads<S> {
     }
 
     pub async fn list_pods(&self, req: &ListRequest) -> Result<Page<PodView>, BizError> {
-        let listing = self.source.list_pods(&req.query()?).await?;
+        let listing = self.source.list_pods(&req.query(POD_FIELDS)?).await?;
         Ok(Page {
             items: self.with_deployments(listing.items).await?,
             resource_version: listing.resource_version,

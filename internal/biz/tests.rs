@@ -59,6 +59,7 @@ fn list(ns: Option<&str>, selector: Option<&str>) -> ListRequest {
     ListRequest {
         namespace: ns.map(str::to_string),
         label_selector: selector.map(str::to_string),
+        field_selector: None,
     }
 }
 
@@ -205,4 +206,41 @@ async fn a_namespace_scoped_source_refuses_other_namespaces() {
         matches!(err, BizError::Source(DaoError::NamespaceNotServed { .. })),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn field_selectors_select_on_the_apiserver_fields_and_reject_others() {
+    let w = workloads(None);
+    let req = |fields: &str| ListRequest {
+        field_selector: Some(fields.to_string()),
+        ..Default::default()
+    };
+    let page = w
+        .list_pods(&req("spec.nodeName=node-1,metadata.name!=bare"))
+        .await
+        .unwrap();
+    assert_eq!(names(&page.items), ["web-1a2b-x", "web-1a2b-y"]);
+    let page = w.list_pods(&req("status.phase=Pending")).await.unwrap();
+    assert!(page.items.is_empty());
+    let page = w
+        .list_pods(&req("spec.hostNetwork=false,metadata.namespace=ns-a"))
+        .await
+        .unwrap();
+    assert_eq!(page.items.len(), 3);
+    let page = w.list_deployments(&req("metadata.name=api")).await.unwrap();
+    assert_eq!(names(&page.items), ["api"]);
+    for bad in ["spec.containers=x", "metadata.labels=a"] {
+        let err = w.list_pods(&req(bad)).await.unwrap_err();
+        assert!(
+            err.to_string().contains("field label not supported"),
+            "{err}"
+        );
+    }
+    let err = w
+        .list_deployments(&req("spec.nodeName=x"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, BizError::FieldSelector(_)), "{err}");
+    let err = w.list_pods(&req("nooperator")).await.unwrap_err();
+    assert!(matches!(err, BizError::FieldSelector(_)), "{err}");
 }

@@ -3,20 +3,39 @@ use std::sync::Arc;
 
 use confk8s::ObjectKey;
 
-use crate::model::{DeploymentRecord, Owner, PodRecord, ReplicaSetRecord};
+use crate::model::{DeploymentRecord, PodRecord, ReplicaSetRecord};
+
+/// A value a record can be looked up by.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Term {
+    Label(String, String),
+    /// The uid of the controller in the record's ownerReferences.
+    Owner(String),
+    /// A selectable field whose values are shared by many records (node, phase).
+    Field(&'static str, String),
+}
+
+/// Fields worth an index: their values group many objects, unlike names or IPs.
+pub const INDEXED_POD_FIELDS: &[&str] = &["spec.nodeName", "status.phase"];
 
 /// What the index needs to know of a record.
 pub trait Indexed {
     fn key(&self) -> &ObjectKey;
-    fn owner(&self) -> Option<&Owner>;
+    fn terms(&self) -> Vec<Term>;
+}
+
+fn label_terms(labels: &crate::model::Labels) -> impl Iterator<Item = Term> + '_ {
+    labels
+        .iter()
+        .map(|(k, v)| Term::Label(k.clone(), v.clone()))
 }
 
 impl Indexed for DeploymentRecord {
     fn key(&self) -> &ObjectKey {
         &self.key
     }
-    fn owner(&self) -> Option<&Owner> {
-        None
+    fn terms(&self) -> Vec<Term> {
+        label_terms(&self.dto.labels).collect()
     }
 }
 
@@ -24,8 +43,12 @@ impl Indexed for PodRecord {
     fn key(&self) -> &ObjectKey {
         &self.key
     }
-    fn owner(&self) -> Option<&Owner> {
-        self.owner.as_ref()
+    fn terms(&self) -> Vec<Term> {
+        let mut terms: Vec<Term> = label_terms(&self.dto.labels).collect();
+        terms.extend(self.owner.as_ref().map(|o| Term::Owner(o.uid.clone())));
+        terms.push(Term::Field("spec.nodeName", self.dto.node_name.clone()));
+        terms.push(Term::Field("status.phase", self.dto.status.phase.clone()));
+        terms
     }
 }
 
@@ -33,71 +56,104 @@ impl Indexed for ReplicaSetRecord {
     fn key(&self) -> &ObjectKey {
         &self.key
     }
-    fn owner(&self) -> Option<&Owner> {
-        self.owner.as_ref()
+    fn terms(&self) -> Vec<Term> {
+        self.owner
+            .iter()
+            .map(|o| Term::Owner(o.uid.clone()))
+            .collect()
     }
 }
 
-/// Records of one kind, ordered by namespace then name (so a namespace is a range and the
-/// default list order costs nothing), with a secondary index by controller uid.
+/// Records of one kind. Each record gets a small id; `ids` orders them by namespace then name
+/// (so a namespace is a range and the default list order costs nothing) and `postings` maps
+/// each [`Term`] to the ids that have it, four bytes an entry rather than a key.
 #[derive(Debug)]
 pub struct Index<R> {
-    objects: BTreeMap<ObjectKey, Arc<R>>,
-    by_owner: HashMap<String, BTreeSet<ObjectKey>>,
+    slots: Vec<Option<Arc<R>>>,
+    free: Vec<u32>,
+    ids: BTreeMap<ObjectKey, u32>,
+    postings: HashMap<Term, BTreeSet<u32>>,
 }
 
 impl<R> Default for Index<R> {
     fn default() -> Self {
         Index {
-            objects: BTreeMap::new(),
-            by_owner: HashMap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            ids: BTreeMap::new(),
+            postings: HashMap::new(),
         }
     }
 }
 
 impl<R: Indexed> Index<R> {
     pub fn apply(&mut self, record: Arc<R>) {
-        let key = record.key().clone();
-        if let Some(new_owner) = record.owner() {
-            self.by_owner
-                .entry(new_owner.uid.clone())
-                .or_default()
-                .insert(key.clone());
-        }
-        if let Some(old) = self.objects.insert(key, record.clone()) {
-            let old_uid = old.owner().map(|o| o.uid.as_str());
-            if old_uid != record.owner().map(|o| o.uid.as_str()) {
-                self.unlink_owner(old_uid, record.key());
+        let new_terms = record.terms();
+        match self.ids.get(record.key()).copied() {
+            Some(id) => {
+                let old = self.slots[id as usize].replace(record);
+                let old_terms = old.map(|o| o.terms()).unwrap_or_default();
+                for term in old_terms.iter().filter(|t| !new_terms.contains(t)) {
+                    self.unpost(term, id);
+                }
+                for term in new_terms.into_iter().filter(|t| !old_terms.contains(t)) {
+                    self.postings.entry(term).or_default().insert(id);
+                }
+            }
+            None => {
+                let id = match self.free.pop() {
+                    Some(id) => {
+                        self.slots[id as usize] = Some(record.clone());
+                        id
+                    }
+                    None => {
+                        self.slots.push(Some(record.clone()));
+                        (self.slots.len() - 1) as u32
+                    }
+                };
+                self.ids.insert(record.key().clone(), id);
+                for term in new_terms {
+                    self.postings.entry(term).or_default().insert(id);
+                }
             }
         }
     }
 
     pub fn delete(&mut self, key: &ObjectKey) {
-        if let Some(old) = self.objects.remove(key) {
-            self.unlink_owner(old.owner().map(|o| o.uid.as_str()), key);
+        let Some(id) = self.ids.remove(key) else {
+            return;
+        };
+        if let Some(old) = self.slots[id as usize].take() {
+            for term in old.terms() {
+                self.unpost(&term, id);
+            }
         }
+        self.free.push(id);
     }
 
-    fn unlink_owner(&mut self, owner_uid: Option<&str>, key: &ObjectKey) {
-        let Some(uid) = owner_uid else { return };
-        if let Some(owned) = self.by_owner.get_mut(uid) {
-            owned.remove(key);
-            if owned.is_empty() {
-                self.by_owner.remove(uid);
+    fn unpost(&mut self, term: &Term, id: u32) {
+        if let Some(ids) = self.postings.get_mut(term) {
+            ids.remove(&id);
+            if ids.is_empty() {
+                self.postings.remove(term);
             }
         }
     }
 
+    fn slot(&self, id: u32) -> Option<&Arc<R>> {
+        self.slots.get(id as usize).and_then(Option::as_ref)
+    }
+
     pub fn get(&self, key: &ObjectKey) -> Option<&Arc<R>> {
-        self.objects.get(key)
+        self.ids.get(key).and_then(|id| self.slot(*id))
     }
 
     pub fn len(&self) -> usize {
-        self.objects.len()
+        self.ids.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.objects.is_empty()
+        self.ids.is_empty()
     }
 
     /// Every record of `namespace`, or of all namespaces, in (namespace, name) order.
@@ -105,24 +161,60 @@ impl<R: Indexed> Index<R> {
         &'a self,
         namespace: Option<&'a str>,
     ) -> Box<dyn Iterator<Item = &'a Arc<R>> + 'a> {
-        match namespace {
-            None => Box::new(self.objects.values()),
+        let ids: Box<dyn Iterator<Item = &u32>> = match namespace {
+            None => Box::new(self.ids.values()),
             Some(ns) => Box::new(
-                self.objects
+                self.ids
                     .range(ObjectKey::new(ns, "")..)
                     .take_while(move |(k, _)| k.namespace == ns)
-                    .map(|(_, r)| r),
+                    .map(|(_, id)| id),
             ),
-        }
+        };
+        Box::new(ids.filter_map(|id| self.slot(*id)))
     }
 
-    /// Records whose controller has `uid`, in (namespace, name) order.
-    pub fn owned_by<'a>(&'a self, uid: &str) -> impl Iterator<Item = &'a Arc<R>> + 'a {
-        self.by_owner
-            .get(uid)
-            .into_iter()
-            .flatten()
-            .filter_map(|k| self.objects.get(k))
+    /// Records that have `term`, in (namespace, name) order.
+    pub fn with_term(&self, term: &Term) -> Vec<&Arc<R>> {
+        self.in_order(self.postings.get(term).into_iter().flatten().copied())
+    }
+
+    /// Records controlled by the object with `uid`, in (namespace, name) order.
+    pub fn owned_by(&self, uid: &str) -> Vec<&Arc<R>> {
+        self.with_term(&Term::Owner(uid.to_string()))
+    }
+
+    fn in_order(&self, ids: impl Iterator<Item = u32>) -> Vec<&Arc<R>> {
+        let mut records: Vec<&Arc<R>> = ids.filter_map(|id| self.slot(id)).collect();
+        records.sort_by(|a, b| a.key().cmp(b.key()));
+        records
+    }
+
+    /// A superset of the records of `namespace` that have, for each group of `required`, at
+    /// least one of its terms, in (namespace, name) order; None when `required` is empty (then
+    /// the caller scans). Only the smallest group is read: the caller filters the rest.
+    pub fn candidates<'a>(
+        &'a self,
+        namespace: Option<&str>,
+        required: &[Vec<Term>],
+    ) -> Option<Vec<&'a Arc<R>>> {
+        let size = |group: &Vec<Term>| -> usize {
+            group
+                .iter()
+                .map(|t| self.postings.get(t).map_or(0, BTreeSet::len))
+                .sum()
+        };
+        let smallest = required.iter().min_by_key(|g| size(g))?;
+        let mut ids: Vec<u32> = smallest
+            .iter()
+            .flat_map(|t| self.postings.get(t).into_iter().flatten().copied())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut records = self.in_order(ids.into_iter());
+        if let Some(ns) = namespace {
+            records.retain(|r| r.key().namespace == ns);
+        }
+        Some(records)
     }
 }
 
@@ -136,8 +228,16 @@ mod tests {
         PodRecord::from_pod(&mk_pod(ns, name, rs, &[]))
     }
 
-    fn names<'a>(it: impl Iterator<Item = &'a Arc<PodRecord>>) -> Vec<String> {
-        it.map(|r| r.key.to_string()).collect()
+    fn labelled(ns: &str, name: &str, labels: &[(&str, &str)]) -> Arc<PodRecord> {
+        PodRecord::from_pod(&mk_pod(ns, name, None, labels))
+    }
+
+    fn names<'a>(it: impl IntoIterator<Item = &'a Arc<PodRecord>>) -> Vec<String> {
+        it.into_iter().map(|r| r.key.to_string()).collect()
+    }
+
+    fn label(k: &str, v: &str) -> Term {
+        Term::Label(k.into(), v.into())
     }
 
     #[test]
@@ -172,8 +272,57 @@ mod tests {
         assert_eq!(names(idx.owned_by("u2")), Vec::<String>::new());
         assert_eq!(idx.len(), 1);
         assert!(
-            idx.by_owner.is_empty(),
-            "no empty owner sets are left behind"
+            !idx.postings.keys().any(|t| matches!(t, Term::Owner(_))),
+            "no empty owner postings are left"
+        );
+    }
+
+    #[test]
+    fn label_postings_follow_relabelling_and_reuse_freed_ids() {
+        let mut idx = Index::default();
+        idx.apply(labelled("a", "p1", &[("app", "web"), ("tier", "fe")]));
+        idx.apply(labelled("a", "p2", &[("app", "web")]));
+        assert_eq!(names(idx.with_term(&label("app", "web"))), ["a/p1", "a/p2"]);
+        idx.apply(labelled("a", "p1", &[("app", "api"), ("tier", "fe")]));
+        assert_eq!(names(idx.with_term(&label("app", "web"))), ["a/p2"]);
+        assert_eq!(names(idx.with_term(&label("app", "api"))), ["a/p1"]);
+        assert_eq!(names(idx.with_term(&label("tier", "fe"))), ["a/p1"]);
+        idx.delete(&ObjectKey::new("a", "p1"));
+        idx.apply(labelled("b", "p3", &[("app", "web")]));
+        assert_eq!(idx.slots.len(), 2, "the freed id is reused");
+        assert_eq!(names(idx.with_term(&label("app", "web"))), ["a/p2", "b/p3"]);
+        assert!(idx.with_term(&label("tier", "fe")).is_empty());
+        assert_eq!(names(idx.in_namespace(None)), ["a/p2", "b/p3"]);
+    }
+
+    #[test]
+    fn candidates_read_the_smallest_group_within_the_namespace() {
+        let mut idx = Index::default();
+        for i in 0..20 {
+            idx.apply(labelled(
+                "a",
+                &format!("p{i:02}"),
+                &[("app", "web"), ("shard", &(i % 10).to_string())],
+            ));
+        }
+        idx.apply(labelled("b", "p00", &[("app", "web"), ("shard", "3")]));
+        let required = vec![
+            vec![label("app", "web")],
+            vec![label("shard", "3"), label("shard", "4")],
+        ];
+        assert_eq!(
+            names(idx.candidates(Some("a"), &required).unwrap()),
+            ["a/p03", "a/p04", "a/p13", "a/p14"]
+        );
+        assert_eq!(
+            names(idx.candidates(None, &[vec![label("shard", "3")]]).unwrap()),
+            ["a/p03", "a/p13", "b/p00"]
+        );
+        assert!(idx.candidates(None, &[]).is_none());
+        assert!(
+            idx.candidates(None, &[vec![label("app", "none")]])
+                .unwrap()
+                .is_empty()
         );
     }
 

@@ -11,7 +11,7 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::PartialObjectMeta;
 
-pub use index::{Index, Indexed};
+pub use index::{INDEXED_POD_FIELDS, Index, Indexed, Term};
 
 use crate::model::{DeploymentRecord, PodRecord, ReplicaSetRecord};
 
@@ -131,12 +131,13 @@ impl Caches {
             .replicasets
             .read()
             .owned_by(&deployment.dto.uid)
+            .into_iter()
             .map(|rs| rs.uid.clone())
             .collect();
         let pods = self.pods.read();
         let mut owned: Vec<Arc<PodRecord>> = rs_uids
             .iter()
-            .flat_map(|uid| pods.owned_by(uid).cloned())
+            .flat_map(|uid| pods.owned_by(uid).into_iter().cloned())
             .collect();
         owned.sort_by(|a, b| a.key.cmp(&b.key));
         owned

@@ -3,8 +3,39 @@ use std::sync::Arc;
 use confk8s::{InformerState, InformerStatus, ObjectKey};
 
 use super::{DaoError, ListQuery, Listing, WorkloadSource};
-use crate::k8scache::{Cache, Caches, Indexed};
-use crate::model::{DeploymentRecord, PodRecord};
+use selector::{FieldOperator, Operator};
+
+use crate::k8scache::{Cache, Caches, INDEXED_POD_FIELDS, Indexed, Term};
+use crate::model::{DeploymentRecord, PodRecord, Selectable};
+
+/// The index terms a query requires: one group per equality-like requirement, any term of
+/// a group will do. Requirements that no index can answer (!=, notin, exists) are left to the
+/// filter that runs over the candidates.
+fn required_terms(q: &ListQuery) -> Vec<Vec<Term>> {
+    let labels = q
+        .labels
+        .requirements()
+        .iter()
+        .filter_map(|r| match r.operator() {
+            Operator::Equals | Operator::DoubleEquals | Operator::In => Some(
+                r.values()
+                    .iter()
+                    .map(|v| Term::Label(r.key().to_string(), v.clone()))
+                    .collect(),
+            ),
+            _ => None,
+        });
+    let fields = q.fields.terms().iter().filter_map(|t| {
+        let field = INDEXED_POD_FIELDS.iter().find(|f| **f == t.field())?;
+        match t.operator() {
+            FieldOperator::Equals | FieldOperator::DoubleEquals => {
+                Some(vec![Term::Field(field, t.value().to_string())])
+            }
+            FieldOperator::NotEquals => None,
+        }
+    });
+    labels.chain(fields).collect()
+}
 
 /// Reads from the informer caches: no request ever reaches the apiserver.
 pub struct CacheSource {
@@ -44,24 +75,23 @@ impl CacheSource {
             .unwrap_or_default()
     }
 
-    fn list<R, F>(
-        &self,
-        cache: &Cache<R>,
-        q: &ListQuery,
-        kind: &str,
-        labels_of: F,
-    ) -> Result<Listing<R>, DaoError>
+    fn list<R>(&self, cache: &Cache<R>, q: &ListQuery, kind: &str) -> Result<Listing<R>, DaoError>
     where
-        R: Indexed,
-        F: Fn(&R) -> &crate::model::Labels,
+        R: Indexed + Selectable,
     {
         self.ensure_synced()?;
         let index = cache.read();
-        let items = index
-            .in_namespace(q.namespace.as_deref())
-            .filter(|r| q.labels.matches(labels_of(r)))
-            .cloned()
-            .collect();
+        let namespace = q.namespace.as_deref();
+        let matches =
+            |r: &&Arc<R>| q.labels.matches(r.labels()) && q.fields.matches(|f| r.field(f));
+        let items = match index.candidates(namespace, &required_terms(q)) {
+            Some(candidates) => candidates.into_iter().filter(matches).cloned().collect(),
+            None => index
+                .in_namespace(namespace)
+                .filter(matches)
+                .cloned()
+                .collect(),
+        };
         Ok(Listing {
             items,
             resource_version: self.resource_version(kind),
@@ -88,7 +118,7 @@ impl CacheSource {
 
 impl WorkloadSource for CacheSource {
     async fn list_deployments(&self, q: &ListQuery) -> Result<Listing<DeploymentRecord>, DaoError> {
-        self.list(&self.caches.deployments, q, "Deployment", |d| &d.dto.labels)
+        self.list(&self.caches.deployments, q, "Deployment")
     }
 
     async fn get_deployment(
@@ -100,7 +130,7 @@ impl WorkloadSource for CacheSource {
     }
 
     async fn list_pods(&self, q: &ListQuery) -> Result<Listing<PodRecord>, DaoError> {
-        self.list(&self.caches.pods, q, "Pod", |p| &p.dto.labels)
+        self.list(&self.caches.pods, q, "Pod")
     }
 
     async fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<PodRecord>, DaoError> {

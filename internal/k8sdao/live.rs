@@ -43,6 +43,9 @@ impl LiveSource {
         if !q.labels.is_empty() {
             params = params.labels(&q.labels.to_string());
         }
+        if !q.fields.is_empty() {
+            params = params.fields(&q.fields.to_string());
+        }
         Ok(self.api::<K>(q.namespace.as_deref()).list(&params).await?)
     }
 
@@ -192,5 +195,127 @@ impl WorkloadSource for LiveSource {
                     .and_then(|o| deployment_of_rs.get(&o.uid).cloned())
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http::{Request, Response};
+    use kube::client::Body;
+    use serde_json::{Value, json};
+    use tower_test::mock;
+
+    use super::*;
+    use crate::model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
+
+    /// A fake apiserver: answers each expected request in order, asserting its path and query.
+    fn source_with(
+        answers: Vec<(&'static str, u16, Value)>,
+    ) -> (LiveSource, tokio::task::JoinHandle<()>) {
+        let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let server = tokio::spawn(async move {
+            for (expected, status, body) in answers {
+                let (request, send) = handle.next_request().await.expect("a request");
+                let uri = request.uri().to_string();
+                assert!(uri.starts_with(expected), "expected {expected}, got {uri}");
+                send.send_response(
+                    Response::builder()
+                        .status(status)
+                        .body(Body::from(serde_json::to_vec(&body).unwrap()))
+                        .unwrap(),
+                );
+            }
+        });
+        (LiveSource::new(Client::new(service, "default")), server)
+    }
+
+    fn list(kind: &str, items: Vec<Value>) -> Value {
+        json!({"apiVersion": "v1", "kind": kind, "metadata": {"resourceVersion": "77"}, "items": items})
+    }
+
+    #[tokio::test]
+    async fn a_missing_object_is_not_found() {
+        let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
+                            "code": 404, "message": "deployments.apps \"x\" not found"});
+        let (source, server) = source_with(vec![(
+            "/apis/apps/v1/namespaces/ns/deployments/x",
+            404,
+            status,
+        )]);
+        let err = source.get_deployment("ns", "x").await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DaoError::NotFound {
+                    kind: "deployment",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn lists_pass_the_canonical_selector_and_keep_the_resource_version() {
+        let pod = serde_json::to_value(mk_pod("ns", "p", None, &[("app", "web")])).unwrap();
+        let (source, server) = source_with(vec![(
+            "/api/v1/namespaces/ns/pods?&labelSelector=app%3Dweb%2Ctier+notin+%28db%29",
+            200,
+            list("PodList", vec![pod]),
+        )]);
+        let q = ListQuery {
+            namespace: Some("ns".into()),
+            labels: "tier notin (db), app=web".parse().unwrap(),
+            ..Default::default()
+        };
+        let listing = source.list_pods(&q).await.unwrap();
+        assert_eq!(listing.resource_version, "77");
+        assert_eq!(listing.items[0].dto.name, "p");
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn pods_of_a_deployment_cost_three_requests_and_follow_owners() {
+        let deployment = serde_json::to_value(mk_deployment("ns", "web", "d-web", &[])).unwrap();
+        let rs =
+            |name, uid, owner| serde_json::to_value(mk_replicaset("ns", name, uid, owner)).unwrap();
+        let pod =
+            |name, rs| serde_json::to_value(mk_pod("ns", name, rs, &[("app", "web")])).unwrap();
+        let (source, server) = source_with(vec![
+            (
+                "/apis/apps/v1/namespaces/ns/deployments/web",
+                200,
+                deployment,
+            ),
+            (
+                "/apis/apps/v1/namespaces/ns/replicasets",
+                200,
+                list(
+                    "PartialObjectMetadataList",
+                    vec![
+                        rs("web-1", "rs-1", Some(("web", "d-web"))),
+                        rs("other-1", "rs-2", Some(("other", "d-other"))),
+                    ],
+                ),
+            ),
+            (
+                "/api/v1/namespaces/ns/pods?&labelSelector=app%3Dweb",
+                200,
+                list(
+                    "PodList",
+                    vec![
+                        pod("web-1-b", Some(("web-1", "rs-1"))),
+                        pod("web-1-a", Some(("web-1", "rs-1"))),
+                        pod("other-1-a", Some(("other-1", "rs-2"))),
+                        pod("bare", None),
+                    ],
+                ),
+            ),
+        ]);
+        let pods = source.pods_of_deployment("ns", "web").await.unwrap();
+        let names: Vec<_> = pods.iter().map(|p| p.dto.name.as_str()).collect();
+        assert_eq!(names, ["web-1-a", "web-1-b"]);
+        server.await.unwrap();
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use confk8s::{FactoryError, InformerFactory, InformerState};
 use kube::Client;
-use selector::LabelSelector;
+use selector::{FieldSelector, LabelSelector};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -26,6 +26,8 @@ pub struct ListQuery {
     /// `None`: every namespace the source serves.
     pub namespace: Option<String>,
     pub labels: LabelSelector,
+    /// Only fields the kind supports (biz checks them).
+    pub fields: FieldSelector,
 }
 
 /// A list and the resourceVersion it is as recent as.
@@ -213,6 +215,7 @@ impl Source {
         Ok(ListQuery {
             namespace: self.scoped(q.namespace.as_deref())?,
             labels: q.labels.clone(),
+            fields: q.fields.clone(),
         })
     }
 }
