@@ -128,6 +128,40 @@ pub struct PodRecord {
     pub raw: Bytes,
 }
 
+/// What every record has: its key and its age, the fields lists sort by.
+pub trait Keyed {
+    fn key(&self) -> &ObjectKey;
+    /// RFC 3339 in UTC: ordering the strings orders the times.
+    fn creation_timestamp(&self) -> Option<&str>;
+}
+
+impl Keyed for DeploymentRecord {
+    fn key(&self) -> &ObjectKey {
+        &self.key
+    }
+    fn creation_timestamp(&self) -> Option<&str> {
+        self.dto.creation_timestamp.as_deref()
+    }
+}
+
+impl Keyed for PodRecord {
+    fn key(&self) -> &ObjectKey {
+        &self.key
+    }
+    fn creation_timestamp(&self) -> Option<&str> {
+        self.dto.creation_timestamp.as_deref()
+    }
+}
+
+impl Keyed for ReplicaSetRecord {
+    fn key(&self) -> &ObjectKey {
+        &self.key
+    }
+    fn creation_timestamp(&self) -> Option<&str> {
+        None
+    }
+}
+
 /// What label and field selectors see of a record: exactly the apiserver's selectable fields.
 pub trait Selectable {
     fn labels(&self) -> &Labels;

@@ -26,6 +26,10 @@ pub struct Envelope<T> {
 #[serde(rename_all = "camelCase")]
 pub struct ListMeta {
     pub resource_version: String,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remaining_item_count: Option<usize>,
 }
 
 /// `code` 0 and the data, as JSON.
@@ -39,12 +43,16 @@ pub fn ok<T: Serialize>(data: T) -> Response {
     .into_response()
 }
 
-pub fn ok_list<T: Serialize>(data: T, resource_version: String) -> Response {
+pub fn ok_page<T: Serialize>(page: crate::biz::Page<T>) -> Response {
     axum::Json(Envelope {
         code: 0,
-        data,
+        data: page.items,
         error: String::new(),
-        metadata: Some(ListMeta { resource_version }),
+        metadata: Some(ListMeta {
+            resource_version: page.resource_version,
+            continue_token: page.continue_token,
+            remaining_item_count: page.remaining,
+        }),
     })
     .into_response()
 }
@@ -95,6 +103,7 @@ impl From<BizError> for ApiError {
             BizError::Invalid { .. }
             | BizError::Selector(_)
             | BizError::FieldSelector(_)
+            | BizError::Query(_)
             | BizError::OutputFormat(_) => StatusCode::BAD_REQUEST,
             BizError::Source(dao) => match dao {
                 DaoError::NotFound { .. } | DaoError::NamespaceNotServed { .. } => {
@@ -112,6 +121,7 @@ impl From<BizError> for ApiError {
                     _ => StatusCode::BAD_GATEWAY,
                 },
             },
+            BizError::Expired => StatusCode::GONE,
             BizError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         ApiError::new(status, e.to_string())

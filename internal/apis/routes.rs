@@ -6,7 +6,7 @@ use axum::routing::get;
 use serde::Deserialize;
 
 use super::AppState;
-use super::envelope::{ApiError, ApiPath, ApiQuery, ok, ok_list};
+use super::envelope::{ApiError, ApiPath, ApiQuery, ok, ok_page};
 use crate::biz::ListRequest;
 
 pub fn api() -> Router<AppState> {
@@ -26,6 +26,10 @@ struct ListParams {
     namespace: Option<String>,
     label_selector: Option<String>,
     field_selector: Option<String>,
+    limit: Option<usize>,
+    #[serde(rename = "continue")]
+    continue_token: Option<String>,
+    sort: Option<String>,
 }
 
 impl From<ListParams> for ListRequest {
@@ -34,6 +38,9 @@ impl From<ListParams> for ListRequest {
             namespace: p.namespace,
             label_selector: p.label_selector,
             field_selector: p.field_selector,
+            limit: p.limit,
+            continue_token: p.continue_token,
+            sort: p.sort,
         }
     }
 }
@@ -58,8 +65,7 @@ async fn list_deployments(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<ListParams>,
 ) -> Result<Response, ApiError> {
-    let page = s.workloads.list_deployments(&q.into()).await?;
-    Ok(ok_list(page.items, page.resource_version))
+    Ok(ok_page(s.workloads.list_deployments(&q.into()).await?))
 }
 
 async fn get_deployment(
@@ -88,8 +94,7 @@ async fn list_pods(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<ListParams>,
 ) -> Result<Response, ApiError> {
-    let page = s.workloads.list_pods(&q.into()).await?;
-    Ok(ok_list(page.items, page.resource_version))
+    Ok(ok_page(s.workloads.list_pods(&q.into()).await?))
 }
 
 async fn get_pod(

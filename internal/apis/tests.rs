@@ -250,3 +250,40 @@ fn prefixes_must_be_absolute_without_trailing_slash() {
         );
     }
 }
+
+#[tokio::test]
+async fn paging_walks_every_item_once_and_old_tokens_are_gone() {
+    let app = app();
+    let mut seen = Vec::new();
+    let mut uri = "/k8sailor/v0/pods?limit=2&sort=-name".to_string();
+    loop {
+        let (status, _, body) =
+            call(app.clone(), Request::get(&uri).body(Body::empty()).unwrap()).await;
+        assert_eq!(status, StatusCode::OK);
+        let json: Value = serde_json::from_slice(&body).unwrap();
+        for pod in json["data"].as_array().unwrap() {
+            seen.push(pod["name"].as_str().unwrap().to_string());
+        }
+        match json["metadata"]["continue"].as_str() {
+            Some(token) => {
+                assert!(json["metadata"]["remainingItemCount"].as_u64().unwrap() > 0);
+                uri = format!("/k8sailor/v0/pods?limit=2&sort=-name&continue={token}");
+            }
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["web-1a2b-y", "web-1a2b-x", "bare"]);
+
+    let (status, json) = get("/k8sailor/v0/pods?limit=1&continue=ffff.1").await;
+    assert_eq!(status, StatusCode::GONE);
+    assert_eq!(json["code"], 410);
+    assert!(json["error"].as_str().unwrap().contains("restart the list"));
+    for bad in [
+        "/k8sailor/v0/pods?continue=garbage",
+        "/k8sailor/v0/pods?sort=age",
+        "/k8sailor/v0/pods?limit=-1",
+    ] {
+        let (status, json) = get(bad).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {json}");
+    }
+}

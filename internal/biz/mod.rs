@@ -2,6 +2,7 @@
 //! become answers. Reads go through the [`WorkloadSource`] trait only.
 
 mod output;
+mod paging;
 
 use std::sync::Arc;
 
@@ -10,9 +11,12 @@ use selector::{FieldSelector, LabelSelector};
 use serde::Serialize;
 
 pub use output::OutputFormat;
+pub use paging::{PageStore, SortSpec};
 
 use crate::k8sdao::{DaoError, ListQuery, WorkloadSource};
-use crate::model::{DEPLOYMENT_FIELDS, DeploymentDto, POD_FIELDS, PodDto, PodRecord};
+use crate::model::{
+    DEPLOYMENT_FIELDS, DeploymentDto, DeploymentRecord, Keyed, POD_FIELDS, PodDto, PodRecord,
+};
 
 /// kubectl's namespace when none is given for a single object.
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -29,6 +33,10 @@ pub enum BizError {
     Selector(selector::ParseError),
     #[error("invalid fieldSelector: {0}")]
     FieldSelector(String),
+    #[error("{0}")]
+    Query(String),
+    #[error("the continue token has expired: restart the list without it")]
+    Expired,
     #[error("invalid outputFormat {0:?}: expected json or yaml")]
     OutputFormat(String),
     #[error(transparent)]
@@ -79,6 +87,12 @@ pub struct ListRequest {
     pub namespace: Option<String>,
     pub label_selector: Option<String>,
     pub field_selector: Option<String>,
+    /// Page size; absent or 0: everything at once.
+    pub limit: Option<usize>,
+    /// The token of the previous page.
+    pub continue_token: Option<String>,
+    /// `name`, `namespace`, `creationTimestamp`, comma-separated, `-` for descending.
+    pub sort: Option<String>,
 }
 
 impl ListRequest {
@@ -118,11 +132,13 @@ impl ListRequest {
     }
 }
 
-/// A list answer and the resourceVersion it reflects.
+/// A list answer, the resourceVersion it reflects, and how to get the rest.
 #[derive(Debug, Serialize)]
 pub struct Page<T> {
     pub items: Vec<T>,
     pub resource_version: String,
+    pub continue_token: Option<String>,
+    pub remaining: Option<usize>,
 }
 
 /// A Pod as answered: its record plus the Deployment that controls it.
@@ -150,7 +166,7 @@ impl Serialize for PodView {
 
 /// A Deployment as answered.
 #[derive(Clone, Debug)]
-pub struct DeploymentView(pub Arc<crate::model::DeploymentRecord>);
+pub struct DeploymentView(pub Arc<DeploymentRecord>);
 
 impl Serialize for DeploymentView {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -161,11 +177,50 @@ impl Serialize for DeploymentView {
 /// The use cases of the API over any [`WorkloadSource`].
 pub struct Workloads<S> {
     source: S,
+    deployment_pages: PageStore<DeploymentRecord>,
+    pod_pages: PageStore<PodRecord>,
 }
 
 impl<S: WorkloadSource> Workloads<S> {
     pub fn new(source: S) -> Self {
-        Workloads { source }
+        Workloads {
+            source,
+            deployment_pages: PageStore::default(),
+            pod_pages: PageStore::default(),
+        }
+    }
+
+    /// Filters through the source, sorts, and cuts the page; a continue token reads its
+    /// snapshot instead of the source.
+    async fn paged<R, F, Fut>(
+        store: &PageStore<R>,
+        req: &ListRequest,
+        fields: &[&str],
+        list: F,
+    ) -> Result<paging::PageSlice<R>, BizError>
+    where
+        R: Keyed,
+        F: FnOnce(ListQuery) -> Fut,
+        Fut: Future<Output = Result<crate::k8sdao::Listing<R>, DaoError>>,
+    {
+        let query = req.query(fields)?;
+        let sort = SortSpec::parse(req.sort.as_deref())?;
+        let limit = req.limit.filter(|l| *l > 0);
+        let fingerprint = paging::fingerprint(&(
+            &query.namespace,
+            query.labels.to_string(),
+            query.fields.to_string(),
+            &sort,
+        ));
+        if let Some(token) = req.continue_token.as_deref().filter(|t| !t.is_empty()) {
+            return store.next(token, fingerprint, limit);
+        }
+        let mut listing = list(query).await?;
+        // Sources list in (namespace, name) order already; sorting a sorted list is linear.
+        listing
+            .items
+            .sort_by(|a, b| sort.compare(a.as_ref(), b.as_ref()));
+        Ok(store.first(listing.items, listing.resource_version, fingerprint, limit))
     }
 
     pub fn source(&self) -> &S {
@@ -176,13 +231,18 @@ impl<S: WorkloadSource> Workloads<S> {
         &self,
         req: &ListRequest,
     ) -> Result<Page<DeploymentView>, BizError> {
-        let listing = self
-            .source
-            .list_deployments(&req.query(DEPLOYMENT_FIELDS)?)
-            .await?;
+        let page = Self::paged(
+            &self.deployment_pages,
+            req,
+            DEPLOYMENT_FIELDS,
+            |q| async move { self.source.list_deployments(&q).await },
+        )
+        .await?;
         Ok(Page {
-            items: listing.items.into_iter().map(DeploymentView).collect(),
-            resource_version: listing.resource_version,
+            items: page.items.into_iter().map(DeploymentView).collect(),
+            resource_version: page.resource_version,
+            continue_token: page.continue_token,
+            remaining: page.remaining,
         })
     }
 
@@ -214,10 +274,15 @@ impl<S: WorkloadSource> Workloads<S> {
     }
 
     pub async fn list_pods(&self, req: &ListRequest) -> Result<Page<PodView>, BizError> {
-        let listing = self.source.list_pods(&req.query(POD_FIELDS)?).await?;
+        let page = Self::paged(&self.pod_pages, req, POD_FIELDS, |q| async move {
+            self.source.list_pods(&q).await
+        })
+        .await?;
         Ok(Page {
-            items: self.with_deployments(listing.items).await?,
-            resource_version: listing.resource_version,
+            items: self.with_deployments(page.items).await?,
+            resource_version: page.resource_version,
+            continue_token: page.continue_token,
+            remaining: page.remaining,
         })
     }
 

@@ -59,7 +59,7 @@ fn list(ns: Option<&str>, selector: Option<&str>) -> ListRequest {
     ListRequest {
         namespace: ns.map(str::to_string),
         label_selector: selector.map(str::to_string),
-        field_selector: None,
+        ..Default::default()
     }
 }
 

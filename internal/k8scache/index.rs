@@ -3,7 +3,7 @@ use std::sync::Arc;
 
 use confk8s::ObjectKey;
 
-use crate::model::{DeploymentRecord, PodRecord, ReplicaSetRecord};
+use crate::model::{DeploymentRecord, Keyed, PodRecord, ReplicaSetRecord};
 
 /// A value a record can be looked up by.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -18,9 +18,8 @@ pub enum Term {
 /// Fields worth an index: their values group many objects, unlike names or IPs.
 pub const INDEXED_POD_FIELDS: &[&str] = &["spec.nodeName", "status.phase"];
 
-/// What the index needs to know of a record.
-pub trait Indexed {
-    fn key(&self) -> &ObjectKey;
+/// What the index needs to know of a record beyond its key.
+pub trait Indexed: Keyed {
     fn terms(&self) -> Vec<Term>;
 }
 
@@ -31,18 +30,12 @@ fn label_terms(labels: &crate::model::Labels) -> impl Iterator<Item = Term> + '_
 }
 
 impl Indexed for DeploymentRecord {
-    fn key(&self) -> &ObjectKey {
-        &self.key
-    }
     fn terms(&self) -> Vec<Term> {
         label_terms(&self.dto.labels).collect()
     }
 }
 
 impl Indexed for PodRecord {
-    fn key(&self) -> &ObjectKey {
-        &self.key
-    }
     fn terms(&self) -> Vec<Term> {
         let mut terms: Vec<Term> = label_terms(&self.dto.labels).collect();
         terms.extend(self.owner.as_ref().map(|o| Term::Owner(o.uid.clone())));
@@ -53,9 +46,6 @@ impl Indexed for PodRecord {
 }
 
 impl Indexed for ReplicaSetRecord {
-    fn key(&self) -> &ObjectKey {
-        &self.key
-    }
     fn terms(&self) -> Vec<Term> {
         self.owner
             .iter()

@@ -288,3 +288,57 @@ async fn without_a_reachable_cluster_the_server_exits_with_one_line() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[tokio::test]
+async fn paging_while_pods_change_returns_the_first_pages_set_exactly_once() {
+    let ns = TestNamespace::new("paging").await;
+    let server = Server::start(&["--namespace", &ns.name]);
+    let pods = ns.api::<Pod>();
+    let mk = |name: String| -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
+        }))
+        .unwrap()
+    };
+    for i in 0..10 {
+        pods.create(&PostParams::default(), &mk(format!("p{i}")))
+            .await
+            .unwrap();
+    }
+    let list = format!("/pods?namespace={}", ns.name);
+    eventually(SOON, "ten pods", || async {
+        (names(&server.get(&list).await.1).len() == 10).then_some(())
+    })
+    .await;
+
+    let (_, first) = server.get(&format!("{list}&limit=3")).await;
+    let mut seen = names(&first);
+    let rv = first["metadata"]["resourceVersion"].clone();
+    let mut token = first["metadata"]["continue"].as_str().map(str::to_string);
+    // Change the namespace while paging: one pod not yet returned goes, a new one comes.
+    pods.delete("p8", &DeleteParams::default()).await.unwrap();
+    pods.create(&PostParams::default(), &mk("p10".into()))
+        .await
+        .unwrap();
+    eventually(SOON, "the cache to see the changes", || async {
+        let now = names(&server.get(&list).await.1);
+        (now.contains(&"p10".to_string()) && !now.contains(&"p8".to_string())).then_some(())
+    })
+    .await;
+    while let Some(t) = token {
+        let (status, page) = server.get(&format!("{list}&limit=3&continue={t}")).await;
+        assert_eq!(status, 200, "{page}");
+        assert_eq!(
+            page["metadata"]["resourceVersion"], rv,
+            "every page is as of the first"
+        );
+        seen.extend(names(&page));
+        token = page["metadata"]["continue"].as_str().map(str::to_string);
+    }
+    let expected: Vec<String> = ["p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(seen, expected);
+}

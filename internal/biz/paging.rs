@@ -1,0 +1,362 @@
+//! Sorting and pagination of list answers. A first page with a `limit` keeps the whole sorted
+//! answer as a snapshot; its continue token points into that snapshot, so paging through a
+//! list that changes meanwhile returns every object of the first page's resourceVersion
+//! exactly once, as the apiserver promises. Snapshots expire; an expired token is a 410.
+
+use std::cmp::Ordering;
+use std::collections::VecDeque;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::BizError;
+use crate::model::Keyed;
+
+/// How long a continue token stays valid: the apiserver's default compaction interval.
+pub const SNAPSHOT_TTL: Duration = Duration::from_secs(5 * 60);
+/// Snapshots kept at most per kind; the oldest goes first.
+pub const SNAPSHOT_CAPACITY: usize = 256;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum SortField {
+    Name,
+    Namespace,
+    CreationTimestamp,
+}
+
+/// `sort=` as given: fields, each ascending or descending; always ends on (namespace, name).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SortSpec(Vec<(SortField, bool)>);
+
+impl SortSpec {
+    pub fn parse(s: Option<&str>) -> Result<SortSpec, BizError> {
+        let Some(s) = s.filter(|s| !s.is_empty()) else {
+            return Ok(SortSpec::default());
+        };
+        let fields = s
+            .split(',')
+            .map(|part| {
+                let part = part.trim();
+                let (descending, name) = match part.strip_prefix('-') {
+                    Some(name) => (true, name),
+                    None => (false, part.strip_prefix('+').unwrap_or(part)),
+                };
+                let field = match name {
+                    "name" => SortField::Name,
+                    "namespace" => SortField::Namespace,
+                    "creationTimestamp" => SortField::CreationTimestamp,
+                    other => {
+                        return Err(BizError::Query(format!(
+                            "invalid sort field {other:?}: expected name, namespace or creationTimestamp, each optionally prefixed with '-'"
+                        )));
+                    }
+                };
+                Ok((field, descending))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(SortSpec(fields))
+    }
+
+    pub fn compare<R: Keyed>(&self, a: &R, b: &R) -> Ordering {
+        self.0
+            .iter()
+            .map(|(field, descending)| {
+                let order = match field {
+                    SortField::Name => a.key().name.cmp(&b.key().name),
+                    SortField::Namespace => a.key().namespace.cmp(&b.key().namespace),
+                    SortField::CreationTimestamp => {
+                        a.creation_timestamp().cmp(&b.creation_timestamp())
+                    }
+                };
+                if *descending { order.reverse() } else { order }
+            })
+            .find(|o| o.is_ne())
+            .unwrap_or_else(|| a.key().cmp(b.key()))
+    }
+
+    pub fn is_default(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// One page and what the client needs to ask for the next.
+#[derive(Debug)]
+pub struct PageSlice<R> {
+    pub items: Vec<Arc<R>>,
+    pub resource_version: String,
+    pub continue_token: Option<String>,
+    pub remaining: Option<usize>,
+}
+
+struct Snapshot<R> {
+    id: u64,
+    fingerprint: u64,
+    taken: Instant,
+    items: Arc<[Arc<R>]>,
+    resource_version: String,
+}
+
+/// The snapshots behind live continue tokens, for one kind.
+pub struct PageStore<R> {
+    snapshots: Mutex<VecDeque<Snapshot<R>>>,
+    next_id: std::sync::atomic::AtomicU64,
+    ttl: Duration,
+    capacity: usize,
+}
+
+impl<R> Default for PageStore<R> {
+    fn default() -> Self {
+        PageStore::new(SNAPSHOT_TTL, SNAPSHOT_CAPACITY)
+    }
+}
+
+/// Opaque to clients: which snapshot, and where in it the next page starts.
+struct Token {
+    id: u64,
+    offset: usize,
+}
+
+impl Token {
+    fn encode(&self) -> String {
+        format!("{:x}.{:x}", self.id, self.offset)
+    }
+
+    fn decode(s: &str) -> Result<Token, BizError> {
+        let invalid = || {
+            BizError::Query(format!(
+                "invalid continue token {s:?}: pass back the token of the previous page unchanged"
+            ))
+        };
+        let mut parts = s.split('.').map(|p| u64::from_str_radix(p, 16));
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(Ok(id)), Some(Ok(offset)), None) => Ok(Token {
+                id,
+                offset: usize::try_from(offset).map_err(|_| invalid())?,
+            }),
+            _ => Err(invalid()),
+        }
+    }
+}
+
+/// Identifies a query, so a token is only honoured for the query that issued it.
+pub fn fingerprint(parts: &impl Hash) -> u64 {
+    let mut h = DefaultHasher::new();
+    parts.hash(&mut h);
+    h.finish()
+}
+
+impl<R> PageStore<R> {
+    pub fn new(ttl: Duration, capacity: usize) -> Self {
+        PageStore {
+            snapshots: Mutex::new(VecDeque::new()),
+            next_id: std::sync::atomic::AtomicU64::new(1),
+            ttl,
+            capacity,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Snapshot<R>>> {
+        self.snapshots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The first page of `items` (already filtered and sorted); keeps a snapshot if more follow.
+    pub fn first(
+        &self,
+        items: Vec<Arc<R>>,
+        resource_version: String,
+        fingerprint: u64,
+        limit: Option<usize>,
+    ) -> PageSlice<R> {
+        let Some(limit) = limit.filter(|l| *l < items.len()) else {
+            return PageSlice {
+                items,
+                resource_version,
+                continue_token: None,
+                remaining: None,
+            };
+        };
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let items: Arc<[Arc<R>]> = items.into();
+        let page = self.slice(&items, id, 0, limit, resource_version.clone());
+        let mut snapshots = self.lock();
+        snapshots.retain(|s| s.taken.elapsed() < self.ttl);
+        while snapshots.len() >= self.capacity {
+            snapshots.pop_front();
+        }
+        snapshots.push_back(Snapshot {
+            id,
+            fingerprint,
+            taken: Instant::now(),
+            items,
+            resource_version,
+        });
+        page
+    }
+
+    /// The page a continue token points at.
+    pub fn next(
+        &self,
+        token: &str,
+        fingerprint: u64,
+        limit: Option<usize>,
+    ) -> Result<PageSlice<R>, BizError> {
+        let token = Token::decode(token)?;
+        let found = self
+            .lock()
+            .iter()
+            .find(|s| s.id == token.id && s.taken.elapsed() < self.ttl)
+            .map(|s| (s.fingerprint, s.items.clone(), s.resource_version.clone()));
+        let Some((issued_for, items, rv)) = found else {
+            return Err(BizError::Expired);
+        };
+        if issued_for != fingerprint {
+            return Err(BizError::Query(
+                "the continue token belongs to another query: keep namespace, selectors and sort of the first page".into(),
+            ));
+        }
+        if token.offset > items.len() {
+            return Err(BizError::Query(
+                "invalid continue token: offset past the end".into(),
+            ));
+        }
+        let limit = limit.unwrap_or(items.len());
+        Ok(self.slice(&items, token.id, token.offset, limit, rv))
+    }
+
+    fn slice(
+        &self,
+        items: &Arc<[Arc<R>]>,
+        id: u64,
+        offset: usize,
+        limit: usize,
+        resource_version: String,
+    ) -> PageSlice<R> {
+        let end = offset.saturating_add(limit.max(1)).min(items.len());
+        let remaining = items.len() - end;
+        PageSlice {
+            items: items[offset..end].to_vec(),
+            resource_version,
+            continue_token: (remaining > 0).then(|| Token { id, offset: end }.encode()),
+            remaining: (remaining > 0).then_some(remaining),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::PodRecord;
+    use crate::model::fixtures::mk_pod;
+
+    fn pods(n: usize) -> Vec<Arc<PodRecord>> {
+        (0..n)
+            .map(|i| PodRecord::from_pod(&mk_pod("ns", &format!("p{i:02}"), None, &[])))
+            .collect()
+    }
+
+    fn names(page: &PageSlice<PodRecord>) -> Vec<String> {
+        page.items.iter().map(|p| p.key.name.clone()).collect()
+    }
+
+    #[test]
+    fn pages_cover_the_snapshot_exactly_once_even_if_the_source_changes() {
+        let store = PageStore::default();
+        let first = store.first(pods(5), "10".into(), 7, Some(2));
+        assert_eq!(names(&first), ["p00", "p01"]);
+        assert_eq!(first.remaining, Some(3));
+        // Whatever happens to the cache now, the next pages come from the snapshot.
+        let second = store
+            .next(first.continue_token.as_deref().unwrap(), 7, Some(2))
+            .unwrap();
+        assert_eq!(names(&second), ["p02", "p03"]);
+        assert_eq!(second.resource_version, "10");
+        let last = store
+            .next(second.continue_token.as_deref().unwrap(), 7, Some(2))
+            .unwrap();
+        assert_eq!(names(&last), ["p04"]);
+        assert_eq!((last.continue_token, last.remaining), (None, None));
+    }
+
+    #[test]
+    fn no_limit_or_a_large_one_keeps_no_snapshot() {
+        let store = PageStore::default();
+        let page = store.first(pods(3), "1".into(), 1, Some(3));
+        assert_eq!(page.continue_token, None);
+        assert!(store.lock().is_empty());
+        let page = store.first(pods(3), "1".into(), 1, None);
+        assert_eq!(page.items.len(), 3);
+    }
+
+    #[test]
+    fn expired_evicted_foreign_and_garbled_tokens_are_refused() {
+        let store = PageStore::new(Duration::from_millis(1), 1);
+        let first = store.first(pods(3), "1".into(), 1, Some(1));
+        let token = first.continue_token.unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(matches!(
+            store.next(&token, 1, Some(1)),
+            Err(BizError::Expired)
+        ));
+
+        let store = PageStore::new(SNAPSHOT_TTL, 1);
+        let a = store
+            .first(pods(3), "1".into(), 1, Some(1))
+            .continue_token
+            .unwrap();
+        let b = store
+            .first(pods(3), "1".into(), 1, Some(1))
+            .continue_token
+            .unwrap();
+        assert!(
+            matches!(store.next(&a, 1, Some(1)), Err(BizError::Expired)),
+            "evicted by capacity"
+        );
+        assert!(store.next(&b, 1, Some(1)).is_ok());
+        assert!(
+            matches!(store.next(&b, 2, Some(1)), Err(BizError::Query(_))),
+            "another query"
+        );
+        assert!(matches!(
+            store.next("zz", 1, Some(1)),
+            Err(BizError::Query(_))
+        ));
+    }
+
+    #[test]
+    fn sort_specs_order_by_fields_then_namespace_and_name() {
+        let mk = |ns: &str, name: &str, created: &str| {
+            let mut pod = mk_pod(ns, name, None, &[]);
+            pod.metadata.creation_timestamp = Some(
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(created.parse().unwrap()),
+            );
+            PodRecord::from_pod(&pod)
+        };
+        let mut items = vec![
+            mk("b", "x", "2026-01-02T00:00:00Z"),
+            mk("a", "y", "2026-01-01T00:00:00Z"),
+            mk("a", "x", "2026-01-03T00:00:00Z"),
+        ];
+        let order = |spec: &str, items: &mut Vec<Arc<PodRecord>>| {
+            let spec = SortSpec::parse(Some(spec)).unwrap();
+            items.sort_by(|a, b| spec.compare(a.as_ref(), b.as_ref()));
+            items.iter().map(|p| p.key.to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(order("", &mut items), ["a/x", "a/y", "b/x"]);
+        assert_eq!(order("name", &mut items), ["a/x", "b/x", "a/y"]);
+        assert_eq!(
+            order("-creationTimestamp", &mut items),
+            ["a/x", "b/x", "a/y"]
+        );
+        assert_eq!(
+            order("creationTimestamp", &mut items),
+            ["a/y", "b/x", "a/x"]
+        );
+        assert_eq!(order("-namespace,-name", &mut items), ["b/x", "a/y", "a/x"]);
+        assert!(matches!(
+            SortSpec::parse(Some("age")),
+            Err(BizError::Query(_))
+        ));
+    }
+}
