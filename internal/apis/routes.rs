@@ -18,6 +18,8 @@ pub fn api() -> Router<AppState> {
         .route("/pods", get(list_pods))
         .route("/pods/{name}", get(get_pod))
         .route("/pods/{name}/output", get(pod_output))
+        .route("/pods/{name}/event", get(latest_pod_event))
+        .route("/pods/{name}/events", get(pod_events))
 }
 
 #[derive(Deserialize)]
@@ -105,6 +107,28 @@ async fn get_pod(
     Ok(ok(s
         .workloads
         .get_pod(q.namespace.as_deref(), &name)
+        .await?))
+}
+
+async fn latest_pod_event(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ObjectParams>,
+) -> Result<Response, ApiError> {
+    Ok(ok(s
+        .workloads
+        .latest_pod_event(q.namespace.as_deref(), &name)
+        .await?))
+}
+
+async fn pod_events(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ObjectParams>,
+) -> Result<Response, ApiError> {
+    Ok(ok(s
+        .workloads
+        .pod_events(q.namespace.as_deref(), &name)
         .await?))
 }
 

@@ -15,7 +15,8 @@ pub use paging::{PageStore, SortSpec};
 
 use crate::k8sdao::{DaoError, ListQuery, WorkloadSource};
 use crate::model::{
-    DEPLOYMENT_FIELDS, DeploymentDto, DeploymentRecord, Keyed, POD_FIELDS, PodDto, PodRecord,
+    DEPLOYMENT_FIELDS, DeploymentDto, DeploymentRecord, EventDto, Keyed, POD_FIELDS, PodDto,
+    PodRecord,
 };
 
 /// kubectl's namespace when none is given for a single object.
@@ -292,6 +293,26 @@ impl<S: WorkloadSource> Workloads<S> {
         views
             .pop()
             .ok_or_else(|| BizError::Internal("deployment lookup lost the pod".into()))
+    }
+
+    /// The Pod's events, newest first.
+    pub async fn pod_events(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Vec<EventDto>, BizError> {
+        let ns = object_namespace(namespace)?;
+        check_name(name)?;
+        Ok(self.source.pod_events(ns, name).await?)
+    }
+
+    /// The Pod's newest event, as the original `/pods/{name}/event` answered; None if it has none.
+    pub async fn latest_pod_event(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<EventDto>, BizError> {
+        Ok(self.pod_events(namespace, name).await?.into_iter().next())
     }
 
     /// The Pod as kubectl prints it with `-o json` or `-o yaml`.

@@ -2,11 +2,11 @@ use std::sync::Arc;
 
 use confk8s::{InformerState, InformerStatus, ObjectKey};
 
-use super::{DaoError, ListQuery, Listing, WorkloadSource};
+use super::{DaoError, ListQuery, Listing, LiveSource, WorkloadSource};
 use selector::{FieldOperator, Operator};
 
 use crate::k8scache::{Cache, Caches, INDEXED_POD_FIELDS, Indexed, Term};
-use crate::model::{DeploymentRecord, PodRecord, Selectable};
+use crate::model::{DeploymentRecord, EventDto, PodRecord, Selectable};
 
 /// The index terms a query requires: one group per equality-like requirement, any term of
 /// a group will do. Requirements that no index can answer (!=, notin, exists) are left to the
@@ -41,12 +41,23 @@ fn required_terms(q: &ListQuery) -> Vec<Vec<Term>> {
 pub struct CacheSource {
     caches: Arc<Caches>,
     statuses: Vec<Arc<InformerStatus>>,
+    /// Events are not cached; this reads them when there is a client.
+    events: Option<LiveSource>,
 }
 
 impl CacheSource {
     /// `statuses` are the informers feeding `caches`; reads fail with NotSynced until all synced.
     pub fn new(caches: Arc<Caches>, statuses: Vec<Arc<InformerStatus>>) -> Self {
-        CacheSource { caches, statuses }
+        CacheSource {
+            caches,
+            statuses,
+            events: None,
+        }
+    }
+
+    pub fn with_events(mut self, live: LiveSource) -> Self {
+        self.events = Some(live);
+        self
     }
 
     pub fn states(&self) -> Vec<InformerState> {
@@ -144,6 +155,16 @@ impl WorkloadSource for CacheSource {
     ) -> Result<Vec<Arc<PodRecord>>, DaoError> {
         let deployment = self.get(&self.caches.deployments, "deployment", namespace, name)?;
         Ok(self.caches.pods_of_deployment(&deployment))
+    }
+
+    async fn pod_events(&self, namespace: &str, name: &str) -> Result<Vec<EventDto>, DaoError> {
+        self.get(&self.caches.pods, "pod", namespace, name)?;
+        match &self.events {
+            Some(live) => live.events_of_pod(namespace, name).await,
+            None => Err(DaoError::Unavailable(
+                "no Kubernetes client to read events with".into(),
+            )),
+        }
     }
 
     async fn deployments_of_pods(

@@ -2,14 +2,14 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{ListParams, ObjectList};
 use kube::core::PartialObjectMeta;
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 
 use super::{DaoError, ListQuery, Listing, WorkloadSource};
-use crate::model::{DeploymentRecord, PodRecord, ReplicaSetRecord};
+use crate::model::{DeploymentRecord, EventDto, PodRecord, ReplicaSetRecord};
 
 /// Reads straight from the apiserver, each answer built with the same projections the cache
 /// uses, so both sources give identical records.
@@ -78,6 +78,24 @@ where
     K: Clone,
 {
     list.metadata.resource_version.clone().unwrap_or_default()
+}
+
+impl LiveSource {
+    /// Events whose involvedObject is the Pod, newest first, whether or not the Pod exists.
+    pub(super) async fn events_of_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Vec<EventDto>, DaoError> {
+        let params = ListParams::default().fields(&format!(
+            "involvedObject.kind=Pod,involvedObject.namespace={namespace},involvedObject.name={name}"
+        ));
+        let list = self.api::<Event>(Some(namespace)).list(&params).await?;
+        let mut events: Vec<EventDto> = list.items.iter().map(EventDto::from_event).collect();
+        // RFC 3339 UTC strings order like the times they name.
+        events.sort_by(|a, b| b.last_timestamp.cmp(&a.last_timestamp));
+        Ok(events)
+    }
 }
 
 impl WorkloadSource for LiveSource {
@@ -165,6 +183,11 @@ impl WorkloadSource for LiveSource {
     }
 
     /// One metadata list of ReplicaSets per namespace involved.
+    async fn pod_events(&self, namespace: &str, name: &str) -> Result<Vec<EventDto>, DaoError> {
+        self.get::<Pod>("pod", namespace, name).await?;
+        self.events_of_pod(namespace, name).await
+    }
+
     async fn deployments_of_pods(
         &self,
         pods: &[Arc<PodRecord>],
@@ -316,6 +339,42 @@ mod tests {
         let pods = source.pods_of_deployment("ns", "web").await.unwrap();
         let names: Vec<_> = pods.iter().map(|p| p.dto.name.as_str()).collect();
         assert_eq!(names, ["web-1-a", "web-1-b"]);
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn pod_events_check_the_pod_then_list_by_involved_object_newest_first() {
+        let pod = serde_json::to_value(mk_pod("ns", "p", None, &[])).unwrap();
+        let event = |name: &str, reason: &str, last: &str| {
+            json!({"metadata": {"name": name, "namespace": "ns"}, "reason": reason, "message": "m", "type": "Normal",
+                   "involvedObject": {"kind": "Pod", "namespace": "ns", "name": "p"}, "count": 2,
+                   "lastTimestamp": last, "source": {"component": "kubelet"}})
+        };
+        let (source, server) = source_with(vec![
+            ("/api/v1/namespaces/ns/pods/p", 200, pod),
+            (
+                "/api/v1/namespaces/ns/events?&fieldSelector=involvedObject.kind%3DPod%2CinvolvedObject.namespace%3Dns%2CinvolvedObject.name%3Dp",
+                200,
+                list(
+                    "EventList",
+                    vec![
+                        event("e1", "Scheduled", "2026-11-01T10:00:00Z"),
+                        event("e2", "BackOff", "2026-11-01T10:05:00Z"),
+                    ],
+                ),
+            ),
+        ]);
+        let events = source.pod_events("ns", "p").await.unwrap();
+        let reasons: Vec<_> = events.iter().map(|e| e.reason.as_str()).collect();
+        assert_eq!(reasons, ["BackOff", "Scheduled"]);
+        assert_eq!(
+            (
+                events[0].name.as_str(),
+                events[0].source.as_str(),
+                events[0].count
+            ),
+            ("p", "kubelet", 2)
+        );
         server.await.unwrap();
     }
 }

@@ -18,7 +18,7 @@ pub use cache::CacheSource;
 pub use live::LiveSource;
 
 use crate::k8scache::Caches;
-use crate::model::{DeploymentRecord, PodRecord};
+use crate::model::{DeploymentRecord, EventDto, PodRecord};
 
 /// Which namespaces and labels a list covers.
 #[derive(Clone, Debug, Default)]
@@ -93,6 +93,13 @@ pub trait WorkloadSource: Send + Sync {
         namespace: &str,
         name: &str,
     ) -> impl Future<Output = Result<Vec<Arc<PodRecord>>, DaoError>> + Send;
+    /// The Pod's events, newest first, read from the apiserver (events are never cached);
+    /// NotFound if the Pod is not there.
+    fn pod_events(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Vec<EventDto>, DaoError>> + Send;
     /// For each pod, the name of the Deployment controlling it, if any.
     fn deployments_of_pods(
         &self,
@@ -152,11 +159,12 @@ impl Source {
                 Vec::new(),
             )),
             SourceKind::Cache => {
-                let factory = InformerFactory::new(client, scope.clone());
+                let factory = InformerFactory::new(client.clone(), scope.clone());
                 let caches = Arc::new(Caches::default());
                 caches.register(&factory)?;
                 let tasks = factory.start(shutdown);
-                let source = CacheSource::new(caches, factory.statuses());
+                let source = CacheSource::new(caches, factory.statuses())
+                    .with_events(LiveSource::new(client));
                 Ok((
                     Source {
                         backend: Backend::Cache(source),
@@ -261,6 +269,11 @@ impl WorkloadSource for Source {
     ) -> Result<Vec<Arc<PodRecord>>, DaoError> {
         self.scoped(Some(namespace))?;
         dispatch!(self, pods_of_deployment(namespace, name))
+    }
+
+    async fn pod_events(&self, namespace: &str, name: &str) -> Result<Vec<EventDto>, DaoError> {
+        self.scoped(Some(namespace))?;
+        dispatch!(self, pod_events(namespace, name))
     }
 
     async fn deployments_of_pods(

@@ -342,3 +342,55 @@ async fn paging_while_pods_change_returns_the_first_pages_set_exactly_once() {
         .collect();
     assert_eq!(seen, expected);
 }
+
+#[tokio::test]
+async fn pod_events_are_read_live_newest_first() {
+    use k8s_openapi::api::core::v1::Event;
+    let ns = TestNamespace::new("events").await;
+    let server = Server::start(&["--namespace", &ns.name]);
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "noisy"},
+        "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
+    }))
+    .unwrap();
+    ns.api::<Pod>()
+        .create(&PostParams::default(), &pod)
+        .await
+        .unwrap();
+    // Nothing here runs a kubelet or scheduler, so the events are written as they would.
+    for (name, reason, last) in [
+        ("noisy.1", "Scheduled", "2026-11-01T10:00:00Z"),
+        ("noisy.2", "BackOff", "2026-11-01T10:05:00Z"),
+    ] {
+        let event: Event = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "involvedObject": {"kind": "Pod", "namespace": ns.name, "name": "noisy", "apiVersion": "v1"},
+            "reason": reason, "message": format!("{reason} happened"), "type": "Normal", "count": 1,
+            "firstTimestamp": last, "lastTimestamp": last, "source": {"component": "kubelet"}
+        }))
+        .unwrap();
+        ns.api::<Event>()
+            .create(&PostParams::default(), &event)
+            .await
+            .unwrap();
+    }
+    let events = format!("/pods/noisy/events?namespace={}", ns.name);
+    let (body, _) = eventually(SOON, "the pod and its events", || async {
+        let (status, body) = server.get(&events).await;
+        (status == 200 && body["data"].as_array().is_some_and(|a| a.len() == 2)).then_some(body)
+    })
+    .await;
+    assert_eq!(body["data"][0]["reason"], "BackOff");
+    assert_eq!(body["data"][1]["reason"], "Scheduled");
+    let (_, latest) = server
+        .get(&format!("/pods/noisy/event?namespace={}", ns.name))
+        .await;
+    assert_eq!(latest["data"]["reason"], "BackOff");
+    assert_eq!(latest["data"]["name"], "noisy");
+    assert_eq!(latest["data"]["namespace"], ns.name.as_str());
+    assert_eq!(latest["data"]["message"], "BackOff happened");
+    let (status, _) = server
+        .get(&format!("/pods/ghost/events?namespace={}", ns.name))
+        .await;
+    assert_eq!(status, 404);
+}
