@@ -58,7 +58,10 @@ struct HttpServerArgs {
     /// Longest time a request may take, e.g. 30s [default: 30s].
     #[arg(long, env = "K8SAILOR_REQUEST_TIMEOUT")]
     request_timeout: Option<String>,
-    /// Grace period for in-flight requests on SIGTERM [default: 10s].
+    /// After SIGTERM, keep serving this long with /readyz failing [default: 0s].
+    #[arg(long, env = "K8SAILOR_SHUTDOWN_DELAY")]
+    shutdown_delay: Option<String>,
+    /// Then, how long in-flight requests get to finish [default: 10s].
     #[arg(long, env = "K8SAILOR_SHUTDOWN_GRACE")]
     shutdown_grace: Option<String>,
     /// CORS origins, comma-separated; "*" for any, without credentials [default: *].
@@ -84,6 +87,7 @@ impl HttpServerArgs {
             source: self.source,
             sync_timeout: self.sync_timeout,
             request_timeout: self.request_timeout,
+            shutdown_delay: self.shutdown_delay,
             shutdown_grace: self.shutdown_grace,
             cors_allowed_origins: self.cors_allowed_origins,
             log_format: self.log_format,

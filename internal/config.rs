@@ -26,6 +26,7 @@ pub struct SettingsLayer {
     pub source: Option<SourceKind>,
     pub sync_timeout: Option<String>,
     pub request_timeout: Option<String>,
+    pub shutdown_delay: Option<String>,
     pub shutdown_grace: Option<String>,
     pub cors_allowed_origins: Option<Vec<String>>,
     pub log_format: Option<LogFormat>,
@@ -61,6 +62,9 @@ pub struct Settings {
     pub namespace: Option<String>,
     pub source: SourceKind,
     pub sync_timeout: Duration,
+    /// After SIGTERM, how long to keep serving with readiness failing.
+    pub shutdown_delay: Duration,
+    /// Then, how long in-flight requests get to finish.
     pub shutdown_grace: Duration,
     pub log_format: LogFormat,
 }
@@ -97,6 +101,7 @@ impl SettingsLayer {
             source: self.source.or(lower.source),
             sync_timeout: self.sync_timeout.or(lower.sync_timeout),
             request_timeout: self.request_timeout.or(lower.request_timeout),
+            shutdown_delay: self.shutdown_delay.or(lower.shutdown_delay),
             shutdown_grace: self.shutdown_grace.or(lower.shutdown_grace),
             cors_allowed_origins: self.cors_allowed_origins.or(lower.cors_allowed_origins),
             log_format: self.log_format.or(lower.log_format),
@@ -152,6 +157,10 @@ impl Settings {
             sync_timeout: parse_duration(
                 "syncTimeout",
                 layer.sync_timeout.as_deref().unwrap_or("60s"),
+            )?,
+            shutdown_delay: parse_duration(
+                "shutdownDelay",
+                layer.shutdown_delay.as_deref().unwrap_or("0s"),
             )?,
             shutdown_grace: parse_duration(
                 "shutdownGrace",

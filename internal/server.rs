@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::apis::{self, AppState};
+use crate::apis::{self, AppState, Health};
 use crate::biz::Workloads;
 use crate::config::Settings;
 use crate::k8sdao::Source;
@@ -59,8 +59,10 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         tracing::info!(kind = %state.kind, objects = state.objects, "cache synced");
     }
 
+    let health = Arc::new(Health::default());
     let state = AppState {
         workloads: Arc::new(Workloads::new(source)),
+        health: health.clone(),
     };
     let app = apis::router(state, &settings.http)?;
     let listener =
@@ -78,10 +80,28 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
     );
     tracing::info!(%addr, prefix = %settings.http.prefix, "serving");
 
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
-        .map_err(ServerError::Serve);
+    // On shutdown: fail readiness at once, keep serving for the delay while load balancers
+    // take us out, then stop accepting and let in-flight requests finish within the grace.
+    let (delay, grace) = (settings.shutdown_delay, settings.shutdown_grace);
+    let drain = {
+        let (shutdown, health) = (shutdown.clone(), health.clone());
+        async move {
+            shutdown.cancelled().await;
+            health.begin_shutdown();
+            tracing::info!(?delay, ?grace, "shutting down: readiness fails now");
+            tokio::time::sleep(delay).await;
+        }
+    };
+    let serve = axum::serve(listener, app)
+        .with_graceful_shutdown(drain)
+        .into_future();
+    let served = tokio::select! {
+        served = serve => served.map_err(ServerError::Serve),
+        _ = async { shutdown.cancelled().await; tokio::time::sleep(delay + grace).await } => {
+            tracing::warn!(?grace, "requests still in flight at the end of the grace period; closing them");
+            Ok(())
+        }
+    };
     stop_watches().await;
     tracing::info!("stopped");
     served

@@ -2,13 +2,18 @@
 //! envelope, and the middleware (tracing, gzip, timeout, CORS).
 
 mod envelope;
+mod health;
 mod routes;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::routing::get;
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::timeout::TimeoutLayer;
@@ -16,6 +21,7 @@ use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
 pub use envelope::{ApiError, Envelope};
+pub use health::Health;
 
 use crate::biz::Workloads;
 use crate::k8sdao::Source;
@@ -42,10 +48,29 @@ pub enum SetupError {
 #[derive(Clone)]
 pub struct AppState {
     pub workloads: Arc<Workloads<Source>>,
+    pub health: Arc<Health>,
+}
+
+/// Tells API clients how old the data is while a watch is failing.
+pub const STALE_HEADER: &str = "k8sailor-stale-seconds";
+
+async fn mark_stale(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    if let Some(age) = health::staleness(&state.workloads.source().informer_states()) {
+        response
+            .headers_mut()
+            .insert(STALE_HEADER, HeaderValue::from(age));
+    }
+    response
 }
 
 pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError> {
-    let api = routes::api().with_state(state);
+    let api = routes::api()
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            mark_stale,
+        ))
+        .with_state(state.clone());
     let prefix = opts.prefix.as_str();
     let app = if prefix.is_empty() || prefix == "/" {
         api
@@ -54,7 +79,12 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
     } else {
         return Err(SetupError::Prefix(opts.prefix.clone()));
     };
+    let probes = Router::new()
+        .route("/livez", get(health::livez))
+        .route("/readyz", get(health::readyz))
+        .with_state(state);
     let app = app
+        .merge(probes)
         .fallback(routes::no_route)
         .layer(CompressionLayer::new())
         .layer(TimeoutLayer::with_status_code(

@@ -28,6 +28,7 @@ fn app_with(
     let source = Source::from_cache(CacheSource::new(caches, statuses), None);
     let state = AppState {
         workloads: Arc::new(Workloads::new(source)),
+        health: Arc::new(Health::default()),
     };
     router(state, &options(origins)).unwrap()
 }
@@ -240,6 +241,7 @@ fn prefixes_must_be_absolute_without_trailing_slash() {
             CacheSource::new(Arc::new(Caches::default()), Vec::new()),
             None,
         ))),
+        health: Arc::new(Health::default()),
     };
     for bad in ["k8sailor", "/k8sailor/"] {
         let mut opts = options(&[]);

@@ -4,4 +4,5 @@
 
 mod support;
 
+mod operations;
 mod read_path;

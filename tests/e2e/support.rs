@@ -125,7 +125,7 @@ impl Drop for TestNamespace {
 
 /// A k8sailor process on a free loopback port, killed when dropped.
 pub struct Server {
-    child: Child,
+    pub child: Child,
     pub base: String,
     pub http: reqwest::Client,
 }

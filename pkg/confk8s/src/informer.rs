@@ -96,7 +96,7 @@ impl<T: Watched> Informer<T> {
                 Some(Ok(event)) => event,
                 Some(Err(error)) => {
                     tracing::warn!(%kind, %error, "watch failed; retrying with backoff");
-                    self.status.error(error.to_string());
+                    self.status.error(error.to_string(), status_code(&error));
                     continue;
                 }
                 None => break,
@@ -125,6 +125,16 @@ impl<T: Watched> Informer<T> {
             }
         }
         tracing::debug!(%kind, "watch stopped");
+    }
+}
+
+fn status_code(error: &watcher::Error) -> Option<u16> {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => Some(s.code),
+        watcher::Error::WatchError(s) => Some(s.code),
+        _ => None,
     }
 }
 

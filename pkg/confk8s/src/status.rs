@@ -19,7 +19,9 @@ pub struct InformerStatus {
 #[derive(Debug, Default)]
 struct Inner {
     last_heard: Option<SystemTime>,
+    disconnected_since: Option<SystemTime>,
     last_error: Option<String>,
+    last_error_code: Option<u16>,
     resource_version: Option<String>,
     objects: usize,
 }
@@ -41,8 +43,20 @@ pub struct InformerState {
     pub errors: u64,
     #[serde(skip)]
     pub last_heard: Option<SystemTime>,
+    /// Since when the watch has been failing; the cache is as fresh as this moment.
+    #[serde(skip)]
+    pub disconnected_since: Option<SystemTime>,
     pub last_error: Option<String>,
+    /// The HTTP status of the last error, when the apiserver gave one.
+    pub last_error_code: Option<u16>,
     pub resource_version: Option<String>,
+}
+
+impl InformerState {
+    /// The apiserver refuses us (401/403): our configuration, not a passing outage.
+    pub fn is_denied(&self) -> bool {
+        !self.connected && matches!(self.last_error_code, Some(401 | 403))
+    }
 }
 
 impl InformerStatus {
@@ -77,6 +91,7 @@ impl InformerStatus {
         self.connected.store(true, Ordering::Release);
         let mut inner = self.inner();
         inner.last_heard = Some(SystemTime::now());
+        inner.disconnected_since = None;
         if let Some(rv) = resource_version.filter(|rv| !rv.is_empty())
             && is_newer(rv, inner.resource_version.as_deref())
         {
@@ -84,10 +99,13 @@ impl InformerStatus {
         }
     }
 
-    pub(crate) fn error(&self, message: String) {
+    pub(crate) fn error(&self, message: String, code: Option<u16>) {
         self.connected.store(false, Ordering::Release);
         self.errors.fetch_add(1, Ordering::Relaxed);
-        self.inner().last_error = Some(message);
+        let mut inner = self.inner();
+        inner.last_error = Some(message);
+        inner.last_error_code = code;
+        inner.disconnected_since.get_or_insert_with(SystemTime::now);
     }
 
     pub(crate) fn counted<K>(&self, deltas: &[crate::Delta<K>], objects: usize) {
@@ -125,7 +143,9 @@ impl InformerStatus {
             relists: self.relists.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
             last_heard: inner.last_heard,
+            disconnected_since: inner.disconnected_since,
             last_error: inner.last_error.clone(),
+            last_error_code: inner.last_error_code,
             resource_version: inner.resource_version.clone(),
         }
     }

@@ -1,0 +1,237 @@
+//! Operating k8sailor: probes, SIGTERM under load, and the apiserver going away.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::PostParams;
+
+use crate::support::{Server, TestNamespace, deployment, eventually, names};
+
+const SOON: Duration = Duration::from_secs(20);
+
+impl Server {
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {signal}");
+    }
+
+    /// Waits for the process to exit; its exit code.
+    fn exit_code(&mut self, timeout: Duration) -> Option<i32> {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("k8sailor still running {timeout:?} after SIGTERM");
+    }
+
+    fn root(&self) -> String {
+        self.base.trim_end_matches("/k8sailor/v0").to_string()
+    }
+
+    async fn probe(&self, path: &str) -> (u16, String) {
+        let res = self
+            .http
+            .get(format!("{}{path}", self.root()))
+            .send()
+            .await
+            .unwrap();
+        (res.status().as_u16(), res.text().await.unwrap())
+    }
+}
+
+#[tokio::test]
+async fn probes_report_each_informer() {
+    let ns = TestNamespace::new("probes").await;
+    let server = Server::start(&["--namespace", &ns.name]);
+    assert_eq!(server.probe("/livez").await, (200, "ok".to_string()));
+    assert_eq!(server.probe("/readyz").await, (200, "ok".to_string()));
+    let (status, body) = server.probe("/readyz?verbose").await;
+    assert_eq!(status, 200);
+    for line in [
+        "[+]informer-Deployment ok",
+        "[+]informer-Pod ok",
+        "[+]informer-ReplicaSet ok",
+        "[+]shutdown ok",
+        "readyz check passed",
+    ] {
+        assert!(body.contains(line), "{line} in:\n{body}");
+    }
+}
+
+#[tokio::test]
+async fn sigterm_fails_readiness_first_and_drops_no_request() {
+    let ns = TestNamespace::new("sigterm").await;
+    let mut server = Server::start(&[
+        "--namespace",
+        &ns.name,
+        "--shutdown-delay",
+        "1s",
+        "--shutdown-grace",
+        "5s",
+    ]);
+    let url = format!("{}/deployments?namespace={}", server.base, ns.name);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ok, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let load: Vec<_> = (0..4)
+        .map(|_| {
+            let (http, url, stop, ok, failed) = (
+                server.http.clone(),
+                url.clone(),
+                stop.clone(),
+                ok.clone(),
+                failed.clone(),
+            );
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    match http.get(&url).send().await {
+                        Ok(r) if r.status().is_success() => ok.fetch_add(1, Ordering::Relaxed),
+                        _ => failed.fetch_add(1, Ordering::Relaxed),
+                    };
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.signal("-TERM");
+    // Readiness fails at once, while requests keep being served during the delay.
+    let (status, body) = server.probe("/readyz?verbose").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("[-]shutdown failed: shutting down"), "{body}");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    stop.store(true, Ordering::Relaxed);
+    for task in load {
+        task.await.unwrap();
+    }
+    assert!(
+        ok.load(Ordering::Relaxed) > 10,
+        "load ran: {} ok",
+        ok.load(Ordering::Relaxed)
+    );
+    assert_eq!(
+        failed.load(Ordering::Relaxed),
+        0,
+        "no request failed before the delay ended"
+    );
+    assert_eq!(server.exit_code(Duration::from_secs(10)), Some(0));
+}
+
+/// A control plane of this test's own, so that stopping its apiserver disturbs no other test.
+struct PrivateCluster {
+    dir: PathBuf,
+}
+
+impl PrivateCluster {
+    fn up() -> PrivateCluster {
+        let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let dir = repo
+            .join("target")
+            .join(format!("e2e-private-{}", std::process::id()));
+        let out = Command::new(repo.join("hack/cluster"))
+            .args([
+                "up",
+                dir.to_str().unwrap(),
+                "--owner-pid",
+                &std::process::id().to_string(),
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "private control plane: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PrivateCluster { dir }
+    }
+
+    fn kubeconfig(&self) -> String {
+        self.dir.join("kubeconfig").to_str().unwrap().to_string()
+    }
+
+    fn kill_apiserver(&self) {
+        let pid = std::fs::read_to_string(self.dir.join("kube-apiserver.pid")).unwrap();
+        assert!(
+            Command::new("kill")
+                .args(["-KILL", pid.trim()])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let _ = Command::new(repo.join("hack/cluster"))
+            .args(["down", self.dir.to_str().unwrap()])
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn when_the_apiserver_goes_away_we_keep_serving_and_say_how_old() {
+    let cluster = PrivateCluster::up();
+    let client = {
+        let kc = kube::config::Kubeconfig::read_from(cluster.kubeconfig()).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .unwrap();
+        kube::Client::try_from(config).unwrap()
+    };
+    kube::Api::<Deployment>::namespaced(client, "default")
+        .create(&PostParams::default(), &deployment("survivor", 1, &[]))
+        .await
+        .unwrap();
+    let server = Server::start_with(&cluster.kubeconfig(), &[]).unwrap();
+    let list = "/deployments?namespace=default";
+    eventually(SOON, "the deployment", || async {
+        (names(&server.get(list).await.1) == ["survivor"]).then_some(())
+    })
+    .await;
+
+    cluster.kill_apiserver();
+    let (stale, _) = eventually(Duration::from_secs(60), "the stale header", || async {
+        let res = server
+            .http
+            .get(format!("{}{list}", server.base))
+            .send()
+            .await
+            .ok()?;
+        let age = res
+            .headers()
+            .get("k8sailor-stale-seconds")?
+            .to_str()
+            .ok()?
+            .to_string();
+        let body: serde_json::Value = res.json().await.ok()?;
+        Some((age, body))
+    })
+    .await;
+    assert!(
+        stale.0.parse::<u64>().is_ok(),
+        "age in seconds: {}",
+        stale.0
+    );
+    assert_eq!(
+        names(&stale.1),
+        ["survivor"],
+        "the cached answer is still served"
+    );
+    let (status, body) = server.probe("/readyz?verbose").await;
+    assert_eq!(
+        status, 200,
+        "an outage is not our fault: stay ready\n{body}"
+    );
+    assert!(body.contains("serving cached data"), "{body}");
+}
