@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::apis::{self, AppState, Health};
+use crate::apis::{self, AppState};
 use crate::biz::Workloads;
 use crate::config::Settings;
 use crate::k8sdao::Source;
@@ -59,11 +59,8 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         tracing::info!(kind = %state.kind, objects = state.objects, "cache synced");
     }
 
-    let health = Arc::new(Health::default());
-    let state = AppState {
-        workloads: Arc::new(Workloads::new(source)),
-        health: health.clone(),
-    };
+    let state = AppState::new(Arc::new(Workloads::new(source)));
+    let health = state.health.clone();
     let app = apis::router(state, &settings.http)?;
     let listener =
         TcpListener::bind(settings.listen)

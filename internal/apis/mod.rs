@@ -3,6 +3,7 @@
 
 mod envelope;
 mod health;
+mod metrics;
 mod routes;
 
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use tracing::Level;
 
 pub use envelope::{ApiError, Envelope};
 pub use health::Health;
+pub use metrics::Metrics;
 
 use crate::biz::Workloads;
 use crate::k8sdao::Source;
@@ -49,6 +51,17 @@ pub enum SetupError {
 pub struct AppState {
     pub workloads: Arc<Workloads<Source>>,
     pub health: Arc<Health>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl AppState {
+    pub fn new(workloads: Arc<Workloads<Source>>) -> AppState {
+        AppState {
+            metrics: Arc::new(Metrics::new(workloads.clone())),
+            workloads,
+            health: Arc::new(Health::default()),
+        }
+    }
 }
 
 /// Tells API clients how old the data is while a watch is failing.
@@ -65,11 +78,13 @@ async fn mark_stale(State(state): State<AppState>, request: Request, next: Next)
 }
 
 pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError> {
+    let track = axum::middleware::from_fn_with_state(state.clone(), metrics::track);
     let api = routes::api()
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             mark_stale,
         ))
+        .route_layer(track.clone())
         .with_state(state.clone());
     let prefix = opts.prefix.as_str();
     let app = if prefix.is_empty() || prefix == "/" {
@@ -82,6 +97,8 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
     let probes = Router::new()
         .route("/livez", get(health::livez))
         .route("/readyz", get(health::readyz))
+        .route("/metrics", get(metrics::serve))
+        .route_layer(track)
         .with_state(state);
     let app = app
         .merge(probes)

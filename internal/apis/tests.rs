@@ -26,10 +26,7 @@ fn app_with(
     origins: &[&str],
 ) -> Router {
     let source = Source::from_cache(CacheSource::new(caches, statuses), None);
-    let state = AppState {
-        workloads: Arc::new(Workloads::new(source)),
-        health: Arc::new(Health::default()),
-    };
+    let state = AppState::new(Arc::new(Workloads::new(source)));
     router(state, &options(origins)).unwrap()
 }
 
@@ -236,12 +233,11 @@ async fn answers_are_gzipped_when_asked() {
 
 #[test]
 fn prefixes_must_be_absolute_without_trailing_slash() {
-    let state = || AppState {
-        workloads: Arc::new(Workloads::new(Source::from_cache(
+    let state = || {
+        AppState::new(Arc::new(Workloads::new(Source::from_cache(
             CacheSource::new(Arc::new(Caches::default()), Vec::new()),
             None,
-        ))),
-        health: Arc::new(Health::default()),
+        ))))
     };
     for bad in ["k8sailor", "/k8sailor/"] {
         let mut opts = options(&[]);
@@ -288,4 +284,35 @@ async fn paging_walks_every_item_once_and_old_tokens_are_gone() {
         let (status, json) = get(bad).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {json}");
     }
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_template() {
+    let app = app();
+    for uri in [
+        "/k8sailor/v0/pods/bare?namespace=ns-a",
+        "/k8sailor/v0/pods/nope?namespace=ns-a",
+        "/nowhere",
+    ] {
+        call(app.clone(), Request::get(uri).body(Body::empty()).unwrap()).await;
+    }
+    let (status, headers, body) =
+        call(app, Request::get("/metrics").body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        headers[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text")
+    );
+    let text = String::from_utf8(body).unwrap();
+    for needle in [
+        r#"k8sailor_http_requests_total{route="/k8sailor/v0/pods/{name}",method="GET",code="200"} 1"#,
+        r#"k8sailor_http_requests_total{route="/k8sailor/v0/pods/{name}",method="GET",code="404"} 1"#,
+        "k8sailor_http_request_duration_seconds_bucket",
+        "k8sailor_build_info{version=",
+    ] {
+        assert!(text.contains(needle), "{needle} in\n{text}");
+    }
+    assert!(!text.contains("bare"), "raw paths never become labels");
 }

@@ -66,6 +66,16 @@ async fn probes_report_each_informer() {
     ] {
         assert!(body.contains(line), "{line} in:\n{body}");
     }
+    let (status, metrics) = server.probe("/metrics").await;
+    assert_eq!(status, 200);
+    for needle in [
+        r#"k8sailor_cache_objects{kind="Pod"} 0"#,
+        r#"k8sailor_informer_synced{kind="Deployment"} 1"#,
+        r#"k8sailor_watch_relists_total{kind="ReplicaSet"} 1"#,
+        r#"k8sailor_http_requests_total{route="/readyz",method="GET",code="200"}"#,
+    ] {
+        assert!(metrics.contains(needle), "{needle} in:\n{metrics}");
+    }
 }
 
 #[tokio::test]

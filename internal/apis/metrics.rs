@@ -1,0 +1,230 @@
+//! `/metrics` in the Prometheus/OpenMetrics text format: requests by route template, method
+//! and code; request durations; and, read from the informers at scrape time, objects per
+//! cache, watch events by kind and type, watch restarts and relists, seconds since each cache
+//! last heard from the apiserver; build info.
+
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+
+use super::AppState;
+use crate::biz::Workloads;
+use crate::k8sdao::Source;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: String,
+    method: String,
+    code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: String,
+    method: String,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    durations: Family<RouteLabels, Histogram>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+/// Reads the informers' states on each scrape, so the figures are never out of date.
+struct InformerCollector(Arc<Workloads<Source>>);
+
+impl std::fmt::Debug for InformerCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InformerCollector")
+    }
+}
+
+impl Collector for InformerCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let states = self.0.source().informer_states();
+        let now = SystemTime::now();
+        let gauge = |encoder: &mut DescriptorEncoder,
+                     name: &str,
+                     help: &str,
+                     value: &dyn Fn(&confk8s::InformerState) -> f64| {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for s in &states {
+                ConstGauge::new(value(s))
+                    .encode(family.encode_family(&[("kind", s.kind.as_str())])?)?;
+            }
+            Ok::<_, std::fmt::Error>(())
+        };
+        gauge(
+            &mut encoder,
+            "cache_objects",
+            "Objects in each cache",
+            &|s| s.objects as f64,
+        )?;
+        gauge(
+            &mut encoder,
+            "informer_synced",
+            "1 once the cache has its first full list",
+            &|s| f64::from(u8::from(s.synced)),
+        )?;
+        gauge(
+            &mut encoder,
+            "informer_connected",
+            "1 while the watch is established",
+            &|s| f64::from(u8::from(s.connected)),
+        )?;
+        gauge(
+            &mut encoder,
+            "cache_last_heard_seconds",
+            "Seconds since the cache last heard from the apiserver",
+            &|s| {
+                s.last_heard
+                    .and_then(|t| now.duration_since(t).ok())
+                    .map_or(f64::NAN, |d| d.as_secs_f64())
+            },
+        )?;
+        let mut events = encoder.encode_descriptor(
+            "watch_events",
+            "Changes applied to each cache, by type",
+            None,
+            MetricType::Counter,
+        )?;
+        for s in &states {
+            for (kind, value) in [
+                ("added", s.added),
+                ("updated", s.updated),
+                ("deleted", s.deleted),
+            ] {
+                ConstCounter::new(value)
+                    .encode(events.encode_family(&[("kind", s.kind.as_str()), ("type", kind)])?)?;
+            }
+        }
+        let mut counter =
+            |name: &str, help: &str, value: &dyn Fn(&confk8s::InformerState) -> u64| {
+                let mut family =
+                    encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+                for s in &states {
+                    ConstCounter::new(value(s))
+                        .encode(family.encode_family(&[("kind", s.kind.as_str())])?)?;
+                }
+                Ok::<_, std::fmt::Error>(())
+            };
+        counter(
+            "watch_restarts",
+            "Watch failures, each followed by a restart with backoff",
+            &|s| s.errors,
+        )?;
+        counter(
+            "watch_relists",
+            "Full lists, the first one included",
+            &|s| s.relists,
+        )?;
+        Ok(())
+    }
+}
+
+impl Metrics {
+    pub fn new(workloads: Arc<Workloads<Source>>) -> Metrics {
+        let mut registry = Registry::with_prefix("k8sailor");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register("http_requests", "HTTP requests answered", requests.clone());
+        let durations = Family::<RouteLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.0001, 4.0, 10))
+        });
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to answer a request",
+            durations.clone(),
+        );
+        registry.register(
+            "build",
+            "Build information",
+            Info::new(vec![(
+                "version".to_string(),
+                env!("CARGO_PKG_VERSION").to_string(),
+            )]),
+        );
+        registry.register_collector(Box::new(InformerCollector(workloads)));
+        Metrics {
+            registry,
+            requests,
+            durations,
+        }
+    }
+
+    fn observe(&self, route: String, method: String, code: u16, seconds: f64) {
+        self.durations
+            .get_or_create(&RouteLabels {
+                route: route.clone(),
+                method: method.clone(),
+            })
+            .observe(seconds);
+        self.requests
+            .get_or_create(&RequestLabels {
+                route,
+                method,
+                code: code.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn render(&self) -> Result<String, std::fmt::Error> {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+}
+
+/// Counts and times each request under its route template, never its raw path.
+pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let method = request.method().to_string();
+    let start = Instant::now();
+    let response = next.run(request).await;
+    state.metrics.observe(
+        route,
+        method,
+        response.status().as_u16(),
+        start.elapsed().as_secs_f64(),
+    );
+    response
+}
+
+pub async fn serve(State(state): State<AppState>) -> Response {
+    match state.metrics.render() {
+        Ok(body) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            body,
+        )
+            .into_response(),
+        Err(_) => super::ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "cannot encode metrics",
+        )
+        .into_response(),
+    }
+}
