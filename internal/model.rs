@@ -17,7 +17,7 @@ use serde::Serialize;
 
 pub type Labels = BTreeMap<String, String>;
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentStatusDto {
     pub replicas: i32,
@@ -26,7 +26,7 @@ pub struct DeploymentStatusDto {
 }
 
 /// The Deployment as the API shows it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentDto {
     pub name: String,
@@ -53,7 +53,7 @@ pub struct DeploymentRecord {
     pub dto: DeploymentDto,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PodStatusDto {
     pub phase: String,
@@ -62,7 +62,7 @@ pub struct PodStatusDto {
 }
 
 /// The Pod as the API shows it; `deployment` is resolved at read time through ownerReferences.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PodDto {
     pub name: String,
@@ -223,7 +223,7 @@ impl Selectable for PodRecord {
 }
 
 /// An Event about a Pod; `namespace`, `name`, `message`, `reason` are the original client's.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EventDto {
     /// The Pod's namespace and name.

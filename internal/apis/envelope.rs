@@ -12,7 +12,9 @@ use serde::de::DeserializeOwned;
 use crate::biz::BizError;
 use crate::k8sdao::DaoError;
 
-#[derive(Serialize)]
+/// Every JSON answer: `code` 0 and `data` on success; the HTTP status as `code`, `data` null
+/// and the reason in `error` on failure.
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct Envelope<T> {
     pub code: u16,
     pub data: T,
@@ -21,8 +23,17 @@ pub struct Envelope<T> {
     pub metadata: Option<ListMeta>,
 }
 
+/// A failed request's answer: `code` is the HTTP status, `data` null, `error` the reason.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ErrorEnvelope {
+    pub code: u16,
+    /// Always null.
+    pub data: Option<String>,
+    pub error: String,
+}
+
 /// Beside `data` on list answers; the original client ignores keys it does not know.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListMeta {
     pub resource_version: String,
@@ -80,11 +91,10 @@ impl IntoResponse for ApiError {
         }
         let mut response = (
             self.status,
-            axum::Json(Envelope {
+            axum::Json(ErrorEnvelope {
                 code: self.status.as_u16(),
-                data: serde_json::Value::Null,
+                data: None,
                 error: self.message,
-                metadata: None,
             }),
         )
             .into_response();

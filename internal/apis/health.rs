@@ -73,6 +73,9 @@ fn is_verbose(query: Option<&str>) -> bool {
     })
 }
 
+#[utoipa::path(get, path = "/livez", tag = "operations",
+    params(("verbose" = Option<String>, Query, description = "List each check")),
+    responses((status = 200, description = "The process serves", body = String, content_type = "text/plain")))]
 pub async fn livez(RawQuery(query): RawQuery) -> Response {
     let body = if is_verbose(query.as_deref()) {
         "[+]ping ok\nlivez check passed\n"
@@ -82,6 +85,12 @@ pub async fn livez(RawQuery(query): RawQuery) -> Response {
     (StatusCode::OK, body).into_response()
 }
 
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    params(("verbose" = Option<String>, Query, description = "List each check as [+]name ok / [-]name failed: reason")),
+    responses(
+        (status = 200, description = "Every cache synced, no watch refused, not shutting down", body = String, content_type = "text/plain"),
+        (status = 503, description = "Not ready; ?verbose says why", body = String, content_type = "text/plain"),
+    ))]
 pub async fn readyz(State(state): State<AppState>, RawQuery(query): RawQuery) -> Response {
     let mut checks: Vec<(String, Result<String, String>)> = state
         .workloads

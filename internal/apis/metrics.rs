@@ -211,6 +211,9 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
     response
 }
 
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "Prometheus metrics, OpenMetrics text format", body = String,
+        content_type = "application/openmetrics-text")))]
 pub async fn serve(State(state): State<AppState>) -> Response {
     match state.metrics.render() {
         Ok(body) => (

@@ -1,6 +1,7 @@
 //! The HTTP API: axum routes under the configured prefix (default `/k8sailor/v0`), the answer
 //! envelope, and the middleware (tracing, gzip, timeout, CORS).
 
+mod docs;
 mod envelope;
 mod health;
 mod metrics;
@@ -20,6 +21,8 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tracing::Level;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use envelope::{ApiError, Envelope};
 pub use health::Health;
@@ -45,6 +48,8 @@ pub enum SetupError {
     CorsOrigin(String),
     #[error("CORS origin '*' cannot be combined with other origins")]
     CorsWildcard,
+    #[error("cannot render the OpenAPI description: {0}")]
+    OpenApi(String),
 }
 
 #[derive(Clone)]
@@ -84,24 +89,39 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
             state.clone(),
             mark_stale,
         ))
-        .route_layer(track.clone())
-        .with_state(state.clone());
+        .route_layer(track.clone());
     let prefix = opts.prefix.as_str();
-    let app = if prefix.is_empty() || prefix == "/" {
+    let api = if prefix.is_empty() || prefix == "/" {
         api
     } else if prefix.starts_with('/') && !prefix.ends_with('/') {
-        Router::new().nest(prefix, api)
+        OpenApiRouter::new().nest(prefix, api)
     } else {
         return Err(SetupError::Prefix(opts.prefix.clone()));
     };
-    let probes = Router::new()
-        .route("/livez", get(health::livez))
-        .route("/readyz", get(health::readyz))
-        .route("/metrics", get(metrics::serve))
-        .route_layer(track)
-        .with_state(state);
+    let (app, mut openapi) = api
+        .merge(
+            OpenApiRouter::new()
+                .routes(routes!(health::livez))
+                .routes(routes!(health::readyz))
+                .routes(routes!(metrics::serve))
+                .route_layer(track),
+        )
+        .split_for_parts();
+    docs::describe(&mut openapi);
+    let openapi = bytes::Bytes::from(
+        openapi
+            .to_pretty_json()
+            .map_err(|e| SetupError::OpenApi(e.to_string()))?,
+    );
+    let app = app.route(
+        docs::OPENAPI_PATH,
+        get(move || {
+            let body = openapi.clone();
+            async move { ([(header::CONTENT_TYPE, "application/json")], body) }
+        }),
+    );
+    let app = app.with_state(state);
     let app = app
-        .merge(probes)
         .fallback(routes::no_route)
         .layer(CompressionLayer::new())
         .layer(TimeoutLayer::with_status_code(

@@ -1,36 +1,50 @@
-use axum::Router;
 use axum::extract::State;
 use axum::http::{Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::AppState;
-use super::envelope::{ApiError, ApiPath, ApiQuery, ok, ok_page};
+use super::docs::{DeploymentDoc, PodDoc};
+use super::envelope::{ApiError, ApiPath, ApiQuery, Envelope, ErrorEnvelope, ok, ok_page};
 use crate::biz::ListRequest;
+use crate::model::EventDto;
 
-pub fn api() -> Router<AppState> {
-    Router::new()
-        .route("/ping", get(ping))
-        .route("/deployments", get(list_deployments))
-        .route("/deployments/{name}", get(get_deployment))
-        .route("/deployments/{name}/pods", get(pods_of_deployment))
-        .route("/pods", get(list_pods))
-        .route("/pods/{name}", get(get_pod))
-        .route("/pods/{name}/output", get(pod_output))
-        .route("/pods/{name}/event", get(latest_pod_event))
-        .route("/pods/{name}/events", get(pod_events))
+/// Every API route: each is registered together with its OpenAPI description.
+pub fn api() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(ping))
+        .routes(routes!(list_deployments))
+        .routes(routes!(get_deployment))
+        .routes(routes!(pods_of_deployment))
+        .routes(routes!(list_pods))
+        .routes(routes!(get_pod))
+        .routes(routes!(pod_output))
+        .routes(routes!(latest_pod_event))
+        .routes(routes!(pod_events))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
-struct ListParams {
+#[into_params(parameter_in = Query)]
+pub(super) struct ListParams {
+    /// Namespace to list; absent or empty: all namespaces.
     namespace: Option<String>,
+    /// Label selector in kubectl syntax: `a=b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a`, `a>1`.
     label_selector: Option<String>,
+    /// Field selector: `field=value`, `field==value`, `field!=value`, comma-separated; the
+    /// fields the apiserver supports for the kind.
     field_selector: Option<String>,
+    /// Page size; absent or 0: everything.
     limit: Option<usize>,
+    /// `metadata.continue` of the previous page; an expired one is a 410.
     #[serde(rename = "continue")]
+    #[param(rename = "continue")]
     continue_token: Option<String>,
+    /// `name`, `namespace`, `creationTimestamp`, comma-separated, `-` for descending; default
+    /// namespace then name.
     sort: Option<String>,
 }
 
@@ -47,22 +61,37 @@ impl From<ListParams> for ListRequest {
     }
 }
 
-#[derive(Deserialize)]
-struct ObjectParams {
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct ObjectParams {
+    /// The object's namespace; default `default`.
     namespace: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
-struct OutputParams {
+#[into_params(parameter_in = Query)]
+pub(super) struct OutputParams {
+    /// The Pod's namespace; default `default`.
     namespace: Option<String>,
+    /// `json` (default) or `yaml`.
     output_format: Option<String>,
 }
 
+#[utoipa::path(get, path = "/ping", tag = "k8sailor",
+    responses((status = 200, description = "Always `pong`", body = String, content_type = "text/plain")))]
 async fn ping() -> &'static str {
     "pong"
 }
 
+#[utoipa::path(get, path = "/deployments", tag = "deployments", params(ListParams),
+    responses(
+        (status = 200, description = "Deployments, with list metadata", body = Envelope<Vec<DeploymentDoc>>),
+        (status = 400, description = "Invalid namespace, selector, sort or continue token", body = ErrorEnvelope),
+        (status = 404, description = "Namespace not served by this k8sailor", body = ErrorEnvelope),
+        (status = 410, description = "The continue token expired: restart the list", body = ErrorEnvelope),
+        (status = 503, description = "Caches not synced yet, or the apiserver unreachable (live source)", body = ErrorEnvelope),
+    ))]
 async fn list_deployments(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<ListParams>,
@@ -70,6 +99,14 @@ async fn list_deployments(
     Ok(ok_page(s.workloads.list_deployments(&q.into()).await?))
 }
 
+#[utoipa::path(get, path = "/deployments/{name}", tag = "deployments",
+    params(("name" = String, Path, description = "Deployment name"), ObjectParams),
+    responses(
+        (status = 200, description = "The Deployment", body = Envelope<DeploymentDoc>),
+        (status = 400, description = "Invalid namespace or name", body = ErrorEnvelope),
+        (status = 404, description = "No such Deployment", body = ErrorEnvelope),
+        (status = 503, description = "Caches not synced yet", body = ErrorEnvelope),
+    ))]
 async fn get_deployment(
     State(s): State<AppState>,
     ApiPath(name): ApiPath<String>,
@@ -81,6 +118,14 @@ async fn get_deployment(
         .await?))
 }
 
+#[utoipa::path(get, path = "/deployments/{name}/pods", tag = "deployments",
+    params(("name" = String, Path, description = "Deployment name"), ObjectParams),
+    responses(
+        (status = 200, description = "Pods the Deployment controls through its ReplicaSets (ownerReferences)", body = Envelope<Vec<PodDoc>>),
+        (status = 400, description = "Invalid namespace or name", body = ErrorEnvelope),
+        (status = 404, description = "No such Deployment", body = ErrorEnvelope),
+        (status = 503, description = "Caches not synced yet", body = ErrorEnvelope),
+    ))]
 async fn pods_of_deployment(
     State(s): State<AppState>,
     ApiPath(name): ApiPath<String>,
@@ -92,6 +137,14 @@ async fn pods_of_deployment(
         .await?))
 }
 
+#[utoipa::path(get, path = "/pods", tag = "pods", params(ListParams),
+    responses(
+        (status = 200, description = "Pods, with list metadata", body = Envelope<Vec<PodDoc>>),
+        (status = 400, description = "Invalid namespace, selector, sort or continue token", body = ErrorEnvelope),
+        (status = 404, description = "Namespace not served by this k8sailor", body = ErrorEnvelope),
+        (status = 410, description = "The continue token expired: restart the list", body = ErrorEnvelope),
+        (status = 503, description = "Caches not synced yet", body = ErrorEnvelope),
+    ))]
 async fn list_pods(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<ListParams>,
@@ -99,6 +152,14 @@ async fn list_pods(
     Ok(ok_page(s.workloads.list_pods(&q.into()).await?))
 }
 
+#[utoipa::path(get, path = "/pods/{name}", tag = "pods",
+    params(("name" = String, Path, description = "Pod name"), ObjectParams),
+    responses(
+        (status = 200, description = "The Pod", body = Envelope<PodDoc>),
+        (status = 400, description = "Invalid namespace or name", body = ErrorEnvelope),
+        (status = 404, description = "No such Pod", body = ErrorEnvelope),
+        (status = 503, description = "Caches not synced yet", body = ErrorEnvelope),
+    ))]
 async fn get_pod(
     State(s): State<AppState>,
     ApiPath(name): ApiPath<String>,
@@ -110,6 +171,13 @@ async fn get_pod(
         .await?))
 }
 
+#[utoipa::path(get, path = "/pods/{name}/event", tag = "pods",
+    params(("name" = String, Path, description = "Pod name"), ObjectParams),
+    responses(
+        (status = 200, description = "The Pod's newest event, or null if it has none", body = Envelope<Option<EventDto>>),
+        (status = 400, description = "Invalid namespace or name", body = ErrorEnvelope),
+        (status = 404, description = "No such Pod", body = ErrorEnvelope),
+    ))]
 async fn latest_pod_event(
     State(s): State<AppState>,
     ApiPath(name): ApiPath<String>,
@@ -121,6 +189,13 @@ async fn latest_pod_event(
         .await?))
 }
 
+#[utoipa::path(get, path = "/pods/{name}/events", tag = "pods",
+    params(("name" = String, Path, description = "Pod name"), ObjectParams),
+    responses(
+        (status = 200, description = "The Pod's events, newest first, read from the apiserver", body = Envelope<Vec<EventDto>>),
+        (status = 400, description = "Invalid namespace or name", body = ErrorEnvelope),
+        (status = 404, description = "No such Pod", body = ErrorEnvelope),
+    ))]
 async fn pod_events(
     State(s): State<AppState>,
     ApiPath(name): ApiPath<String>,
@@ -133,6 +208,14 @@ async fn pod_events(
 }
 
 /// The raw Pod, not enveloped, as `kubectl get pod -o json|yaml` prints it.
+#[utoipa::path(get, path = "/pods/{name}/output", tag = "pods",
+    params(("name" = String, Path, description = "Pod name"), OutputParams),
+    responses(
+        (status = 200, description = "The Pod object as kubectl prints it (keys sorted, no managedFields)",
+            content((Object = "application/json"), (String = "application/yaml"))),
+        (status = 400, description = "Invalid namespace, name or outputFormat", body = ErrorEnvelope),
+        (status = 404, description = "No such Pod", body = ErrorEnvelope),
+    ))]
 async fn pod_output(
     State(s): State<AppState>,
     ApiPath(name): ApiPath<String>,

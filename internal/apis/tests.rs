@@ -316,3 +316,104 @@ async fn metrics_count_requests_by_route_template() {
     }
     assert!(!text.contains("bare"), "raw paths never become labels");
 }
+
+async fn openapi() -> Value {
+    let (status, _, body) = call(
+        app(),
+        Request::get("/openapi.json").body(Body::empty()).unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// Every route the API serves, as the README lists them.
+const ROUTES: &[&str] = &[
+    "/k8sailor/v0/ping",
+    "/k8sailor/v0/deployments",
+    "/k8sailor/v0/deployments/{name}",
+    "/k8sailor/v0/deployments/{name}/pods",
+    "/k8sailor/v0/pods",
+    "/k8sailor/v0/pods/{name}",
+    "/k8sailor/v0/pods/{name}/output",
+    "/k8sailor/v0/pods/{name}/event",
+    "/k8sailor/v0/pods/{name}/events",
+    "/livez",
+    "/readyz",
+    "/metrics",
+    "/openapi.json",
+];
+
+#[tokio::test]
+async fn openapi_describes_every_route_and_only_real_ones() {
+    let doc = openapi().await;
+    let paths = doc["paths"].as_object().unwrap();
+    for route in ROUTES {
+        assert!(
+            paths[*route]["get"].is_object(),
+            "{route} is missing from /openapi.json"
+        );
+    }
+    assert_eq!(paths.len(), ROUTES.len(), "documented: {:?}", paths.keys());
+    // Each documented path is routed: the fallback's "no route" never answers it.
+    for path in paths.keys() {
+        let uri = path.replace("{name}", "bare") + "?namespace=ns-a";
+        let (_, _, body) = call(app(), Request::get(&uri).body(Body::empty()).unwrap()).await;
+        assert!(
+            !String::from_utf8_lossy(&body).contains("no route for"),
+            "{path} is documented but not routed"
+        );
+    }
+    // Parameters are described.
+    let list_params: Vec<_> = paths["/k8sailor/v0/pods"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_string())
+        .collect();
+    for p in [
+        "namespace",
+        "labelSelector",
+        "fieldSelector",
+        "limit",
+        "continue",
+        "sort",
+    ] {
+        assert!(
+            list_params.contains(&p.to_string()),
+            "{p} in {list_params:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn answers_carry_exactly_the_documented_keys() {
+    let doc = openapi().await;
+    let schemas = &doc["components"]["schemas"];
+    let keys = |schema: &Value| -> std::collections::BTreeSet<String> {
+        schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    let mut pod_keys = keys(&schemas["PodDto"]);
+    pod_keys.extend(keys(&schemas["Pod"]["allOf"][1]));
+    let (_, pod) = get("/k8sailor/v0/pods/bare?namespace=ns-a").await;
+    let answered: std::collections::BTreeSet<String> =
+        pod["data"].as_object().unwrap().keys().cloned().collect();
+    assert_eq!(answered, pod_keys);
+    let (_, deployment) = get("/k8sailor/v0/deployments/web?namespace=ns-a").await;
+    let answered: std::collections::BTreeSet<String> = deployment["data"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(answered, keys(&schemas["DeploymentDto"]));
+    let (_, error) = get("/k8sailor/v0/pods/nope?namespace=ns-a").await;
+    let answered: std::collections::BTreeSet<String> =
+        error.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(answered, keys(&schemas["ErrorEnvelope"]));
+}

@@ -1,0 +1,49 @@
+//! The OpenAPI description: route docs come from each handler's `#[utoipa::path]`; these
+//! types describe answers whose Rust types are not themselves schemas (views over cached
+//! records). A test checks that real answers carry exactly the documented keys.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::model::{DeploymentDto, PodDto};
+
+/// A Pod as answered: the Pod DTO plus the Deployment that controls it.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Pod)]
+pub struct PodDoc {
+    #[serde(flatten)]
+    pub pod: PodDto,
+    /// The Deployment that controls the Pod through its ReplicaSet; null when none does.
+    pub deployment: Option<String>,
+}
+
+/// A Deployment as answered.
+pub type DeploymentDoc = DeploymentDto;
+
+pub const OPENAPI_PATH: &str = "/openapi.json";
+
+/// Title and version, and the description's own route.
+pub fn describe(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::path::{HttpMethod, OperationBuilder, PathItem};
+    use utoipa::openapi::response::ResponseBuilder;
+    openapi.paths.paths.insert(
+        OPENAPI_PATH.to_string(),
+        PathItem::new(
+            HttpMethod::Get,
+            OperationBuilder::new()
+                .tag("operations")
+                .summary(Some("This OpenAPI description"))
+                .response(
+                    "200",
+                    ResponseBuilder::new().description("OpenAPI 3.1 JSON"),
+                ),
+        ),
+    );
+    openapi.info.title = "k8sailor".into();
+    openapi.info.version = env!("CARGO_PKG_VERSION").into();
+    openapi.info.description = Some(
+        "A read-cache HTTP API for Kubernetes Deployments and Pods. Every JSON answer is \
+         {code, data, error}: code 0 on success, the HTTP status otherwise."
+            .into(),
+    );
+}
