@@ -182,6 +182,10 @@ pub const POD_FIELDS: &[&str] = &[
     "status.phase",
     "status.podIP",
     "status.nominatedNodeName",
+    // Accepted by the apiserver too: a legacy alias of spec.nodeName, and a label whose value
+    // the apiserver always reads as "" (it is not in a Pod's field set).
+    "spec.host",
+    "status.podIPs",
 ];
 
 impl Selectable for DeploymentRecord {
@@ -206,7 +210,7 @@ impl Selectable for PodRecord {
         let value: &str = match path {
             "metadata.name" => &self.key.name,
             "metadata.namespace" => &self.key.namespace,
-            "spec.nodeName" => &self.dto.node_name,
+            "spec.nodeName" | "spec.host" => &self.dto.node_name,
             "spec.restartPolicy" => &f.restart_policy,
             "spec.schedulerName" => &f.scheduler_name,
             "spec.serviceAccountName" => &f.service_account_name,
@@ -216,6 +220,7 @@ impl Selectable for PodRecord {
             "status.phase" => &self.dto.status.phase,
             "status.podIP" => &self.dto.pod_ip,
             "status.nominatedNodeName" => &f.nominated_node_name,
+            "status.podIPs" => "",
             _ => return None,
         };
         Some(Cow::Borrowed(value))

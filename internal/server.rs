@@ -38,7 +38,8 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         client,
         settings.namespace.clone(),
         watches.clone(),
-    )?;
+    )
+    .await?;
     let stop_watches = || async {
         watches.cancel();
         futures::future::join_all(watch_tasks).await;

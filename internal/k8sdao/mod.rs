@@ -141,9 +141,10 @@ pub struct Source {
 }
 
 impl Source {
-    /// Opens the configured source; for the cache this registers and starts the informers,
-    /// which stop when `shutdown` is cancelled.
-    pub fn start(
+    /// Opens the configured source; for the cache this registers the informers, checks that
+    /// RBAC lets us list and watch each kind, and starts them; they stop when `shutdown` is
+    /// cancelled.
+    pub async fn start(
         kind: SourceKind,
         client: Client,
         scope: Option<String>,
@@ -162,6 +163,7 @@ impl Source {
                 let factory = InformerFactory::new(client.clone(), scope.clone());
                 let caches = Arc::new(Caches::default());
                 caches.register(&factory)?;
+                factory.check_access().await?;
                 let tasks = factory.start(shutdown);
                 let source = CacheSource::new(caches, factory.statuses())
                     .with_events(LiveSource::new(client));

@@ -4,5 +4,7 @@
 
 mod support;
 
+mod deploy;
 mod operations;
 mod read_path;
+mod selectors;

@@ -100,26 +100,33 @@ impl TestNamespace {
     }
 }
 
+/// Runs async cleanup from a `Drop`: the test's runtime is blocked in the drop and its
+/// clients are tied to it, so the work gets a thread, a runtime and a client of its own.
+pub fn cleanup_in_background<F, Fut>(work: F)
+where
+    F: FnOnce(Client) -> Fut + Send + 'static,
+    Fut: Future<Output = ()>,
+{
+    let _ = std::thread::spawn(move || {
+        if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            rt.block_on(async { work(cluster().client().await).await });
+        }
+    })
+    .join();
+}
+
 impl Drop for TestNamespace {
     fn drop(&mut self) {
         let name = self.name.clone();
-        // Drop cannot await, and the test's client is tied to the test's runtime (blocked
-        // here), so a client of its own deletes the namespace; the namespace controller then
-        // removes its contents in the background.
-        let _ = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map(|rt| {
-                    rt.block_on(async {
-                        let client = cluster().client().await;
-                        Api::<Namespace>::all(client)
-                            .delete(&name, &DeleteParams::background())
-                            .await
-                    })
-                })
-        })
-        .join();
+        // The namespace controller then removes its contents in the background.
+        cleanup_in_background(move |client| async move {
+            let _ = Api::<Namespace>::all(client)
+                .delete(&name, &DeleteParams::background())
+                .await;
+        });
     }
 }
 
@@ -138,46 +145,19 @@ impl Server {
     }
 
     pub fn start_with(kubeconfig: &str, args: &[&str]) -> Result<Server, String> {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_k8sailor"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_k8sailor"));
+        command
             .args([
                 "httpserver",
                 "--listen",
                 "127.0.0.1:0",
                 "--kubeconfig",
                 kubeconfig,
-                "--sync-timeout",
-                "30s",
             ])
+            .args(["--sync-timeout", "30s"])
             .args(args)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start k8sailor: {e}"))?;
-        // Drained on a thread: an unread pipe would block the server once its buffer fills.
-        let stderr = child.stderr.take().unwrap();
-        let logs = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut text);
-            text
-        });
-        let stdout = child.stdout.take().unwrap();
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .map_err(|e| e.to_string())?;
-        let Some(base) = line.trim().strip_prefix("k8sailor listening on ") else {
-            let _ = child.kill();
-            let status = child.wait().map_err(|e| e.to_string())?;
-            let logs = logs.join().unwrap_or_default();
-            return Err(format!("k8sailor did not start ({status}): {logs}"));
-        };
-        Ok(Server {
-            base: base.to_string(),
-            child,
-            http: reqwest::Client::new(),
-        })
+            .env("RUST_LOG", "warn");
+        Self::start_command(command)
     }
 
     /// GET a path under the API prefix: status and JSON body.
@@ -261,4 +241,40 @@ pub fn deployment(
         }
     }))
     .unwrap()
+}
+
+impl Server {
+    /// Like [`Server::start_with`] for a command the caller built (its own flags, environment
+    /// or wrapper such as `unshare`): waits for the "listening" line, or returns the exit
+    /// status and stderr of a process that ended without serving.
+    pub fn start_command(mut command: Command) -> Result<Server, String> {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start {command:?}: {e}"))?;
+        // Drained on a thread: an unread pipe would block the server once its buffer fills.
+        let stderr = child.stderr.take().unwrap();
+        let logs = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut text);
+            text
+        });
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        let Some(base) = line.trim().strip_prefix("k8sailor listening on ") else {
+            let _ = child.kill();
+            let status = child.wait().map_err(|e| e.to_string())?;
+            let logs = logs.join().unwrap_or_default();
+            return Err(format!("k8sailor did not start ({status}): {logs}"));
+        };
+        Ok(Server {
+            base: base.to_string(),
+            child,
+            http: reqwest::Client::new(),
+        })
+    }
 }

@@ -38,6 +38,8 @@ impl<T> Watched for T where
 pub enum FactoryError {
     #[error("handlers must be registered before the informers start ({kind})")]
     AlreadyStarted { kind: String },
+    #[error("forbidden by RBAC: cannot {}", denied.join(", "))]
+    Forbidden { denied: Vec<String> },
     #[error("caches not synced after {timeout:?}: {}", kinds.join(", "))]
     NotSynced {
         timeout: Duration,
@@ -48,6 +50,8 @@ pub enum FactoryError {
 type EventStream<T> = BoxStream<'static, Result<Event<T>, watcher::Error>>;
 
 struct Informer<T> {
+    /// API group and plural resource name, for access reviews.
+    resource: (String, String),
     status: Arc<InformerStatus>,
     handlers: Mutex<Vec<Arc<dyn Handler<T>>>>,
     open: Box<dyn Fn() -> EventStream<T> + Send + Sync>,
@@ -56,6 +60,7 @@ struct Informer<T> {
 /// What the factory needs of an informer without knowing its type.
 trait AnyInformer: Send + Sync {
     fn as_any(&self) -> &dyn Any;
+    fn resource(&self) -> &(String, String);
     fn status(&self) -> &Arc<InformerStatus>;
     fn spawn(self: Arc<Self>, shutdown: CancellationToken) -> JoinHandle<()>;
 }
@@ -63,6 +68,10 @@ trait AnyInformer: Send + Sync {
 impl<T: Watched> AnyInformer for Informer<T> {
     fn as_any(&self) -> &dyn Any {
         self
+    }
+
+    fn resource(&self) -> &(String, String) {
+        &self.resource
     }
 
     fn status(&self) -> &Arc<InformerStatus> {
@@ -176,7 +185,8 @@ impl InformerFactory {
     {
         let api = self.api::<K>();
         let config = self.config.clone();
-        self.register(K::kind(&()).into_owned(), handler, move || {
+        let resource = (K::group(&()).into_owned(), K::plural(&()).into_owned());
+        self.register(K::kind(&()).into_owned(), resource, handler, move || {
             kube::runtime::watcher(api.clone(), config.clone()).boxed()
         })
     }
@@ -194,6 +204,7 @@ impl InformerFactory {
     fn register<T: Watched>(
         &self,
         kind: String,
+        resource: (String, String),
         handler: Arc<dyn Handler<T>>,
         open: impl Fn() -> EventStream<T> + Send + Sync + 'static,
     ) -> Result<(), FactoryError> {
@@ -206,6 +217,7 @@ impl InformerFactory {
         by_type.entry(id).or_insert_with(|| {
             order.push(id);
             Arc::new(Informer::<T> {
+                resource,
                 status: Arc::new(InformerStatus::new(kind)),
                 handlers: Mutex::new(Vec::new()),
                 open: Box::new(open),
@@ -221,6 +233,68 @@ impl InformerFactory {
             .unwrap_or_else(|e| e.into_inner())
             .push(handler);
         Ok(())
+    }
+
+    /// Asks the apiserver (SelfSubjectAccessReview) whether we may list and watch every
+    /// registered kind in our scope, so that missing RBAC fails at start-up with one line:
+    /// a kind we may list but not watch would otherwise sync once and then never change.
+    /// If the review itself cannot be made, the watches' own errors will tell.
+    pub async fn check_access(&self) -> Result<(), FactoryError> {
+        use k8s_openapi::api::authorization::v1::{
+            ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+        };
+        let kinds: Vec<(String, (String, String))> = {
+            let registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
+            registry
+                .order
+                .iter()
+                .map(|id| {
+                    let informer = &registry.by_type[id];
+                    (
+                        informer.status().kind().to_string(),
+                        informer.resource().clone(),
+                    )
+                })
+                .collect()
+        };
+        let reviews: Api<SelfSubjectAccessReview> = Api::all(self.client.clone());
+        let scope = match &self.namespace {
+            Some(ns) => format!("in namespace {ns}"),
+            None => "in all namespaces".to_string(),
+        };
+        let mut denied = Vec::new();
+        for (kind, (group, plural)) in kinds {
+            for verb in ["list", "watch"] {
+                let review = SelfSubjectAccessReview {
+                    spec: SelfSubjectAccessReviewSpec {
+                        resource_attributes: Some(ResourceAttributes {
+                            verb: Some(verb.into()),
+                            group: Some(group.clone()),
+                            resource: Some(plural.clone()),
+                            namespace: self.namespace.clone(),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                };
+                match reviews.create(&Default::default(), &review).await {
+                    Ok(answer) if answer.status.as_ref().is_some_and(|s| !s.allowed) => {
+                        denied.push(format!("{verb} {kind} ({plural}) {scope}"));
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!(%kind, verb, %error, "cannot review access; the watch will tell");
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        if denied.is_empty() {
+            Ok(())
+        } else {
+            Err(FactoryError::Forbidden { denied })
+        }
     }
 
     /// Starts every registered watch; each stops when `shutdown` is cancelled.

@@ -94,7 +94,10 @@ impl FieldSelector {
     ///   left, with no escaping in the field part and nothing trimmed;
     /// * the value may be empty and uses the escapes `\\`, `\,` and `\=`; any
     ///   other escape (`\!` too), a trailing `\` or an unescaped `=` is an
-    ///   error.
+    ///   error;
+    /// * a term whose field and value are both empty (`=`, `==`, `!=`) is
+    ///   dropped, as apimachinery's `Transform` does while parsing, so the
+    ///   apiserver accepts `!=` and selects everything with it.
     ///
     /// Only syntax is checked, not whether the field is supported.
     pub fn parse(s: &str) -> Result<FieldSelector, ParseError> {
@@ -142,6 +145,9 @@ impl FieldSelector {
                     e.fragment,
                 )
             })?;
+            if field.is_empty() && value.is_empty() {
+                continue;
+            }
             terms.push(FieldTerm {
                 field: field.to_owned(),
                 operator,
@@ -336,7 +342,19 @@ mod tests {
             ("a==", "a==", &[("a", DoubleEquals, "")]),
             ("a!=", "a!=", &[("a", NotEquals, "")]),
             ("=b", "=b", &[("", Equals, "b")]),
-            ("=", "=", &[("", Equals, "")]),
+            ("!=b", "!=b", &[("", NotEquals, "b")]),
+            ("a=b,=", "a=b", &[("a", Equals, "b")]),
+            // Empty field and value: dropped, as apimachinery's parser does.
+            ("=", "", &[]),
+            ("==", "", &[]),
+            ("!=", "", &[]),
+            ("!=,=,==", "", &[]),
+            ("a!=,!=", "a!=", &[("a", NotEquals, "")]),
+            (
+                "=,,=x,\\=",
+                "=x,\\=",
+                &[("", Equals, "x"), ("\\", Equals, "")],
+            ),
             ("a=b,", "a=b", &[("a", Equals, "b")]),
             (",a=b", "a=b", &[("a", Equals, "b")]),
             (
@@ -543,6 +561,10 @@ mod tests {
             ("missing!=x", true),
             ("missing=", true),
             ("missing!=", false),
+            ("!=", true),
+            ("=,!=", true),
+            ("metadata.name=web-1,!=", true),
+            ("metadata.name=web-2,!=", false),
             ("status.phase=Running,metadata.name=web-1", true),
             ("status.phase=Running,metadata.name=web-2", false),
             ("status.phase!=Failed,status.phase!=Succeeded", true),

@@ -60,6 +60,36 @@ pub enum Operator {
     Exists,
     /// `!key`
     DoesNotExist,
+    /// `key>N`: the label exists and its value, read as a 64-bit decimal
+    /// integer, is greater than `N`
+    GreaterThan,
+    /// `key<N`: the label exists and its value, read as a 64-bit decimal
+    /// integer, is less than `N`
+    LessThan,
+}
+
+impl Operator {
+    /// How the operator is written between key and value (`>` and `<` for
+    /// the comparisons); empty for the unary `key` and `!key`.
+    fn symbol(self) -> &'static str {
+        match self {
+            Operator::Equals => "=",
+            Operator::DoubleEquals => "==",
+            Operator::NotEquals => "!=",
+            Operator::In => "in",
+            Operator::NotIn => "notin",
+            Operator::GreaterThan => ">",
+            Operator::LessThan => "<",
+            Operator::Exists | Operator::DoesNotExist => "",
+        }
+    }
+}
+
+/// Go's `strconv.ParseInt(s, 10, 64)`: an optional `+` or `-`, then ASCII
+/// digits only, within the range of `i64`. Rust's `i64::from_str` accepts
+/// exactly the same strings.
+fn parse_int(s: &str) -> Option<i64> {
+    s.parse().ok()
 }
 
 /// One condition of a [`LabelSelector`].
@@ -82,13 +112,17 @@ impl Requirement {
 
     /// Sorted and deduplicated: exactly one value for `=`, `==` and `!=`, at
     /// least one for `in` and `notin` (possibly the empty string), none for
-    /// `key` and `!key`.
+    /// `key` and `!key`, and for `>` and `<` exactly one, a 64-bit decimal
+    /// integer kept as written (`k>007` stays `007`).
     pub fn values(&self) -> &[String] {
         &self.values
     }
 
     /// Same rules as apimachinery's `Requirement.Matches`: the negative
-    /// operators (`!=`, `notin`, `!key`) match objects without the label.
+    /// operators (`!=`, `notin`, `!key`) match objects without the label;
+    /// `>` and `<` match only a label whose value is an integer (as Go's
+    /// `strconv.ParseInt` reads it, so `+5` and `-5` count) that compares
+    /// accordingly.
     pub fn matches<L: Labels + ?Sized>(&self, labels: &L) -> bool {
         let value = labels.get_label(&self.key);
         match self.operator {
@@ -98,6 +132,19 @@ impl Requirement {
             Operator::NotEquals | Operator::NotIn => !value.is_some_and(|v| self.has_value(v)),
             Operator::Exists => value.is_some(),
             Operator::DoesNotExist => value.is_none(),
+            Operator::GreaterThan | Operator::LessThan => {
+                let (Some(have), Some(bound)) = (
+                    value.and_then(parse_int),
+                    self.values.first().and_then(|v| parse_int(v)),
+                ) else {
+                    return false;
+                };
+                if self.operator == Operator::GreaterThan {
+                    have > bound
+                } else {
+                    have < bound
+                }
+            }
         }
     }
 
@@ -109,7 +156,7 @@ impl Requirement {
 }
 
 /// apimachinery's `Requirement.String()`: `k=v`, `k==v`, `k!=v`,
-/// `k in (a,b)`, `k notin (a)`, `k`, `!k`.
+/// `k in (a,b)`, `k notin (a)`, `k`, `!k`, `k>1`, `k<1`.
 impl fmt::Display for Requirement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let key = &self.key;
@@ -122,6 +169,8 @@ impl fmt::Display for Requirement {
             Operator::NotIn => write!(f, "{key} notin ({})", self.values.join(",")),
             Operator::Exists => write!(f, "{key}"),
             Operator::DoesNotExist => write!(f, "!{key}"),
+            Operator::GreaterThan => write!(f, "{key}>{first}"),
+            Operator::LessThan => write!(f, "{key}<{first}"),
         }
     }
 }
@@ -138,9 +187,9 @@ pub struct LabelSelector {
 impl LabelSelector {
     /// Parses a selector with the grammar and validation of apimachinery's
     /// `labels.Parse`; an empty (or all-blank) string selects everything.
-    ///
-    /// Differences from apimachinery: the `<` and `>` operators (`Gt`/`Lt`)
-    /// are rejected, as [`Operator`] has no variant for them.
+    /// `k>N` and `k<N` need `N` to be a 64-bit decimal integer that is also
+    /// a valid label value (so no sign: `k>-1` is rejected, as by the
+    /// apiserver).
     pub fn parse(s: &str) -> Result<LabelSelector, ParseError> {
         let mut requirements = Parser::new(s).parse()?;
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
@@ -459,23 +508,11 @@ impl<'a> Parser<'a> {
             Tok::Equals => Ok(Operator::Equals),
             Tok::DoubleEquals => Ok(Operator::DoubleEquals),
             Tok::NotEquals => Ok(Operator::NotEquals),
-            Tok::Less | Tok::Greater => {
-                let expected = format!(
-                    "unsupported operator {} after key {}: only '=', '==', '!=', 'in' and 'notin' are supported",
-                    quote(t.lit),
-                    quote(key)
-                );
-                Err(self.syntax_error(
-                    Token {
-                        tok: Tok::End, // the operator is already named
-                        ..t
-                    },
-                    &expected,
-                ))
-            }
+            Tok::Greater => Ok(Operator::GreaterThan),
+            Tok::Less => Ok(Operator::LessThan),
             _ => {
                 let expected = format!(
-                    "expected ',', '=', '==', '!=', 'in' or 'notin' after key {}",
+                    "expected ',', '=', '==', '!=', 'in', 'notin', '>' or '<' after key {}",
                     quote(key)
                 );
                 Err(self.syntax_error(t, &expected))
@@ -488,11 +525,7 @@ impl<'a> Parser<'a> {
     fn parse_values(&mut self, operator: Operator) -> Result<Vec<Positioned<'a>>, ParseError> {
         let t = self.consume(Ctx::Values);
         if t.tok != Tok::OpenPar {
-            let name = if operator == Operator::In {
-                "in"
-            } else {
-                "notin"
-            };
+            let name = operator.symbol();
             return Err(self.syntax_error(t, &format!("expected '(' after '{name}'")));
         }
         let t = self.lookahead(Ctx::Values);
@@ -513,12 +546,12 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Port of `parseIdentifiersList`, including how it turns runs of commas
-    /// into empty values: `(,a)` and `(a,)` hold "", `(a,,b)` and `(a,,,)`
-    /// are valid but `(a,,)` and `(,,)` are errors.
+    /// Port of `parseIdentifiersList` (apimachinery v0.35), including how it
+    /// turns runs of commas into empty values: `(,a)`, `(a,)`, `(a,,b)`,
+    /// `(a,,)` and `(,,)` all hold "" (older apimachinery rejected the last
+    /// two; the apiserver of today accepts them).
     fn parse_identifiers_list(&mut self) -> Result<Vec<Positioned<'a>>, ParseError> {
         let mut values = Vec::new();
-        let mut after_comma_pair = false;
         loop {
             let t = self.consume(Ctx::Values);
             match t.tok {
@@ -534,31 +567,24 @@ impl<'a> Parser<'a> {
                             return Err(self.syntax_error(next, &expected));
                         }
                     }
-                    after_comma_pair = false;
                 }
                 Tok::Comma => {
                     if values.is_empty() {
                         values.push(("", t.pos));
                     }
                     let next = self.lookahead(Ctx::Values);
-                    after_comma_pair = false;
                     if next.tok == Tok::ClosedPar {
                         values.push(("", next.pos));
                         return Ok(values);
                     }
+                    // `,,`: an empty value between the two; the second comma
+                    // is read by the next round, not skipped.
                     if next.tok == Tok::Comma {
-                        self.consume(Ctx::Values);
                         values.push(("", next.pos));
-                        after_comma_pair = true;
                     }
                 }
                 _ => {
-                    let expected = if after_comma_pair {
-                        "expected a value or ',' after ',,'"
-                    } else {
-                        "expected a value, ',' or ')' after ','"
-                    };
-                    return Err(self.syntax_error(t, expected));
+                    return Err(self.syntax_error(t, "expected a value, ',' or ')' after ','"));
                 }
             }
         }
@@ -575,18 +601,16 @@ impl<'a> Parser<'a> {
         if t.tok == Tok::Identifier {
             return Ok(vec![(t.lit, t.pos)]);
         }
-        let name = match operator {
-            Operator::DoubleEquals => "==",
-            Operator::NotEquals => "!=",
-            _ => "=",
-        };
+        let name = operator.symbol();
         Err(self.syntax_error(t, &format!("expected a value after '{name}'")))
     }
 }
 
 /// Sorts and deduplicates the values and validates them, like
 /// `NewRequirement(key, op, values.List())`: the first invalid value in sorted
-/// order is the one reported.
+/// order is the one reported. For `>` and `<` (always one value) that the
+/// value is an integer is checked first, as apimachinery lists that error
+/// first.
 fn new_requirement(
     key: &str,
     operator: Operator,
@@ -595,6 +619,20 @@ fn new_requirement(
     // Stable, so after dedup each value keeps its first position.
     values.sort_by(|a, b| a.0.cmp(b.0));
     values.dedup_by(|a, b| a.0 == b.0);
+    if matches!(operator, Operator::GreaterThan | Operator::LessThan)
+        && let Some(&(bad, pos)) = values.iter().find(|(v, _)| parse_int(v).is_none())
+    {
+        return Err(ParseError::new(
+            format!(
+                "invalid label value {} for key {} with operator '{}': must be a 64-bit decimal integer",
+                quote(bad),
+                quote(key),
+                operator.symbol()
+            ),
+            pos,
+            bad,
+        ));
+    }
     if let Some(&(bad, pos)) = values.iter().find(|(v, _)| !is_label_value(v)) {
         return Err(ParseError::new(
             format!(
@@ -665,6 +703,12 @@ mod tests {
         ("x in (,a)", "x in (,a)"),
         ("x in (a,,b)", "x in (,a,b)"),
         ("x in (a,,,)", "x in (,a)"),
+        // apimachinery v0.35's TestSetSelectorParser; older versions rejected these.
+        ("x in (a,,)", "x in (,a)"),
+        ("x in (a,,,,,,)", "x in (,a)"),
+        ("x in (a,,a,,a,,a,,)", "x in (,a)"),
+        ("x in (,,)", "x in ()"),
+        ("x notin (,,,)", "x notin ()"),
         ("x notin ( )", "x notin ()"),
         ("x notin (, a)", "x notin (,a)"),
         (
@@ -713,10 +757,26 @@ mod tests {
         ("a=b\0,c", "a=b,c"),
         ("a=\0", "a="),
         ("\0a", ""),
+        // Gt / Lt: the value is kept as written.
+        ("x>1", "x>1"),
+        ("x<1", "x<1"),
+        ("x > 1", "x>1"),
+        ("x\t<\n10", "x<10"),
+        ("x>0", "x>0"),
+        ("x>007", "x>007"),
+        ("x>1,z<5", "x>1,z<5"),
+        ("z<5,x>1", "x>1,z<5"),
+        ("x>1,x<5", "x>1,x<5"),
+        ("x<5,x>1", "x<5,x>1"),
+        ("x>9223372036854775807", "x>9223372036854775807"),
+        ("example.com/replicas>3,!y", "example.com/replicas>3,!y"),
+        ("in>1", "in>1"),
+        ("notin<2", "notin<2"),
+        ("x>1 \0junk", "x>1"),
+        ("x>1\0,y", "x>1,y"),
     ];
 
-    /// Inputs apimachinery rejects (or that use `<`/`>`, rejected here on
-    /// purpose).
+    /// Inputs apimachinery rejects.
     const INVALID: &[&str] = &[
         ",",
         "a,",
@@ -730,8 +790,9 @@ mod tests {
         "a in (x,",
         "a in (x y)",
         "a in (xyz abc)",
-        "a in (,,)",
-        "a in (a,,)",
+        "a in (a,,=)",
+        "a in (,,",
+        "a in (a,,b",
         "a in (=)",
         "a in (x))",
         "a in ((x))",
@@ -762,10 +823,38 @@ mod tests {
         "!x=a",
         "!a in (x)",
         "x=a||y=b",
+        // Gt / Lt: one 64-bit decimal integer that is also a label value.
         "x<a",
-        "x<1",
-        "x>1",
-        "x>1,z<5",
+        "x>a1",
+        "x>1a",
+        "x>",
+        "x<",
+        "x>,y",
+        "x> ,y",
+        "x>-1",
+        "x<+1",
+        "x>1.5",
+        "x>1e3",
+        "x>0x10",
+        "x>1_000",
+        "x>9223372036854775808",
+        "x<-9223372036854775809",
+        "x>99999999999999999999999999999999999999999999999999999999999999999",
+        "x>=1",
+        "x<=1",
+        "x>>1",
+        "x<>1",
+        "x><1",
+        "x>(1)",
+        "x> in (1)",
+        "x>1 2",
+        "x>1,",
+        "!x>1",
+        "x>1>2",
+        "x in (1)>2",
+        ">1",
+        "<1",
+        "X/a>1",
         "a\0b",
         // Key validation.
         "A/b",
@@ -883,7 +972,7 @@ mod tests {
             ),
             (
                 "a b",
-                r#"invalid label selector "a b": at 2: expected ',', '=', '==', '!=', 'in' or 'notin' after key "a", found "b""#,
+                r#"invalid label selector "a b": at 2: expected ',', '=', '==', '!=', 'in', 'notin', '>' or '<' after key "a", found "b""#,
                 2,
                 "b",
             ),
@@ -894,10 +983,10 @@ mod tests {
                 "c",
             ),
             (
-                "a in (a,,)",
-                r#"invalid label selector "a in (a,,)": at 9: expected a value or ',' after ',,', found ")""#,
+                "a in (a,,=)",
+                r#"invalid label selector "a in (a,,=)": at 9: expected a value, ',' or ')' after ',', found "=""#,
                 9,
-                ")",
+                "=",
             ),
             (
                 "a in x",
@@ -912,10 +1001,28 @@ mod tests {
                 "=",
             ),
             (
-                "x>1",
-                r#"invalid label selector "x>1": at 1: unsupported operator ">" after key "x": only '=', '==', '!=', 'in' and 'notin' are supported"#,
-                1,
-                ">",
+                "x>1a",
+                r#"invalid label value "1a" for key "x" with operator '>': must be a 64-bit decimal integer"#,
+                2,
+                "1a",
+            ),
+            (
+                "a=b,x<",
+                r#"invalid label value "" for key "x" with operator '<': must be a 64-bit decimal integer"#,
+                6,
+                "",
+            ),
+            (
+                "x<-1",
+                r#"invalid label value "-1" for key "x": must be 63 characters or less and consist of alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"#,
+                2,
+                "-1",
+            ),
+            (
+                "x>=1",
+                r#"invalid label selector "x>=1": at 2: expected a value after '>', found "=""#,
+                2,
+                "=",
             ),
             (
                 "!",
@@ -937,7 +1044,7 @@ mod tests {
             ),
             (
                 "a\nb",
-                r#"invalid label selector "a\nb": at 2: expected ',', '=', '==', '!=', 'in' or 'notin' after key "a", found "b""#,
+                r#"invalid label selector "a\nb": at 2: expected ',', '=', '==', '!=', 'in', 'notin', '>' or '<' after key "a", found "b""#,
                 2,
                 "b",
             ),
@@ -997,7 +1104,6 @@ mod tests {
         let present_empty = &[("k", "")][..];
         let absent = &[("other", "a")][..];
         let none: &[(&str, &str)] = &[];
-        type Pairs<'a> = &'a [(&'a str, &'a str)];
         let cases: &[(&str, Pairs, bool)] = &[
             ("k=a", present_a, true),
             ("k=a", present_other, false),
@@ -1034,7 +1140,7 @@ mod tests {
             ("x,y in (a)", &[("y", "a")], false),
             ("K=a", present_a, false),
         ];
-        for (sel, pairs, expected) in cases {
+        for (sel, pairs, expected) in cases.iter().chain(GT_LT_MATCHING) {
             let selector = LabelSelector::parse(sel).unwrap();
             let btree = labels(pairs);
             let hash: HashMap<String, String> = btree.clone().into_iter().collect();
@@ -1059,6 +1165,92 @@ mod tests {
                 "{sel:?} on {pairs:?} (&&)"
             );
         }
+    }
+
+    type Pairs<'a> = &'a [(&'a str, &'a str)];
+
+    /// `>` and `<`: the label must exist and read as an i64 like Go's
+    /// `strconv.ParseInt(v, 10, 64)` (sign allowed, nothing else).
+    const GT_LT_MATCHING: &[(&str, Pairs, bool)] = &[
+        ("k>1", &[("k", "2")], true),
+        ("k>1", &[("k", "1")], false),
+        ("k>1", &[("k", "0")], false),
+        ("k>1", &[("k", "10")], true), // numeric, not string, order
+        ("k<10", &[("k", "9")], true),
+        ("k<10", &[("k", "10")], false),
+        ("k<10", &[("k", "100")], false),
+        ("k>1", &[("other", "5")], false),
+        ("k<1", &[("other", "0")], false), // absent never matches, unlike `!=`
+        ("k>1", &[("k", "")], false),
+        ("k<1", &[("k", "")], false),
+        ("k>1", &[("k", "abc")], false),
+        ("k<1", &[("k", "abc")], false),
+        ("k>1", &[("k", "2.5")], false),
+        ("k>1", &[("k", " 2")], false),
+        ("k>1", &[("k", "0x10")], false),
+        ("k>1", &[("k", "1_0")], false),
+        ("k>1", &[("k", "+5")], true),
+        ("k<1", &[("k", "-5")], true),
+        ("k<0", &[("k", "-0")], false),
+        ("k>007", &[("k", "8")], true),
+        ("k>007", &[("k", "007")], false),
+        ("k>8", &[("k", "0009")], true),
+        (
+            "k<9223372036854775807",
+            &[("k", "9223372036854775806")],
+            true,
+        ),
+        (
+            "k<9223372036854775807",
+            &[("k", "9223372036854775807")],
+            false,
+        ),
+        (
+            "k<9223372036854775807",
+            &[("k", "9223372036854775808")],
+            false,
+        ), // overflow
+        ("k>0", &[("k", "-9223372036854775808")], false),
+        ("k<0", &[("k", "-9223372036854775808")], true),
+        ("k<0", &[("k", "-9223372036854775809")], false), // overflow
+        ("k>0", &[("k", "١")], false),                    // non-ASCII digit
+        ("k>1,k<5", &[("k", "3")], true),
+        ("k>1,k<5", &[("k", "5")], false),
+        ("k>1,k!=3", &[("k", "3")], false),
+        ("k>1,k!=3", &[("k", "4")], true),
+        ("a>1,b<1", &[("a", "2"), ("b", "0")], true),
+        ("a>1,b<1", &[("a", "2")], false),
+    ];
+
+    #[test]
+    fn gt_lt_requirements() {
+        let sel = LabelSelector::parse("z<5, a > 007").unwrap();
+        let got: Vec<(&str, Operator, &[String])> = sel
+            .requirements()
+            .iter()
+            .map(|r| (r.key(), r.operator(), r.values()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a", Operator::GreaterThan, &["007".to_owned()][..]),
+                ("z", Operator::LessThan, &["5".to_owned()][..]),
+            ]
+        );
+        assert_eq!(sel.requirements()[0].to_string(), "a>007");
+        assert_eq!(sel.requirements()[1].to_string(), "z<5");
+        // Same number written differently: different selectors, as in apimachinery.
+        assert_ne!(
+            LabelSelector::parse("a>7").unwrap(),
+            LabelSelector::parse("a>007").unwrap()
+        );
+        assert_ne!(
+            LabelSelector::parse("a>7").unwrap(),
+            LabelSelector::parse("a<7").unwrap()
+        );
+        let none: Option<&BTreeMap<String, String>> = None;
+        assert!(!LabelSelector::parse("a>1").unwrap().matches(&none));
+        assert!(!LabelSelector::parse("a<1").unwrap().matches(&none));
     }
 
     #[test]
@@ -1126,9 +1318,10 @@ mod tests {
             &["a", "b", "in", "notin", "=", "==", "!=", "!", "(", ")", ","],
             5,
         );
+        let comparisons = token_sequences(&["a", "1", "-1", "<", ">", "=", "!", ","], 5);
         let deep = token_sequences(&["a", "in", "(", ")", ","], 8);
         let mut accepted = 0;
-        for s in wide.iter().chain(&deep) {
+        for s in wide.iter().chain(&deep).chain(&comparisons) {
             if LabelSelector::parse(s).is_ok() {
                 accepted += 1;
             }
@@ -1142,7 +1335,7 @@ mod tests {
     #[test]
     fn never_panics_on_short_strings() {
         const ALPHABET: &[char] = &[
-            'a', 'i', 'n', '=', '!', '(', ')', ',', ' ', '/', 'é', '\0', '<',
+            'a', 'i', 'n', '=', '!', '(', ')', ',', ' ', '/', 'é', '\0', '<', '>', '1',
         ];
         let mut current = vec![String::new()];
         for _ in 0..4 {

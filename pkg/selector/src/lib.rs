@@ -8,8 +8,11 @@
 //! renders back to a canonical string (its `Display`) that parses to an equal
 //! selector.
 //!
+//! Every label operator is supported, including `key>N` and `key<N`
+//! ([`Operator::GreaterThan`], [`Operator::LessThan`]), which kubectl's
+//! documentation rarely shows but the apiserver accepts.
+//!
 //! Where this crate differs from apimachinery:
-//! * the label operators `<` and `>` (`Gt`, `Lt`) are rejected;
 //! * field selectors render `==` as `==` (apimachinery prints `=`);
 //! * [`FieldSelector::matches`] treats a missing field as the empty string.
 //!
@@ -36,6 +39,12 @@
 //!     _ => None, // unscheduled: no spec.nodeName, which `spec.nodeName=` selects
 //! };
 //! assert!(fields.matches(pod_fields));
+//!
+//! let replicas = LabelSelector::parse("shard>2,shard<10")?;
+//! let shard = |n: &str| BTreeMap::from([("shard".to_owned(), n.to_owned())]);
+//! assert!(replicas.matches(&shard("3")));
+//! assert!(!replicas.matches(&shard("10")));
+//! assert!(!replicas.matches(&shard("three")));
 //!
 //! let err = LabelSelector::parse("app in (a,b").unwrap_err();
 //! assert_eq!(err.position(), 11);

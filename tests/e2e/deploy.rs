@@ -1,0 +1,617 @@
+//! Shipping k8sailor in-cluster: the manifests under config/ pass the apiserver's checks, the
+//! shipped ClusterRole is enough to serve (a missing verb stops start-up loudly), and with no
+//! kubeconfig k8sailor runs from the service-account files a pod gets.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Subject};
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use kube::config::Kubeconfig;
+use serde_json::{Value, json};
+
+use crate::support::{Server, TestNamespace, cluster, deployment, eventually, names};
+
+const SOON: Duration = Duration::from_secs(20);
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The objects of one manifest file under config/, as JSON.
+fn manifest(file: &str) -> Vec<Value> {
+    let path = repo().join("config").join(file);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_saphyr::from_multiple::<Value>(&text)
+        .unwrap_or_else(|e| panic!("{} is not YAML: {e}", path.display()))
+        .into_iter()
+        .filter(|doc| !doc.is_null())
+        .collect()
+}
+
+/// The one object of `kind` in `file`, typed.
+fn shipped<K: serde::de::DeserializeOwned>(file: &str, kind: &str) -> K {
+    let mut found: Vec<Value> = manifest(file)
+        .into_iter()
+        .filter(|doc| doc["kind"] == kind)
+        .collect();
+    assert_eq!(found.len(), 1, "config/{file} must hold exactly one {kind}");
+    serde_json::from_value(found.remove(0))
+        .unwrap_or_else(|e| panic!("the {kind} in config/{file}: {e}"))
+}
+
+/// config/rbac.yaml, checked to hang together: the binding grants the role to the account.
+struct ShippedRbac {
+    account: ServiceAccount,
+    role: ClusterRole,
+    binding: ClusterRoleBinding,
+}
+
+impl ShippedRbac {
+    fn load() -> ShippedRbac {
+        let account: ServiceAccount = shipped("rbac.yaml", "ServiceAccount");
+        let role: ClusterRole = shipped("rbac.yaml", "ClusterRole");
+        let binding: ClusterRoleBinding = shipped("rbac.yaml", "ClusterRoleBinding");
+        assert_eq!(binding.role_ref.kind, "ClusterRole");
+        assert_eq!(Some(&binding.role_ref.name), role.metadata.name.as_ref());
+        let subjects = binding.subjects.clone().unwrap_or_default();
+        assert!(
+            subjects.iter().any(|s| s.kind == "ServiceAccount"
+                && Some(&s.name) == account.metadata.name.as_ref()
+                && s.namespace == account.metadata.namespace),
+            "the ClusterRoleBinding does not bind the shipped ServiceAccount: {subjects:?}"
+        );
+        ShippedRbac {
+            account,
+            role,
+            binding,
+        }
+    }
+
+    fn rules(&self) -> Vec<PolicyRule> {
+        self.role.rules.clone().unwrap_or_default()
+    }
+}
+
+/// Deletes cluster-scoped objects a test made, however the test ends.
+#[derive(Default)]
+struct ClusterScoped {
+    namespaces: Vec<String>,
+    roles: Vec<String>,
+    bindings: Vec<String>,
+}
+
+impl Drop for ClusterScoped {
+    fn drop(&mut self) {
+        let (namespaces, roles, bindings) = (
+            std::mem::take(&mut self.namespaces),
+            std::mem::take(&mut self.roles),
+            std::mem::take(&mut self.bindings),
+        );
+        // As in TestNamespace: a runtime and client of our own, since Drop cannot await.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            rt.block_on(async {
+                let client = cluster().client().await;
+                let dp = DeleteParams::background();
+                for name in bindings {
+                    let _ = Api::<ClusterRoleBinding>::all(client.clone())
+                        .delete(&name, &dp)
+                        .await;
+                }
+                for name in roles {
+                    let _ = Api::<ClusterRole>::all(client.clone())
+                        .delete(&name, &dp)
+                        .await;
+                }
+                for name in namespaces {
+                    let _ = Api::<Namespace>::all(client.clone())
+                        .delete(&name, &dp)
+                        .await;
+                }
+            })
+        })
+        .join();
+    }
+}
+
+/// A private directory under target/ (not under /run, which the in-cluster test hides).
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(what: &str) -> TempDir {
+        let path = repo().join("target").join(format!(
+            "e2e-{what}-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&path)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
+        TempDir(path)
+    }
+
+    fn write(&self, name: &str, contents: &[u8]) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, contents)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The test cluster's API URL and CA bundle (PEM), from its kubeconfig.
+fn endpoint() -> (String, Vec<u8>) {
+    let path = &cluster().kubeconfig;
+    let kc = Kubeconfig::read_from(path).expect("the test cluster's kubeconfig");
+    let current = kc.current_context.clone().expect("a current-context");
+    let context = kc
+        .contexts
+        .iter()
+        .find(|c| c.name == current)
+        .and_then(|c| c.context.clone())
+        .expect("the current context");
+    let named = kc
+        .clusters
+        .iter()
+        .find(|c| c.name == context.cluster)
+        .and_then(|c| c.cluster.clone())
+        .expect("the current context's cluster");
+    let server = named.server.clone().expect("a server URL");
+    let ca = if let Some(data) = &named.certificate_authority_data {
+        base64_decode(data)
+    } else if let Some(file) = &named.certificate_authority {
+        std::fs::read(file).unwrap_or_else(|e| panic!("cannot read the cluster CA {file}: {e}"))
+    } else {
+        panic!("the test cluster's kubeconfig {} has no CA", path.display())
+    };
+    (server, ca)
+}
+
+fn base64_decode(data: &str) -> Vec<u8> {
+    let mut child = Command::new("base64")
+        .arg("-d")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("coreutils base64");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(data.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "base64 -d failed on the CA data");
+    out.stdout
+}
+
+/// A copy of the shipped ServiceAccount in `ns`, bound to a cluster-wide role with `rules`
+/// (named after the shipped role, unique to this run), and a fresh token for it.
+async fn account_with_rules(
+    ns: &TestNamespace,
+    rbac: &ShippedRbac,
+    rules: Vec<PolicyRule>,
+    cleanup: &mut ClusterScoped,
+) -> String {
+    let name = format!(
+        "{}-e2e-{}-{}",
+        rbac.role.metadata.name.as_deref().unwrap(),
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    let pp = PostParams::default();
+
+    let mut role = rbac.role.clone();
+    role.metadata.name = Some(name.clone());
+    role.rules = Some(rules);
+    cleanup.roles.push(name.clone());
+    Api::<ClusterRole>::all(ns.client.clone())
+        .create(&pp, &role)
+        .await
+        .expect("create the ClusterRole");
+
+    let mut account = rbac.account.clone();
+    account.metadata.namespace = Some(ns.name.clone());
+    let account_name = account.metadata.name.clone().unwrap();
+    let accounts = ns.api::<ServiceAccount>();
+    accounts
+        .create(&pp, &account)
+        .await
+        .expect("create the ServiceAccount");
+
+    let mut binding = rbac.binding.clone();
+    binding.metadata.name = Some(name.clone());
+    binding.role_ref.name = name.clone();
+    binding.subjects = Some(vec![Subject {
+        kind: "ServiceAccount".into(),
+        name: account_name.clone(),
+        namespace: Some(ns.name.clone()),
+        ..Subject::default()
+    }]);
+    cleanup.bindings.push(name.clone());
+    Api::<ClusterRoleBinding>::all(ns.client.clone())
+        .create(&pp, &binding)
+        .await
+        .expect("create the ClusterRoleBinding");
+
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        },
+        ..TokenRequest::default()
+    };
+    let answer = accounts
+        .create_token_request(&account_name, &pp, &request)
+        .await
+        .expect("a TokenRequest for the ServiceAccount");
+    answer.status.expect("a token in the answer").token
+}
+
+/// A kubeconfig for the test cluster that authenticates with `token` only.
+fn token_kubeconfig(dir: &TempDir, token: &str) -> String {
+    let (server, ca) = endpoint();
+    let ca = dir.write("ca.crt", &ca);
+    // JSON is YAML, which kubeconfig files are.
+    let kubeconfig = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "e2e", "cluster": {"server": server, "certificate-authority": ca}}],
+        "users": [{"name": "e2e", "user": {"token": token}}],
+        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "e2e"}}],
+        "current-context": "e2e",
+    });
+    let path = dir.write("kubeconfig", kubeconfig.to_string().as_bytes());
+    path.to_str().unwrap().to_string()
+}
+
+/// Creates a two-replica Deployment and waits until k8sailor lists it and its two pods.
+async fn serves_a_new_deployment(ns: &TestNamespace, server: &Server) {
+    ns.api::<Deployment>()
+        .create(&PostParams::default(), &deployment("web", 2, &[]))
+        .await
+        .expect("create the Deployment");
+    let list = format!("/deployments?namespace={}", ns.name);
+    eventually(SOON, "web in /deployments", || async {
+        let (status, body) = server.get(&list).await;
+        (status == 200 && names(&body) == ["web"]).then_some(())
+    })
+    .await;
+    let pods = format!("/deployments/web/pods?namespace={}", ns.name);
+    let (body, _) = eventually(SOON, "two pods of web", || async {
+        let (status, body) = server.get(&pods).await;
+        (status == 200 && names(&body).len() == 2).then_some(body)
+    })
+    .await;
+    for pod in body["data"].as_array().unwrap() {
+        assert_eq!(pod["deployment"], "web", "{pod}");
+    }
+}
+
+/// The kubectl that `hack/cluster build` made (cached after the first build).
+fn kubectl() -> PathBuf {
+    let out = Command::new(repo().join("hack/cluster"))
+        .arg("build")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run hack/cluster build");
+    assert!(
+        out.status.success(),
+        "hack/cluster build failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = String::from_utf8_lossy(&out.stdout);
+    let kubectl = PathBuf::from(dir.trim().lines().last().unwrap_or_default()).join("kubectl");
+    assert!(kubectl.is_file(), "no kubectl at {}", kubectl.display());
+    kubectl
+}
+
+#[test]
+fn the_shipped_cluster_role_only_reads_what_k8sailor_needs() {
+    let rbac = ShippedRbac::load();
+    let mut granted = BTreeSet::new();
+    for rule in rbac.rules() {
+        assert!(
+            rule.resource_names.is_none() && rule.non_resource_urls.is_none(),
+            "unexpected rule {rule:?}"
+        );
+        for group in rule.api_groups.clone().unwrap_or_default() {
+            for resource in rule.resources.clone().unwrap_or_default() {
+                for verb in &rule.verbs {
+                    granted.insert(format!("{group}/{resource}:{verb}"));
+                }
+            }
+        }
+    }
+    let expected: BTreeSet<String> = [
+        "/pods:get",
+        "/pods:list",
+        "/pods:watch",
+        "apps/deployments:get",
+        "apps/deployments:list",
+        "apps/deployments:watch",
+        "apps/replicasets:get",
+        "apps/replicasets:list",
+        "apps/replicasets:watch",
+        "/events:list",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    assert_eq!(granted, expected);
+}
+
+#[tokio::test]
+async fn the_manifests_pass_a_server_side_dry_run() {
+    let client = cluster().client().await;
+    let mut cleanup = ClusterScoped::default();
+
+    // The apiserver admits namespaced objects, even in a dry run, only into a namespace that
+    // exists: create the shipped one for real. Its Pod Security labels then make the
+    // apiserver warn about a pod template that breaks the restricted profile.
+    let shipped_ns: Namespace = shipped("namespace.yaml", "Namespace");
+    let ns_name = shipped_ns.metadata.name.clone().unwrap();
+    let namespaces = Api::<Namespace>::all(client);
+    let (created, _) = eventually(SOON, "namespace k8sailor to exist", || async {
+        match namespaces.get_opt(&ns_name).await.expect("get namespace") {
+            // A previous run's namespace still terminating: wait for it to go.
+            Some(ns) if ns.metadata.deletion_timestamp.is_some() => None,
+            Some(_) => Some(false),
+            None => namespaces
+                .create(&PostParams::default(), &shipped_ns)
+                .await
+                .ok()
+                .map(|_| true),
+        }
+    })
+    .await;
+    if created {
+        cleanup.namespaces.push(ns_name.clone());
+    }
+
+    let out = Command::new(kubectl())
+        .arg("--kubeconfig")
+        .arg(&cluster().kubeconfig)
+        .args(["apply", "--dry-run=server", "-o", "json", "-k"])
+        .arg(repo().join("config"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run kubectl");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "kubectl apply --dry-run=server -k config/ failed: {stderr}"
+    );
+    // kubectl warns that a namespace created above lacks its last-applied annotation: harmless.
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("Warning:") && !l.contains("last-applied-configuration"))
+        .collect();
+    assert!(warnings.is_empty(), "the apiserver warned: {warnings:#?}");
+
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("kubectl -o json");
+    let items = match answer["kind"].as_str() {
+        Some("List") => answer["items"].as_array().unwrap().clone(),
+        _ => vec![answer],
+    };
+    let objects: BTreeSet<String> = items
+        .iter()
+        .map(|o| {
+            let m = &o["metadata"];
+            match m["namespace"].as_str() {
+                Some(ns) => format!("{}/{ns}/{}", o["kind"], m["name"]),
+                None => format!("{}/{}", o["kind"], m["name"]),
+            }
+        })
+        .map(|s| s.replace('"', ""))
+        .collect();
+    let expected: BTreeSet<String> = [
+        "Namespace/k8sailor",
+        "ServiceAccount/k8sailor/k8sailor",
+        "ClusterRole/k8sailor-reader",
+        "ClusterRoleBinding/k8sailor-reader",
+        "Deployment/k8sailor/k8sailor",
+        "Service/k8sailor/k8sailor",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    assert_eq!(objects, expected);
+
+    // The pieces fit: the pod runs as the bound account, the probes and the Service reach the
+    // port k8sailor listens on.
+    let of_kind = |kind: &str| items.iter().find(|o| o["kind"] == kind).unwrap();
+    let pod = &of_kind("Deployment")["spec"]["template"];
+    let service = &of_kind("Service")["spec"];
+    assert_eq!(pod["spec"]["serviceAccountName"], "k8sailor");
+    for (key, value) in service["selector"].as_object().unwrap() {
+        assert_eq!(&pod["metadata"]["labels"][key], value, "selector {key}");
+    }
+    let container = &pod["spec"]["containers"][0];
+    assert_eq!(
+        container["ports"],
+        json!([{"name": "http", "containerPort": 8088, "protocol": "TCP"}])
+    );
+    assert_eq!(service["ports"][0]["targetPort"], "http");
+    assert_eq!(service["ports"][0]["port"], 8088);
+    assert_eq!(
+        container["args"],
+        json!([
+            "--listen=0.0.0.0:8088",
+            "--log-format=json",
+            "--shutdown-delay=5s"
+        ])
+    );
+    for (probe, path) in [("livenessProbe", "/livez"), ("readinessProbe", "/readyz")] {
+        assert_eq!(container[probe]["httpGet"]["path"], path, "{probe}");
+        assert_eq!(container[probe]["httpGet"]["port"], "http", "{probe}");
+    }
+}
+
+#[tokio::test]
+async fn the_shipped_cluster_role_is_enough_to_serve() {
+    let ns = TestNamespace::new("rbac").await;
+    let rbac = ShippedRbac::load();
+    let mut cleanup = ClusterScoped::default();
+    let token = account_with_rules(&ns, &rbac, rbac.rules(), &mut cleanup).await;
+    let dir = TempDir::new("rbac");
+    let kubeconfig = token_kubeconfig(&dir, &token);
+
+    // All namespaces, as the shipped Deployment runs.
+    let server = Server::start_with(&kubeconfig, &[])
+        .unwrap_or_else(|e| panic!("k8sailor with the shipped ClusterRole: {e}"));
+    serves_a_new_deployment(&ns, &server).await;
+}
+
+#[tokio::test]
+async fn without_watch_on_pods_it_never_becomes_ready() {
+    let ns = TestNamespace::new("nowatch").await;
+    let rbac = ShippedRbac::load();
+    let mut rules = rbac.rules();
+    let pods = rules
+        .iter_mut()
+        .find(|r| {
+            r.api_groups.as_deref() == Some(&["".to_string()])
+                && r.resources
+                    .as_deref()
+                    .is_some_and(|res| res.contains(&"pods".to_string()))
+        })
+        .expect("a rule for core pods in config/rbac.yaml");
+    assert!(pods.verbs.contains(&"watch".to_string()), "{pods:?}");
+    pods.verbs.retain(|v| v != "watch");
+    let mut cleanup = ClusterScoped::default();
+    let token = account_with_rules(&ns, &rbac, rules, &mut cleanup).await;
+    let dir = TempDir::new("nowatch");
+    let kubeconfig = token_kubeconfig(&dir, &token);
+
+    let mut command = Command::new(env!("CARGO_BIN_EXE_k8sailor"));
+    command
+        .args(["httpserver", "--listen", "127.0.0.1:0"])
+        .args(["--kubeconfig", &kubeconfig, "--sync-timeout", "3s"])
+        .env("RUST_LOG", "warn");
+    let started = Instant::now();
+    let error = match Server::start_command(command) {
+        Ok(server) => panic!(
+            "k8sailor serves at {} although it may not watch pods",
+            server.base
+        ),
+        Err(error) => error,
+    };
+    let waited = started.elapsed();
+    assert!(error.contains("exit status: 1"), "{error}");
+    // k8sailor checks its access before watching, so it fails well before --sync-timeout.
+    assert!(
+        waited < Duration::from_secs(20),
+        "exited only after {waited:?} with --sync-timeout 3s: {error}"
+    );
+    // The harness prefixes what k8sailor printed, so its line may not start the text.
+    let last = error
+        .lines()
+        .rev()
+        .find_map(|l| l.rfind("k8sailor: ").map(|i| &l[i..]))
+        .unwrap_or_else(|| panic!("no final error line: {error}"));
+    assert!(last.contains("Pod"), "{last}");
+    assert!(last.contains("forbidden") || last.contains("403"), "{last}");
+    for synced in ["Deployment", "ReplicaSet"] {
+        assert!(
+            !last.contains(synced),
+            "{synced} should have synced: {last}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn in_cluster_it_uses_the_service_account_files() {
+    // kube-rs reads the token and CA from fixed paths under /var/run. The test must not write
+    // there, so k8sailor runs in a mount namespace of its own with a tmpfs over that directory.
+    let run = std::fs::canonicalize("/var/run").expect("/var/run");
+    match Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "--", "true"])
+        .stdin(Stdio::null())
+        .output()
+    {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!(
+            "`unshare --mount` is not permitted on this machine ({}: {}), so in-cluster mode \
+             cannot be tested without writing to the real {}; run the tests as root or with \
+             CAP_SYS_ADMIN",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim(),
+            run.display()
+        ),
+        Err(e) => panic!("cannot run `unshare` (util-linux), needed for the in-cluster test: {e}"),
+    }
+
+    let ns = TestNamespace::new("incluster").await;
+    let rbac = ShippedRbac::load();
+    let mut cleanup = ClusterScoped::default();
+    let token = account_with_rules(&ns, &rbac, rbac.rules(), &mut cleanup).await;
+    let dir = TempDir::new("incluster");
+    let (server_url, ca) = endpoint();
+    let uri: http::Uri = server_url.parse().expect("the cluster URL");
+    let host = uri.host().expect("a host").to_string();
+    let port = uri.port_u16().unwrap_or(443).to_string();
+    let files = dir.0.join("serviceaccount");
+    std::fs::create_dir(&files).unwrap();
+    dir.write("serviceaccount/token", token.as_bytes());
+    dir.write("serviceaccount/ca.crt", &ca);
+    dir.write("serviceaccount/namespace", ns.name.as_bytes());
+    let home = dir.0.join("home");
+    std::fs::create_dir(&home).unwrap();
+    let log = dir.0.join("k8sailor.log");
+
+    let script = r#"set -e
+mount -t tmpfs -o mode=0755 tmpfs "$1"
+mkdir -p "$1/secrets/kubernetes.io/serviceaccount"
+cp "$2/token" "$2/ca.crt" "$2/namespace" "$1/secrets/kubernetes.io/serviceaccount/"
+exec "$3" httpserver --listen 127.0.0.1:0 --sync-timeout 30s 2>"$4""#;
+    let mut command = Command::new("unshare");
+    command
+        .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
+        .arg(script)
+        .arg("sh")
+        .arg(&run)
+        .arg(&files)
+        .arg(env!("CARGO_BIN_EXE_k8sailor"))
+        .arg(&log)
+        // Nothing of ours leaks in: no KUBECONFIG, no K8SAILOR_*, a HOME without ~/.kube.
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("KUBERNETES_SERVICE_HOST", &host)
+        .env("KUBERNETES_SERVICE_PORT", &port)
+        .env("RUST_LOG", "info");
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let server = Server::start_command(command)
+        .unwrap_or_else(|e| panic!("in-cluster k8sailor did not start: {e}\n{}", read_log()));
+    let logs = read_log();
+    assert!(
+        logs.contains("in-cluster service account"),
+        "k8sailor did not say it uses the in-cluster config: {logs}"
+    );
+    serves_a_new_deployment(&ns, &server).await;
+}
