@@ -74,7 +74,11 @@ pub const STALE_HEADER: &str = "k8sailor-stale-seconds";
 
 async fn mark_stale(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
-    if let Some(age) = health::staleness(&state.workloads.source().informer_states()) {
+    let source = state.workloads.source();
+    if source.is_live() {
+        return response;
+    }
+    if let Some(age) = health::staleness(&source.informer_states()) {
         response
             .headers_mut()
             .insert(STALE_HEADER, HeaderValue::from(age));

@@ -60,6 +60,11 @@ impl CacheSource {
         self
     }
 
+    /// Whether every watch is established; lock-free.
+    pub fn all_connected(&self) -> bool {
+        self.statuses.iter().all(|s| s.is_connected())
+    }
+
     pub fn states(&self) -> Vec<InformerState> {
         self.statuses.iter().map(|s| s.state()).collect()
     }

@@ -204,8 +204,13 @@ impl Source {
         }
     }
 
-    pub fn is_synced(&self) -> bool {
-        self.informer_states().iter().all(|s| s.synced)
+    /// Whether the data served is as fresh as the watches make it; cheap enough for every
+    /// request. Always true for the live source.
+    pub fn is_live(&self) -> bool {
+        match &self.backend {
+            Backend::Cache(c) => c.all_connected(),
+            Backend::Live(_) => true,
+        }
     }
 
     /// The namespace to query: the request's, checked against the served scope.

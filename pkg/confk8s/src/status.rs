@@ -82,6 +82,11 @@ impl InformerStatus {
         self.synced.load(Ordering::Acquire)
     }
 
+    /// Lock-free, for checks on every request.
+    pub fn is_connected(&self) -> bool {
+        self.connected.load(Ordering::Acquire)
+    }
+
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
         // A panic elsewhere while holding this lock cannot leave the counters inconsistent.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
