@@ -6,7 +6,7 @@ mod index;
 
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
-use confk8s::{Delta, FactoryError, Handler, InformerFactory, ObjectKey};
+use confk8s::{Delta, FactoryError, Handler, InformerFactory, ObjectKey, RelistBatch};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::PartialObjectMeta;
@@ -104,6 +104,42 @@ where
 {
     fn on_deltas(&self, deltas: &[Delta<K>]) {
         self.apply_deltas(deltas);
+    }
+
+    fn begin_relist(self: Arc<Self>) -> Box<dyn RelistBatch<K>> {
+        Box::new(CacheRelist {
+            cache: self,
+            changes: Vec::new(),
+        })
+    }
+}
+
+/// A relist in progress: each object becomes its record as it arrives (so the typed objects
+/// of a large list never pile up), and all records go into the index under one write lock.
+struct CacheRelist<R> {
+    cache: Arc<Cache<R>>,
+    changes: Vec<Result<Arc<R>, ObjectKey>>,
+}
+
+impl<K, R> RelistBatch<K> for CacheRelist<R>
+where
+    R: Indexed + FromObject<K> + Send + Sync + 'static,
+{
+    fn add(&mut self, delta: &Delta<K>) {
+        self.changes.push(match delta {
+            Delta::Added(o) | Delta::Updated(o) => Ok(R::from_object(o)),
+            Delta::Deleted(key) => Err(key.clone()),
+        });
+    }
+
+    fn commit(self: Box<Self>) {
+        let mut index = self.cache.index.write().unwrap_or_else(|e| e.into_inner());
+        for change in self.changes {
+            match change {
+                Ok(record) => index.apply(record),
+                Err(key) => index.delete(&key),
+            }
+        }
     }
 }
 
@@ -258,6 +294,28 @@ mod tests {
             None,
             "the pod's owner uid is the old ReplicaSet"
         );
+    }
+
+    #[test]
+    fn a_relist_is_invisible_until_committed_then_complete() {
+        let (caches, web, _) = overlapping();
+        let mut batch = caches.pods.clone().begin_relist();
+        batch.add(&Delta::Updated(mk_pod(
+            "ns",
+            "web-abc-1",
+            Some(("web-abc", "rs-web")),
+            &[("app", "new")],
+        )));
+        batch.add(&Delta::Deleted(ObjectKey::new("ns", "web-abc-2")));
+        // Readers still see the old state while the pages arrive.
+        assert_eq!(
+            pod_names(&caches.pods_of_deployment(&web)),
+            ["web-abc-1", "web-abc-2"]
+        );
+        batch.commit();
+        assert_eq!(pod_names(&caches.pods_of_deployment(&web)), ["web-abc-1"]);
+        let relabelled = caches.pods.get(&ObjectKey::new("ns", "web-abc-1")).unwrap();
+        assert_eq!(relabelled.dto.labels["app"], "new");
     }
 
     #[test]

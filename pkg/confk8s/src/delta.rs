@@ -73,50 +73,32 @@ pub fn strip_noise<K: Resource>(obj: &mut K) {
 /// DeltaFIFO does, while remembering only each object's resourceVersion (never the objects, so
 /// that the handlers' compact caches are the only copy kept).
 ///
-/// A relist (`Init` .. `InitDone`) is returned as one batch at `InitDone`: additions, updates of
-/// objects whose resourceVersion changed, and deletions of objects absent from the new list.
-/// Objects whose resourceVersion did not change produce nothing.
-#[derive(Debug)]
-pub struct DeltaTracker<K> {
+/// A relist (`Init` .. `InitDone`) is reported as it arrives: its additions and updates of
+/// objects whose resourceVersion changed one by one, then at `InitDone` the keys of objects
+/// absent from the new list. Objects whose resourceVersion did not change produce nothing.
+#[derive(Debug, Default)]
+pub struct DeltaTracker {
     known: HashMap<ObjectKey, String>,
-    relist: Option<Relist<K>>,
-}
-
-#[derive(Debug)]
-struct Relist<K> {
-    seen: HashMap<ObjectKey, String>,
-    deltas: Vec<Delta<K>>,
-}
-
-impl<K> Default for Relist<K> {
-    fn default() -> Self {
-        Relist {
-            seen: HashMap::new(),
-            deltas: Vec::new(),
-        }
-    }
-}
-
-impl<K> Default for DeltaTracker<K> {
-    fn default() -> Self {
-        DeltaTracker {
-            known: HashMap::new(),
-            relist: None,
-        }
-    }
+    /// During a relist: what the new list holds so far.
+    relist: Option<HashMap<ObjectKey, String>>,
 }
 
 /// What one watcher event amounted to.
 #[derive(Debug, PartialEq)]
 pub enum Step<K> {
-    /// Nothing to tell handlers yet (inside a relist, or an unchanged object).
+    /// Nothing to tell handlers (an unchanged object).
     Nothing,
+    /// Outside relists: changes to apply now.
     Deltas(Vec<Delta<K>>),
-    /// A relist finished: its deltas, applied together, make the new state.
-    Relisted(Vec<Delta<K>>),
+    /// A relist began: collect what follows and apply it together at [`Step::Relisted`].
+    RelistStarted,
+    /// One change within the relist.
+    RelistDelta(Delta<K>),
+    /// The relist is complete; these objects are gone.
+    Relisted(Vec<ObjectKey>),
 }
 
-impl<K: Resource> DeltaTracker<K> {
+impl DeltaTracker {
     pub fn len(&self) -> usize {
         self.known.len()
     }
@@ -125,35 +107,33 @@ impl<K: Resource> DeltaTracker<K> {
         self.known.is_empty()
     }
 
-    pub fn step(&mut self, event: Event<K>) -> Step<K> {
+    pub fn step<K: Resource>(&mut self, event: Event<K>) -> Step<K> {
         match event {
             Event::Init => {
-                self.relist = Some(Relist::default());
-                Step::Nothing
+                self.relist = Some(HashMap::new());
+                Step::RelistStarted
             }
             Event::InitApply(obj) => {
                 let key = ObjectKey::of(&obj);
                 let rv = obj.meta().resource_version.clone().unwrap_or_default();
-                let relist = self.relist.get_or_insert_with(Relist::default);
-                match self.known.get(&key) {
-                    Some(old) if *old == rv => {}
-                    Some(_) => relist.deltas.push(Delta::Updated(obj)),
-                    None => relist.deltas.push(Delta::Added(obj)),
-                }
-                relist.seen.insert(key, rv);
-                Step::Nothing
+                let step = match self.known.get(&key) {
+                    Some(old) if *old == rv => Step::Nothing,
+                    Some(_) => Step::RelistDelta(Delta::Updated(obj)),
+                    None => Step::RelistDelta(Delta::Added(obj)),
+                };
+                self.relist.get_or_insert_with(HashMap::new).insert(key, rv);
+                step
             }
             Event::InitDone => {
-                let Relist { seen, mut deltas } = self.relist.take().unwrap_or_default();
-                deltas.extend(
-                    self.known
-                        .keys()
-                        .filter(|k| !seen.contains_key(*k))
-                        .cloned()
-                        .map(Delta::Deleted),
-                );
+                let seen = self.relist.take().unwrap_or_default();
+                let gone = self
+                    .known
+                    .keys()
+                    .filter(|k| !seen.contains_key(*k))
+                    .cloned()
+                    .collect();
                 self.known = seen;
-                Step::Relisted(deltas)
+                Step::Relisted(gone)
             }
             Event::Apply(obj) => {
                 let key = ObjectKey::of(&obj);
@@ -193,18 +173,25 @@ mod tests {
         }
     }
 
-    fn relist(t: &mut DeltaTracker<ConfigMap>, objs: Vec<ConfigMap>) -> Vec<Delta<ConfigMap>> {
-        assert_eq!(t.step(Event::Init), Step::Nothing);
+    /// The relist's changes in the order a handler's batch receives them.
+    fn relist(t: &mut DeltaTracker, objs: Vec<ConfigMap>) -> Vec<Delta<ConfigMap>> {
+        assert_eq!(t.step::<ConfigMap>(Event::Init), Step::RelistStarted);
+        let mut deltas = Vec::new();
         for o in objs {
-            assert_eq!(t.step(Event::InitApply(o)), Step::Nothing);
+            match t.step(Event::InitApply(o)) {
+                Step::RelistDelta(d) => deltas.push(d),
+                Step::Nothing => {}
+                other => panic!("unexpected {other:?} inside a relist"),
+            }
         }
-        match t.step(Event::InitDone) {
-            Step::Relisted(d) => d,
-            other => panic!("expected a relist, got {other:?}"),
+        match t.step::<ConfigMap>(Event::InitDone) {
+            Step::Relisted(gone) => deltas.extend(gone.into_iter().map(Delta::Deleted)),
+            other => panic!("expected the end of the relist, got {other:?}"),
         }
+        deltas
     }
 
-    fn step(t: &mut DeltaTracker<ConfigMap>, e: Event<ConfigMap>) -> Step<ConfigMap> {
+    fn step(t: &mut DeltaTracker, e: Event<ConfigMap>) -> Step<ConfigMap> {
         t.step(e)
     }
 

@@ -17,11 +17,20 @@ use tokio_util::sync::CancellationToken;
 use crate::delta::{Delta, DeltaTracker, Step, strip_noise};
 use crate::status::{InformerState, InformerStatus};
 
-/// Receives the changes of one kind. Deltas delivered in one call belong together (a relist's
-/// whole difference arrives at once), so a handler that applies a call under one lock never
-/// shows readers a half-applied relist.
+/// Receives the changes of one kind.
 pub trait Handler<K>: Send + Sync + 'static {
+    /// Changes outside relists, one watch event at a time.
     fn on_deltas(&self, deltas: &[Delta<K>]);
+    /// A relist began. Its changes go to the batch one by one as the pages arrive, so the
+    /// handler can keep what it needs of each object and drop the rest at once; `commit`
+    /// applies them together, so readers never see a half-applied relist.
+    fn begin_relist(self: Arc<Self>) -> Box<dyn RelistBatch<K>>;
+}
+
+/// The changes of one relist, applied together on commit.
+pub trait RelistBatch<K>: Send {
+    fn add(&mut self, delta: &Delta<K>);
+    fn commit(self: Box<Self>);
 }
 
 /// The bounds a watched type needs; all our kinds are namespaced built-ins.
@@ -94,7 +103,9 @@ impl<T: Watched> Informer<T> {
         // Errors are yielded by the watcher and retried with client-go's backoff; they are
         // logged and counted, never the end of the watch.
         let mut events = (self.open)().default_backoff().boxed();
-        let mut tracker = DeltaTracker::<T>::default();
+        let mut tracker = DeltaTracker::default();
+        let mut relist: Vec<Box<dyn RelistBatch<T>>> = Vec::new();
+        let mut relist_changes = 0usize;
         tracing::debug!(%kind, "watch starting");
         loop {
             let event = tokio::select! {
@@ -117,20 +128,39 @@ impl<T: Watched> Informer<T> {
                 Event::Init | Event::InitDone => None,
             };
             self.status.heard(rv.as_deref());
-            let (deltas, relisted) = match tracker.step(event.modify(strip_noise)) {
-                Step::Nothing => continue,
-                Step::Deltas(d) => (d, false),
-                Step::Relisted(d) => (d, true),
-            };
-            if !deltas.is_empty() {
-                for handler in &handlers {
-                    handler.on_deltas(&deltas);
+            match tracker.step(event.modify(strip_noise)) {
+                Step::Nothing => {}
+                Step::Deltas(deltas) => {
+                    for handler in &handlers {
+                        handler.on_deltas(&deltas);
+                    }
+                    self.status.counted(&deltas, tracker.len());
                 }
-            }
-            self.status.counted(&deltas, tracker.len());
-            if relisted {
-                tracing::info!(%kind, objects = tracker.len(), changes = deltas.len(), "list synced");
-                self.status.relisted();
+                Step::RelistStarted => {
+                    relist = handlers.iter().map(|h| h.clone().begin_relist()).collect();
+                    relist_changes = 0;
+                }
+                Step::RelistDelta(delta) => {
+                    for batch in &mut relist {
+                        batch.add(&delta);
+                    }
+                    relist_changes += 1;
+                    self.status
+                        .counted(std::slice::from_ref(&delta), tracker.len());
+                }
+                Step::Relisted(gone) => {
+                    let gone: Vec<Delta<T>> = gone.into_iter().map(Delta::Deleted).collect();
+                    for mut batch in relist.drain(..) {
+                        for delta in &gone {
+                            batch.add(delta);
+                        }
+                        batch.commit();
+                    }
+                    self.status.counted(&gone, tracker.len());
+                    let changes = relist_changes + gone.len();
+                    tracing::info!(%kind, objects = tracker.len(), changes, "list synced");
+                    self.status.relisted();
+                }
             }
         }
         tracing::debug!(%kind, "watch stopped");
@@ -166,9 +196,9 @@ struct Registry {
 impl InformerFactory {
     /// Watches `namespace` only when given, otherwise all namespaces.
     pub fn new(client: Client, namespace: Option<String>) -> Self {
-        // The first list is served from the apiserver's watch cache, as client-go's reflector
-        // does (resourceVersion=0), sparing etcd a full read at every start.
-        let config = watcher::Config::default().any_semantic();
+        // Paged lists (500 objects a page): a resourceVersion=0 list would come as one page,
+        // and every object of it would be a typed object at once, many times the cache's size.
+        let config = watcher::Config::default();
         InformerFactory {
             client,
             namespace,

@@ -11,6 +11,12 @@
 //! struct CountPods;
 //! impl Handler<Pod> for CountPods {
 //!     fn on_deltas(&self, deltas: &[Delta<Pod>]) { println!("{} changes", deltas.len()); }
+//!     fn begin_relist(self: Arc<Self>) -> Box<dyn confk8s::RelistBatch<Pod>> { Box::new(Count(0)) }
+//! }
+//! struct Count(usize);
+//! impl confk8s::RelistBatch<Pod> for Count {
+//!     fn add(&mut self, _: &Delta<Pod>) { self.0 += 1; }
+//!     fn commit(self: Box<Self>) { println!("relisted: {} changes", self.0); }
 //! }
 //!
 //! let (client, source) = confk8s::connect(&ClientOptions::default()).await?;
@@ -30,5 +36,5 @@ mod status;
 
 pub use client::{ClientError, ClientOptions, ConfigSource, connect, load_config};
 pub use delta::{Delta, DeltaTracker, ObjectKey, Step, strip_noise};
-pub use informer::{FactoryError, Handler, InformerFactory, Watched};
+pub use informer::{FactoryError, Handler, InformerFactory, RelistBatch, Watched};
 pub use status::{InformerState, InformerStatus};
