@@ -123,8 +123,9 @@ pub struct PodRecord {
     pub dto: PodDto,
     pub owner: Option<Owner>,
     pub fields: PodSelectableFields,
-    /// The object as the apiserver sent it, without managedFields, as compact JSON: what
-    /// `/pods/{name}/output` prints, at a seventh of a typed object's memory.
+    /// The object as the apiserver sent it, without managedFields, as LZ4-compressed compact
+    /// JSON: what `/pods/{name}/output` prints. Read rarely, kept for every pod, so it is
+    /// stored at a fraction of its size; see [`PodRecord::raw_json`].
     pub raw: Bytes,
 }
 
@@ -384,7 +385,8 @@ impl PodRecord {
             nominated_node_name: nominated_node_name.unwrap_or_default(),
         };
         // Serializing a typed Pod cannot fail: it has no maps with non-string keys.
-        let raw = serde_json::to_vec(pod).map(Bytes::from).unwrap_or_default();
+        let json = serde_json::to_vec(pod).unwrap_or_default();
+        let raw = Bytes::from(lz4_flex::compress_prepend_size(&json));
         Arc::new(PodRecord {
             key: key_of(meta),
             owner: Owner::controller_of(meta),
@@ -392,6 +394,14 @@ impl PodRecord {
             fields,
             raw,
         })
+    }
+}
+
+impl PodRecord {
+    /// The Pod's JSON as the apiserver sent it (managedFields stripped).
+    pub fn raw_json(&self) -> Result<Vec<u8>, String> {
+        lz4_flex::decompress_size_prepended(&self.raw)
+            .map_err(|e| format!("cached pod {} is corrupt: {e}", self.key))
     }
 }
 
@@ -527,7 +537,14 @@ mod tests {
         for field in POD_FIELDS {
             assert!(r.field(field).is_some(), "{field} is selectable");
         }
-        let raw: serde_json::Value = serde_json::from_slice(&r.raw).unwrap();
+        let json = r.raw_json().unwrap();
+        assert!(
+            r.raw.len() < json.len(),
+            "stored compressed: {} of {} bytes",
+            r.raw.len(),
+            json.len()
+        );
+        let raw: serde_json::Value = serde_json::from_slice(&json).unwrap();
         assert_eq!(raw["kind"], "Pod");
         assert_eq!(raw["metadata"]["name"], "web-1");
     }

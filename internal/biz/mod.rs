@@ -324,7 +324,8 @@ impl<S: WorkloadSource> Workloads<S> {
     ) -> Result<(OutputFormat, String), BizError> {
         let format = OutputFormat::parse(format)?;
         let record = self.pod_record(namespace, name).await?;
-        Ok((format, format.render(&record.raw)?))
+        let json = record.raw_json().map_err(BizError::Internal)?;
+        Ok((format, format.render(&json)?))
     }
 
     async fn pod_record(
