@@ -1,0 +1,323 @@
+// Command baseline is the benchmark's reference read cache: client-go's shared informer
+// factory and listers used the way their documentation shows, serving the reads k8sailor
+// serves as plain JSON (the same DTO fields, built per request from the cached objects).
+//
+//	baseline --kubeconfig F [--listen 127.0.0.1:0] [--strip-managed-fields]
+//
+// Once every informer has synced and the port is bound it prints
+// `baseline listening on http://ADDR` on stdout.
+//
+//	GET /ping
+//	GET /deployments/{name}?namespace=NS          one Deployment
+//	GET /pods?namespace=NS&labelSelector=SEL      pods of a namespace (all if empty), by selector
+//	GET /pods/{name}?namespace=NS                 one Pod
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+type server struct {
+	deployments appslisters.DeploymentLister
+	replicaSets appslisters.ReplicaSetLister
+	pods        corelisters.PodLister
+}
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file")
+	listen := flag.String("listen", "127.0.0.1:0", "address to serve on")
+	strip := flag.Bool("strip-managed-fields", false, "drop managedFields before caching (informers.WithTransform)")
+	flag.Parse()
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		log.Fatalf("baseline: %v", err)
+	}
+	cfg.UserAgent = "k8sailor-bench-baseline"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		log.Fatalf("baseline: %v", err)
+	}
+
+	var opts []informers.SharedInformerOption
+	if *strip {
+		opts = append(opts, informers.WithTransform(func(obj any) (any, error) {
+			if m, err := meta.Accessor(obj); err == nil {
+				m.SetManagedFields(nil)
+			}
+			return obj, nil
+		}))
+	}
+	// No periodic resync: nothing here reconciles, and a resync only replays the cache.
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
+	s := &server{
+		deployments: factory.Apps().V1().Deployments().Lister(),
+		replicaSets: factory.Apps().V1().ReplicaSets().Lister(),
+		pods:        factory.Core().V1().Pods().Lister(),
+	}
+	stop := make(chan struct{})
+	factory.Start(stop)
+	for typ, ok := range factory.WaitForCacheSync(stop) {
+		if !ok {
+			log.Fatalf("baseline: cache of %v did not sync", typ)
+		}
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ping", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("pong")) })
+	mux.HandleFunc("GET /deployments/{name}", s.getDeployment)
+	mux.HandleFunc("GET /pods", s.listPods)
+	mux.HandleFunc("GET /pods/{name}", s.getPod)
+
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Fatalf("baseline: %v", err)
+	}
+	fmt.Printf("baseline listening on http://%s\n", ln.Addr())
+	os.Stdout.Sync()
+
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+		<-sig
+		srv.Close()
+	}()
+	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+		log.Fatalf("baseline: %v", err)
+	}
+	close(stop)
+	factory.Shutdown()
+}
+
+func namespaceOf(r *http.Request) string {
+	if ns := r.URL.Query().Get("namespace"); ns != "" {
+		return ns
+	}
+	return metav1.NamespaceDefault
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(b)
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	if apierrors.IsNotFound(err) {
+		code = http.StatusNotFound
+	}
+	writeJSON(w, code, map[string]string{"error": err.Error()})
+}
+
+func (s *server) getDeployment(w http.ResponseWriter, r *http.Request) {
+	d, err := s.deployments.Deployments(namespaceOf(r)).Get(r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, deploymentDTO(d))
+}
+
+func (s *server) getPod(w http.ResponseWriter, r *http.Request) {
+	p, err := s.pods.Pods(namespaceOf(r)).Get(r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.podDTO(p))
+}
+
+func (s *server) listPods(w http.ResponseWriter, r *http.Request) {
+	sel := labels.Everything()
+	if q := r.URL.Query().Get("labelSelector"); q != "" {
+		var err error
+		if sel, err = labels.Parse(q); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+	}
+	var pods []*corev1.Pod
+	var err error
+	if ns := r.URL.Query().Get("namespace"); ns != "" {
+		pods, err = s.pods.Pods(ns).List(sel) // the namespace index
+	} else {
+		pods, err = s.pods.List(sel)
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	sort.Slice(pods, func(i, j int) bool {
+		if pods[i].Namespace != pods[j].Namespace {
+			return pods[i].Namespace < pods[j].Namespace
+		}
+		return pods[i].Name < pods[j].Name
+	})
+	out := make([]podDTO, len(pods))
+	for i, p := range pods {
+		out[i] = s.podDTO(p)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// DTOs: the fields k8sailor answers with.
+
+type deploymentStatus struct {
+	Replicas            int32 `json:"replicas"`
+	AvailableReplicas   int32 `json:"availableReplicas"`
+	UnavailableReplicas int32 `json:"unavailableReplicas"`
+}
+
+type deployment struct {
+	Name              string            `json:"name"`
+	Namespace         string            `json:"namespace"`
+	Replicas          int32             `json:"replicas"`
+	Images            []string          `json:"images"`
+	Status            deploymentStatus  `json:"status"`
+	LabelSelector     map[string]string `json:"labelSelector"`
+	Labels            map[string]string `json:"labels"`
+	UID               string            `json:"uid"`
+	CreationTimestamp string            `json:"creationTimestamp"`
+	ResourceVersion   string            `json:"resourceVersion"`
+	Ready             string            `json:"ready"`
+	UpToDate          int32             `json:"upToDate"`
+	Available         int32             `json:"available"`
+}
+
+type podStatus struct {
+	Phase   string `json:"phase"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+type podDTO struct {
+	Name              string            `json:"name"`
+	Namespace         string            `json:"namespace"`
+	Images            []string          `json:"images"`
+	NodeName          string            `json:"nodeName"`
+	NodeIP            string            `json:"nodeIp"`
+	PodIP             string            `json:"podIp"`
+	CreateTime        string            `json:"createTime"`
+	Status            podStatus         `json:"status"`
+	Labels            map[string]string `json:"labels"`
+	UID               string            `json:"uid"`
+	CreationTimestamp string            `json:"creationTimestamp"`
+	ResourceVersion   string            `json:"resourceVersion"`
+	Ready             string            `json:"ready"`
+	StatusText        string            `json:"statusText"`
+	Restarts          int32             `json:"restarts"`
+	Deployment        string            `json:"deployment"`
+}
+
+func rfc3339(t metav1.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func images(cs []corev1.Container) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.Image)
+	}
+	return out
+}
+
+func deploymentDTO(d *appsv1.Deployment) deployment {
+	replicas := int32(1)
+	if d.Spec.Replicas != nil {
+		replicas = *d.Spec.Replicas
+	}
+	var sel map[string]string
+	if d.Spec.Selector != nil {
+		sel = d.Spec.Selector.MatchLabels
+	}
+	return deployment{
+		Name: d.Name, Namespace: d.Namespace, Replicas: replicas,
+		Images:        images(d.Spec.Template.Spec.Containers),
+		Status:        deploymentStatus{d.Status.Replicas, d.Status.AvailableReplicas, d.Status.UnavailableReplicas},
+		LabelSelector: sel, Labels: d.Labels, UID: string(d.UID),
+		CreationTimestamp: rfc3339(d.CreationTimestamp), ResourceVersion: d.ResourceVersion,
+		Ready:    fmt.Sprintf("%d/%d", d.Status.ReadyReplicas, replicas),
+		UpToDate: d.Status.UpdatedReplicas, Available: d.Status.AvailableReplicas,
+	}
+}
+
+func (s *server) podDTO(p *corev1.Pod) podDTO {
+	ready, restarts := 0, int32(0)
+	statusText := string(p.Status.Phase)
+	if p.Status.Reason != "" {
+		statusText = p.Status.Reason
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		restarts += c.RestartCount
+		if c.Ready {
+			ready++
+		}
+		if c.State.Waiting != nil && c.State.Waiting.Reason != "" {
+			statusText = c.State.Waiting.Reason
+		} else if c.State.Terminated != nil && c.State.Terminated.Reason != "" {
+			statusText = c.State.Terminated.Reason
+		}
+	}
+	if p.DeletionTimestamp != nil {
+		statusText = "Terminating"
+	}
+	return podDTO{
+		Name: p.Name, Namespace: p.Namespace, Images: images(p.Spec.Containers),
+		NodeName: p.Spec.NodeName, NodeIP: p.Status.HostIP, PodIP: p.Status.PodIP,
+		CreateTime: rfc3339(p.CreationTimestamp),
+		Status:     podStatus{string(p.Status.Phase), p.Status.Reason, p.Status.Message},
+		Labels:     p.Labels, UID: string(p.UID),
+		CreationTimestamp: rfc3339(p.CreationTimestamp), ResourceVersion: p.ResourceVersion,
+		Ready:      fmt.Sprintf("%d/%d", ready, len(p.Spec.Containers)),
+		StatusText: statusText, Restarts: restarts, Deployment: s.deploymentOf(p),
+	}
+}
+
+// deploymentOf follows the controller ownerReferences Pod -> ReplicaSet -> Deployment.
+func (s *server) deploymentOf(p *corev1.Pod) string {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil || ref.Kind != "ReplicaSet" {
+		return ""
+	}
+	rs, err := s.replicaSets.ReplicaSets(p.Namespace).Get(ref.Name)
+	if err != nil || rs.UID != ref.UID {
+		return ""
+	}
+	if dref := metav1.GetControllerOf(rs); dref != nil && dref.Kind == "Deployment" {
+		return dref.Name
+	}
+	return ""
+}
