@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::support::{Server, TestNamespace, deployment, eventually, names};
+use crate::support::{Server, TestNamespace, deployment, eventually, names, pod};
 
 const SOON: Duration = Duration::from_secs(20);
 
@@ -194,11 +194,7 @@ async fn overlapping_selectors_never_claim_each_others_pods() {
 async fn pod_output_is_the_object_as_kubectl_prints_it() {
     let ns = TestNamespace::new("output").await;
     let server = Server::start(&["--namespace", &ns.name]);
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": {"name": "solo", "labels": {"app": "solo"}},
-        "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
-    }))
-    .unwrap();
+    let pod = pod("solo", &[("app", "solo")]);
     ns.api::<Pod>()
         .create(&PostParams::default(), &pod)
         .await
@@ -294,13 +290,7 @@ async fn paging_while_pods_change_returns_the_first_pages_set_exactly_once() {
     let ns = TestNamespace::new("paging").await;
     let server = Server::start(&["--namespace", &ns.name]);
     let pods = ns.api::<Pod>();
-    let mk = |name: String| -> Pod {
-        serde_json::from_value(json!({
-            "metadata": {"name": name},
-            "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
-        }))
-        .unwrap()
-    };
+    let mk = |name: String| pod(&name, &[]);
     for i in 0..10 {
         pods.create(&PostParams::default(), &mk(format!("p{i}")))
             .await
@@ -348,11 +338,7 @@ async fn pod_events_are_read_live_newest_first() {
     use k8s_openapi::api::core::v1::Event;
     let ns = TestNamespace::new("events").await;
     let server = Server::start(&["--namespace", &ns.name]);
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": {"name": "noisy"},
-        "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
-    }))
-    .unwrap();
+    let pod = pod("noisy", &[]);
     ns.api::<Pod>()
         .create(&PostParams::default(), &pod)
         .await

@@ -220,6 +220,19 @@ pub fn names(list: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A bare Pod (no controller) with one container and the given labels.
+pub fn pod(name: &str, labels: &[(&str, &str)]) -> k8s_openapi::api::core::v1::Pod {
+    let labels: serde_json::Map<String, Value> = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::from(*v)))
+        .collect();
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
+    }))
+    .unwrap()
+}
+
 pub fn deployment(
     name: &str,
     replicas: i32,

@@ -159,6 +159,23 @@ pub async fn connect(opts: &ClientOptions) -> Result<(Client, ConfigSource), Cli
 mod tests {
     use super::*;
 
+    /// A kubeconfig with one context, `real`, pointing at `server`, in a directory of its own.
+    fn kubeconfig_for(test: &str, server: &str) -> (PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("confk8s-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("kubeconfig");
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: '{server}'}}\n\
+                 users:\n- name: u\n  user: {{token: t}}\ncontexts:\n- name: real\n  context: {{cluster: c, user: u}}\n\
+                 current-context: real\n"
+            ),
+        )
+        .unwrap();
+        (dir, path)
+    }
+
     #[tokio::test]
     async fn missing_kubeconfig_names_the_file() {
         let opts = ClientOptions {
@@ -172,16 +189,7 @@ mod tests {
 
     #[tokio::test]
     async fn unknown_context_names_file_and_context() {
-        let dir = std::env::temp_dir().join(format!("confk8s-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("kubeconfig");
-        std::fs::write(
-            &path,
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\n\
-             users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: real\n  context: {cluster: c, user: u}\n\
-             current-context: real\n",
-        )
-        .unwrap();
+        let (dir, path) = kubeconfig_for("context", "https://127.0.0.1:1");
         let opts = ClientOptions {
             kubeconfig: Some(path.clone()),
             context: Some("missing".into()),
@@ -204,17 +212,8 @@ mod tests {
 
     #[tokio::test]
     async fn unreachable_apiserver_is_one_line() {
-        let dir = std::env::temp_dir().join(format!("confk8s-unreach-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("kubeconfig");
         // Port 1 on loopback: nothing listens there, the connection is refused at once.
-        std::fs::write(
-            &path,
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'http://127.0.0.1:1'}\n\
-             users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: real\n  context: {cluster: c, user: u}\n\
-             current-context: real\n",
-        )
-        .unwrap();
+        let (dir, path) = kubeconfig_for("unreachable", "http://127.0.0.1:1");
         let result = connect(&ClientOptions {
             kubeconfig: Some(path),
             connect_timeout: Some(Duration::from_secs(5)),
