@@ -179,20 +179,25 @@ impl Caches {
         owned
     }
 
-    /// The name of the Deployment that controls the Pod's ReplicaSet, if any.
-    pub fn deployment_of_pod(&self, pod: &PodRecord) -> Option<String> {
-        let owner = pod.owner.as_ref().filter(|o| o.kind == "ReplicaSet")?;
-        let rs = self
-            .replicasets
-            .get(&ObjectKey::new(
-                pod.key.namespace.clone(),
-                owner.name.clone(),
-            ))
-            .filter(|rs| rs.uid == owner.uid)?;
-        rs.owner
-            .as_ref()
-            .filter(|o| o.kind == "Deployment")
-            .map(|o| o.name.clone())
+    /// For each pod, the name of the Deployment that controls its ReplicaSet, if any; one
+    /// read of the ReplicaSet cache for the whole list.
+    pub fn deployments_of_pods(&self, pods: &[Arc<PodRecord>]) -> Vec<Option<String>> {
+        let replicasets = self.replicasets.read();
+        pods.iter()
+            .map(|pod| {
+                let owner = pod.owner.as_ref().filter(|o| o.kind == "ReplicaSet")?;
+                let rs = replicasets
+                    .get(&ObjectKey::new(
+                        pod.key.namespace.clone(),
+                        owner.name.clone(),
+                    ))
+                    .filter(|rs| rs.uid == owner.uid)?;
+                rs.owner
+                    .as_ref()
+                    .filter(|o| o.kind == "Deployment")
+                    .map(|o| o.name.clone())
+            })
+            .collect()
     }
 }
 
@@ -272,9 +277,12 @@ mod tests {
             .pods
             .get(&ObjectKey::new("ns", "web2-xyz-1"))
             .unwrap();
-        assert_eq!(caches.deployment_of_pod(&pod).as_deref(), Some("web2"));
+        assert_eq!(
+            caches.deployments_of_pods(&[pod]),
+            [Some("web2".to_string())]
+        );
         let bare = caches.pods.get(&ObjectKey::new("ns", "bare")).unwrap();
-        assert_eq!(caches.deployment_of_pod(&bare), None);
+        assert_eq!(caches.deployments_of_pods(&[bare]), [None]);
     }
 
     #[test]
@@ -290,8 +298,8 @@ mod tests {
             ))]);
         let pod = caches.pods.get(&ObjectKey::new("ns", "web-abc-1")).unwrap();
         assert_eq!(
-            caches.deployment_of_pod(&pod),
-            None,
+            caches.deployments_of_pods(&[pod]),
+            [None],
             "the pod's owner uid is the old ReplicaSet"
         );
     }
@@ -319,7 +327,7 @@ mod tests {
     }
 
     #[test]
-    fn a_relist_batch_drops_objects_deleted_while_disconnected() {
+    fn a_deleted_pod_leaves_its_deployment() {
         let (caches, web, _) = overlapping();
         // What the informer delivers after a relist in which web-abc-2 no longer exists.
         caches

@@ -176,9 +176,6 @@ impl WorkloadSource for CacheSource {
         &self,
         pods: &[Arc<PodRecord>],
     ) -> Result<Vec<Option<String>>, DaoError> {
-        Ok(pods
-            .iter()
-            .map(|p| self.caches.deployment_of_pod(p))
-            .collect())
+        Ok(self.caches.deployments_of_pods(pods))
     }
 }

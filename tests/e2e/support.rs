@@ -162,16 +162,9 @@ impl Server {
 
     /// GET a path under the API prefix: status and JSON body.
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        let res = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .expect("k8sailor answers");
-        let status = res.status().as_u16();
-        let body = res.bytes().await.expect("a body");
-        let json = serde_json::from_slice(&body)
-            .unwrap_or_else(|e| panic!("GET {path}: {e}: {}", String::from_utf8_lossy(&body)));
+        let (status, body) = self.get_text(path).await;
+        let json =
+            serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"));
         (status, json)
     }
 

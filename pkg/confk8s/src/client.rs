@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 /// Where the client configuration comes from. Unset fields follow kubectl: `KUBECONFIG`, then
@@ -102,7 +102,7 @@ pub async fn load_config(opts: &ClientOptions) -> Result<(Config, ConfigSource),
     let shown = path.display().to_string();
     let kubeconfig = Kubeconfig::read_from(&path).map_err(|e| ClientError::ReadKubeconfig {
         path: shown.clone(),
-        reason: kubeconfig_reason(&e),
+        reason: one_line(&e),
     })?;
     let context = opts
         .context
@@ -118,7 +118,7 @@ pub async fn load_config(opts: &ClientOptions) -> Result<(Config, ConfigSource),
         .map_err(|e| ClientError::Context {
             path: shown.clone(),
             context: context.clone(),
-            reason: kubeconfig_reason(&e),
+            reason: one_line(&e),
         })?;
     Ok((
         config,
@@ -127,10 +127,6 @@ pub async fn load_config(opts: &ClientOptions) -> Result<(Config, ConfigSource),
             context,
         },
     ))
-}
-
-fn kubeconfig_reason(e: &KubeconfigError) -> String {
-    one_line(e)
 }
 
 /// Builds a client and checks that the apiserver answers, so that a wrong file, context or

@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::delta::{Delta, DeltaTracker, Step, strip_noise};
-use crate::status::{InformerState, InformerStatus};
+use crate::status::InformerStatus;
 
 /// Receives the changes of one kind.
 pub trait Handler<K>: Send + Sync + 'static {
@@ -346,14 +346,6 @@ impl InformerFactory {
             .iter()
             .map(|id| registry.by_type[id].status().clone())
             .collect()
-    }
-
-    pub fn states(&self) -> Vec<InformerState> {
-        self.statuses().iter().map(|s| s.state()).collect()
-    }
-
-    pub fn has_synced(&self) -> bool {
-        self.statuses().iter().all(|s| s.is_synced())
     }
 
     /// Waits until every watch has delivered its first full list.
