@@ -168,6 +168,13 @@ impl Server {
         (status, json)
     }
 
+    /// The names a list route answers, or None until it answers 200 (a Deployment the cache has
+    /// not seen yet is a 404).
+    pub async fn names(&self, path: &str) -> Option<Vec<String>> {
+        let (status, body) = self.get(path).await;
+        (status == 200).then(|| names(&body))
+    }
+
     pub async fn get_text(&self, path: &str) -> (u16, String) {
         let res = self
             .http
