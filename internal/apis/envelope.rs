@@ -1,8 +1,8 @@
 //! The original k8sailor's answer shape, `{"code":0,"data":...,"error":""}`, and the mapping
 //! of every failure onto it with the right HTTP status.
 
-use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{FromRequestParts, Path, Query};
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -126,7 +126,10 @@ impl From<BizError> for ApiError {
                 // of our own credentials is a gateway fault, not the caller's.
                 DaoError::Api { code, .. } => match *code {
                     400 | 422 => StatusCode::BAD_REQUEST,
+                    // Our account may not do what was asked: the caller learns it may not either.
+                    403 => StatusCode::FORBIDDEN,
                     404 => StatusCode::NOT_FOUND,
+                    409 => StatusCode::CONFLICT,
                     410 => StatusCode::GONE,
                     _ => StatusCode::BAD_GATEWAY,
                 },
@@ -153,6 +156,23 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
                     StatusCode::BAD_REQUEST,
                     format!("invalid query: {}", e.body_text()),
                 )
+            })
+    }
+}
+
+/// `Json` whose rejection is an envelope: 400 for malformed JSON, 415 without
+/// `Content-Type: application/json`, 422 for JSON of the wrong shape.
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        axum::Json::<T>::from_request(request, state)
+            .await
+            .map(|axum::Json(body)| ApiJson(body))
+            .map_err(|e: JsonRejection| {
+                ApiError::new(e.status(), format!("invalid body: {}", e.body_text()))
             })
     }
 }

@@ -8,8 +8,8 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::docs::{DeploymentDoc, PodDoc};
-use super::envelope::{ApiError, ApiPath, ApiQuery, Envelope, ErrorEnvelope, ok, ok_page};
-use crate::biz::ListRequest;
+use super::envelope::{ApiError, ApiJson, ApiPath, ApiQuery, Envelope, ErrorEnvelope, ok, ok_page};
+use crate::biz::{CreateDeployment, ListRequest};
 use crate::model::EventDto;
 
 /// Every API route: each is registered together with its OpenAPI description.
@@ -17,10 +17,15 @@ pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(ping))
         .routes(routes!(list_deployments))
-        .routes(routes!(get_deployment))
+        .routes(routes!(
+            get_deployment,
+            create_deployment,
+            delete_deployment
+        ))
+        .routes(routes!(scale_deployment))
         .routes(routes!(pods_of_deployment))
         .routes(routes!(list_pods))
-        .routes(routes!(get_pod))
+        .routes(routes!(get_pod, delete_pod))
         .routes(routes!(pod_output))
         .routes(routes!(latest_pod_event))
         .routes(routes!(pod_events))
@@ -118,6 +123,79 @@ async fn get_deployment(
         .await?))
 }
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct ScaleParams {
+    /// The Deployment's namespace; default `default`.
+    namespace: Option<String>,
+    /// The new number of replicas, 0 or more.
+    replicas: Option<String>,
+}
+
+/// Writes go to the apiserver; the answer comes once the cache shows the change, so the next
+/// read sees it.
+#[utoipa::path(put, path = "/deployments/{name}/replicas", tag = "deployments",
+    params(("name" = String, Path, description = "Deployment name"), ScaleParams),
+    responses(
+        (status = 200, description = "Scaled: `data` is true", body = Envelope<bool>),
+        (status = 400, description = "Invalid namespace, name or replicas", body = ErrorEnvelope),
+        (status = 403, description = "k8sailor's account may not scale Deployments (RBAC)", body = ErrorEnvelope),
+        (status = 404, description = "No such Deployment", body = ErrorEnvelope),
+    ))]
+async fn scale_deployment(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ScaleParams>,
+) -> Result<Response, ApiError> {
+    Ok(ok(s
+        .workloads
+        .scale_deployment(q.namespace.as_deref(), &name, q.replicas.as_deref())
+        .await?))
+}
+
+/// Labels, selector and Pod labels are `app: <name>`, as `kubectl create deployment` makes them.
+#[utoipa::path(post, path = "/deployments/{name}", tag = "deployments",
+    params(("name" = String, Path, description = "Deployment name"), ObjectParams),
+    request_body = CreateDeployment,
+    responses(
+        (status = 200, description = "The Deployment as created", body = Envelope<DeploymentDoc>),
+        (status = 400, description = "Invalid namespace, name or body", body = ErrorEnvelope),
+        (status = 403, description = "k8sailor's account may not create Deployments (RBAC)", body = ErrorEnvelope),
+        (status = 409, description = "A Deployment of that name exists", body = ErrorEnvelope),
+        (status = 415, description = "The body is not application/json", body = ErrorEnvelope),
+    ))]
+async fn create_deployment(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ObjectParams>,
+    ApiJson(body): ApiJson<CreateDeployment>,
+) -> Result<Response, ApiError> {
+    Ok(ok(s
+        .workloads
+        .create_deployment(q.namespace.as_deref(), &name, &body)
+        .await?))
+}
+
+/// In the background: the garbage collector then removes its ReplicaSets and Pods.
+#[utoipa::path(delete, path = "/deployments/{name}", tag = "deployments",
+    params(("name" = String, Path, description = "Deployment name"), ObjectParams),
+    responses(
+        (status = 200, description = "Deleted: `data` is true", body = Envelope<bool>),
+        (status = 400, description = "Invalid namespace or name", body = ErrorEnvelope),
+        (status = 403, description = "k8sailor's account may not delete Deployments (RBAC)", body = ErrorEnvelope),
+        (status = 404, description = "No such Deployment", body = ErrorEnvelope),
+    ))]
+async fn delete_deployment(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ObjectParams>,
+) -> Result<Response, ApiError> {
+    Ok(ok(s
+        .workloads
+        .delete_deployment(q.namespace.as_deref(), &name)
+        .await?))
+}
+
 #[utoipa::path(get, path = "/deployments/{name}/pods", tag = "deployments",
     params(("name" = String, Path, description = "Deployment name"), ObjectParams),
     responses(
@@ -168,6 +246,26 @@ async fn get_pod(
     Ok(ok(s
         .workloads
         .get_pod(q.namespace.as_deref(), &name)
+        .await?))
+}
+
+/// A Pod on a node is Terminating until its kubelet confirms; an unscheduled one goes at once.
+#[utoipa::path(delete, path = "/pods/{name}", tag = "pods",
+    params(("name" = String, Path, description = "Pod name"), ObjectParams),
+    responses(
+        (status = 200, description = "Deleted: `data` is true", body = Envelope<bool>),
+        (status = 400, description = "Invalid namespace or name", body = ErrorEnvelope),
+        (status = 403, description = "k8sailor's account may not delete Pods (RBAC)", body = ErrorEnvelope),
+        (status = 404, description = "No such Pod", body = ErrorEnvelope),
+    ))]
+async fn delete_pod(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ObjectParams>,
+) -> Result<Response, ApiError> {
+    Ok(ok(s
+        .workloads
+        .delete_pod(q.namespace.as_deref(), &name)
         .await?))
 }
 

@@ -328,40 +328,61 @@ async fn openapi() -> Value {
 }
 
 /// Every route the API serves, as the README lists them.
-const ROUTES: &[&str] = &[
-    "/k8sailor/v0/ping",
-    "/k8sailor/v0/deployments",
-    "/k8sailor/v0/deployments/{name}",
-    "/k8sailor/v0/deployments/{name}/pods",
-    "/k8sailor/v0/pods",
-    "/k8sailor/v0/pods/{name}",
-    "/k8sailor/v0/pods/{name}/output",
-    "/k8sailor/v0/pods/{name}/event",
-    "/k8sailor/v0/pods/{name}/events",
-    "/livez",
-    "/readyz",
-    "/metrics",
-    "/openapi.json",
+const ROUTES: &[(&str, &str)] = &[
+    ("get", "/k8sailor/v0/ping"),
+    ("get", "/k8sailor/v0/deployments"),
+    ("get", "/k8sailor/v0/deployments/{name}"),
+    ("post", "/k8sailor/v0/deployments/{name}"),
+    ("delete", "/k8sailor/v0/deployments/{name}"),
+    ("put", "/k8sailor/v0/deployments/{name}/replicas"),
+    ("get", "/k8sailor/v0/deployments/{name}/pods"),
+    ("get", "/k8sailor/v0/pods"),
+    ("get", "/k8sailor/v0/pods/{name}"),
+    ("delete", "/k8sailor/v0/pods/{name}"),
+    ("get", "/k8sailor/v0/pods/{name}/output"),
+    ("get", "/k8sailor/v0/pods/{name}/event"),
+    ("get", "/k8sailor/v0/pods/{name}/events"),
+    ("get", "/livez"),
+    ("get", "/readyz"),
+    ("get", "/metrics"),
+    ("get", "/openapi.json"),
 ];
 
 #[tokio::test]
 async fn openapi_describes_every_route_and_only_real_ones() {
     let doc = openapi().await;
     let paths = doc["paths"].as_object().unwrap();
-    for route in ROUTES {
+    for (method, route) in ROUTES {
         assert!(
-            paths[*route]["get"].is_object(),
-            "{route} is missing from /openapi.json"
+            paths[*route][*method].is_object(),
+            "{method} {route} is missing from /openapi.json"
         );
     }
-    assert_eq!(paths.len(), ROUTES.len(), "documented: {:?}", paths.keys());
-    // Each documented path is routed: the fallback's "no route" never answers it.
-    for path in paths.keys() {
+    let documented: Vec<(String, String)> = paths
+        .iter()
+        .flat_map(|(path, ops)| {
+            ops.as_object()
+                .unwrap()
+                .keys()
+                .filter(|k| ["get", "put", "post", "delete"].contains(&k.as_str()))
+                .map(move |m| (m.clone(), path.clone()))
+        })
+        .collect();
+    assert_eq!(documented.len(), ROUTES.len(), "documented: {documented:?}");
+    // Each documented operation is routed: the fallback's "no route" and axum's 405 never
+    // answer it.
+    for (method, path) in documented {
         let uri = path.replace("{name}", "bare") + "?namespace=ns-a";
-        let (_, _, body) = call(app(), Request::get(&uri).body(Body::empty()).unwrap()).await;
+        let req = Request::builder()
+            .method(method.to_uppercase().as_str())
+            .uri(&uri)
+            .body(Body::empty())
+            .unwrap();
+        let (status, _, body) = call(app(), req).await;
         assert!(
-            !String::from_utf8_lossy(&body).contains("no route for"),
-            "{path} is documented but not routed"
+            !String::from_utf8_lossy(&body).contains("no route for")
+                && status != StatusCode::METHOD_NOT_ALLOWED,
+            "{method} {path} is documented but not routed"
         );
     }
     // Parameters are described.
@@ -416,4 +437,89 @@ async fn answers_carry_exactly_the_documented_keys() {
     let answered: std::collections::BTreeSet<String> =
         error.as_object().unwrap().keys().cloned().collect();
     assert_eq!(answered, keys(&schemas["ErrorEnvelope"]));
+}
+
+#[tokio::test]
+async fn bad_writes_are_refused_before_reaching_the_apiserver() {
+    let send = |method: &str, uri: &str, content_type: Option<&str>, body: &str| {
+        let mut req = Request::builder().method(method).uri(uri);
+        if let Some(ct) = content_type {
+            req = req.header(header::CONTENT_TYPE, ct);
+        }
+        call(app(), req.body(Body::from(body.to_string())).unwrap())
+    };
+    let json = Some("application/json");
+    let cases = [
+        (
+            send(
+                "PUT",
+                "/k8sailor/v0/deployments/web/replicas?replicas=-2",
+                None,
+                "",
+            )
+            .await,
+            StatusCode::BAD_REQUEST,
+            "invalid replicas \"-2\"",
+        ),
+        (
+            send("PUT", "/k8sailor/v0/deployments/web/replicas", None, "").await,
+            StatusCode::BAD_REQUEST,
+            "is required",
+        ),
+        (
+            send("POST", "/k8sailor/v0/deployments/web", json, "{not json").await,
+            StatusCode::BAD_REQUEST,
+            "invalid body",
+        ),
+        (
+            send("POST", "/k8sailor/v0/deployments/web", None, "{}").await,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "application/json",
+        ),
+        (
+            send(
+                "POST",
+                "/k8sailor/v0/deployments/web",
+                json,
+                r#"{"replicas": 1}"#,
+            )
+            .await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "containers",
+        ),
+        (
+            send(
+                "POST",
+                "/k8sailor/v0/deployments/web",
+                json,
+                r#"{"containers": [{"image": "nginx", "ports": [70000]}]}"#,
+            )
+            .await,
+            StatusCode::BAD_REQUEST,
+            "invalid port \"70000\"",
+        ),
+        (
+            send("DELETE", "/k8sailor/v0/pods/Bad_Name", None, "").await,
+            StatusCode::BAD_REQUEST,
+            "invalid name",
+        ),
+        (
+            send(
+                "DELETE",
+                "/k8sailor/v0/deployments/web?namespace=-x",
+                None,
+                "",
+            )
+            .await,
+            StatusCode::BAD_REQUEST,
+            "invalid namespace",
+        ),
+    ];
+    for ((status, _, body), want_status, want_error) in cases {
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status, want_status, "{body}");
+        assert_eq!(body["code"], want_status.as_u16(), "{body}");
+        let error = body["error"].as_str().unwrap();
+        assert!(error.contains(want_error), "{want_error:?} in {error:?}");
+    }
 }

@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use confk8s::{InformerState, InformerStatus, ObjectKey};
 
-use super::{DaoError, ListQuery, Listing, LiveSource, WorkloadSource};
+use super::{DaoError, ListQuery, Listing, LiveSource, ObjectKind, WorkloadSource, WriteEffect};
 use selector::{FieldOperator, Operator};
 
 use crate::k8scache::{Cache, Caches, INDEXED_POD_FIELDS, Indexed, Term};
@@ -129,6 +129,49 @@ impl CacheSource {
                 namespace: namespace.to_string(),
                 name: name.to_string(),
             })
+    }
+}
+
+impl CacheSource {
+    /// Whether the cache shows `effect` on the object: true as soon as it does, false if it
+    /// still does not after `timeout`. Writes are rare, so polling costs nothing that matters.
+    pub(super) async fn settle(
+        &self,
+        kind: ObjectKind,
+        namespace: &str,
+        name: &str,
+        effect: WriteEffect,
+        timeout: std::time::Duration,
+    ) -> bool {
+        let key = ObjectKey::new(namespace, name);
+        let version = |rv: &str| rv.parse::<u64>().unwrap_or(0);
+        let shows = || {
+            let current = match kind {
+                ObjectKind::Deployment => self
+                    .caches
+                    .deployments
+                    .get(&key)
+                    .map(|d| version(&d.dto.resource_version)),
+                ObjectKind::Pod => self
+                    .caches
+                    .pods
+                    .get(&key)
+                    .map(|p| version(&p.dto.resource_version)),
+            };
+            match (effect, current) {
+                (WriteEffect::Gone, current) => current.is_none(),
+                (WriteEffect::Version(want), Some(have)) => have >= want,
+                (WriteEffect::Version(_), None) => false,
+            }
+        };
+        let deadline = tokio::time::Instant::now() + timeout;
+        while !shows() {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        true
     }
 }
 

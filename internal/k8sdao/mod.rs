@@ -1,6 +1,7 @@
 //! Reads of Deployments and Pods behind one trait, [`WorkloadSource`], implemented by the
 //! informer caches ([`CacheSource`]) and by the live API ([`LiveSource`]). Which one serves is
-//! decided here, by [`Source::start`], and nowhere else.
+//! decided here, by [`Source::start`], and nowhere else. Writes ([`WorkloadWriter`]) always go
+//! to the live API; with the cache, [`Source`] answers once the cache shows the write.
 
 mod cache;
 mod live;
@@ -18,7 +19,7 @@ pub use cache::CacheSource;
 pub use live::LiveSource;
 
 use crate::k8scache::Caches;
-use crate::model::{DeploymentRecord, EventDto, PodRecord};
+use crate::model::{DeploymentRecord, EventDto, NewDeployment, PodRecord};
 
 /// Which namespaces and labels a list covers.
 #[derive(Clone, Debug, Default)]
@@ -107,6 +108,44 @@ pub trait WorkloadSource: Send + Sync {
     ) -> impl Future<Output = Result<Vec<Option<String>>, DaoError>> + Send;
 }
 
+/// Changes to workloads, made through the apiserver (a cache cannot write). Not-found is an
+/// error, as for reads.
+pub trait WorkloadWriter: Send + Sync {
+    /// Sets spec.replicas through the scale subresource.
+    fn scale_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+        replicas: i32,
+    ) -> impl Future<Output = Result<(), DaoError>> + Send;
+    /// The Deployment as the apiserver stored it.
+    fn create_deployment(
+        &self,
+        namespace: &str,
+        new: &NewDeployment,
+    ) -> impl Future<Output = Result<Arc<DeploymentRecord>, DaoError>> + Send;
+    /// Deletes in the background: the garbage collector removes its ReplicaSets and Pods.
+    fn delete_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<(), DaoError>> + Send;
+    fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<(), DaoError>> + Send;
+}
+
+/// What a write left behind, for a cache to catch up with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteEffect {
+    /// The object now has this resourceVersion (or a newer one).
+    Version(u64),
+    /// The object is gone.
+    Gone,
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SourceKind {
@@ -138,6 +177,8 @@ pub struct Source {
     backend: Backend,
     scope: Option<String>,
     factory: Option<InformerFactory>,
+    /// Writes go to the apiserver whatever the read source; None without a client (tests).
+    writer: Option<LiveSource>,
 }
 
 impl Source {
@@ -153,9 +194,10 @@ impl Source {
         match kind {
             SourceKind::Live => Ok((
                 Source {
-                    backend: Backend::Live(LiveSource::new(client)),
+                    backend: Backend::Live(LiveSource::new(client.clone())),
                     scope,
                     factory: None,
+                    writer: Some(LiveSource::new(client)),
                 },
                 Vec::new(),
             )),
@@ -166,12 +208,13 @@ impl Source {
                 factory.check_access().await?;
                 let tasks = factory.start(shutdown);
                 let source = CacheSource::new(caches, factory.statuses())
-                    .with_events(LiveSource::new(client));
+                    .with_events(LiveSource::new(client.clone()));
                 Ok((
                     Source {
                         backend: Backend::Cache(source),
                         scope,
                         factory: Some(factory),
+                        writer: Some(LiveSource::new(client)),
                     },
                     tasks,
                 ))
@@ -185,6 +228,7 @@ impl Source {
             backend: Backend::Cache(source),
             scope,
             factory: None,
+            writer: None,
         }
     }
 
@@ -288,5 +332,93 @@ impl WorkloadSource for Source {
         pods: &[Arc<PodRecord>],
     ) -> Result<Vec<Option<String>>, DaoError> {
         dispatch!(self, deployments_of_pods(pods))
+    }
+}
+
+/// How long a write waits for the cache to show it before answering anyway.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Source {
+    fn writer(&self) -> Result<&LiveSource, DaoError> {
+        self.writer
+            .as_ref()
+            .ok_or_else(|| DaoError::Unavailable("no Kubernetes client to write with".into()))
+    }
+
+    /// Read-your-writes: with the cache, waits (bounded) until it shows the write, so that the
+    /// client's next read sees what it just did.
+    async fn settle(&self, kind: ObjectKind, namespace: &str, name: &str, effect: WriteEffect) {
+        if let Backend::Cache(cache) = &self.backend
+            && !cache
+                .settle(kind, namespace, name, effect, SETTLE_TIMEOUT)
+                .await
+        {
+            tracing::warn!(%kind, namespace, name, ?effect, timeout = ?SETTLE_TIMEOUT,
+                "the cache has not shown a write yet; answering anyway");
+        }
+    }
+}
+
+/// The kinds a write can touch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectKind {
+    Deployment,
+    Pod,
+}
+
+impl std::fmt::Display for ObjectKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ObjectKind::Deployment => "deployment",
+            ObjectKind::Pod => "pod",
+        })
+    }
+}
+
+impl WorkloadWriter for Source {
+    async fn scale_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+        replicas: i32,
+    ) -> Result<(), DaoError> {
+        self.scoped(Some(namespace))?;
+        let effect = self.writer()?.scale(namespace, name, replicas).await?;
+        self.settle(ObjectKind::Deployment, namespace, name, effect)
+            .await;
+        Ok(())
+    }
+
+    async fn create_deployment(
+        &self,
+        namespace: &str,
+        new: &NewDeployment,
+    ) -> Result<Arc<DeploymentRecord>, DaoError> {
+        self.scoped(Some(namespace))?;
+        let (record, effect) = self.writer()?.create(namespace, new).await?;
+        self.settle(ObjectKind::Deployment, namespace, &new.name, effect)
+            .await;
+        Ok(record)
+    }
+
+    async fn delete_deployment(&self, namespace: &str, name: &str) -> Result<(), DaoError> {
+        self.scoped(Some(namespace))?;
+        let effect = self
+            .writer()?
+            .delete(ObjectKind::Deployment, namespace, name)
+            .await?;
+        self.settle(ObjectKind::Deployment, namespace, name, effect)
+            .await;
+        Ok(())
+    }
+
+    async fn delete_pod(&self, namespace: &str, name: &str) -> Result<(), DaoError> {
+        self.scoped(Some(namespace))?;
+        let effect = self
+            .writer()?
+            .delete(ObjectKind::Pod, namespace, name)
+            .await?;
+        self.settle(ObjectKind::Pod, namespace, name, effect).await;
+        Ok(())
     }
 }

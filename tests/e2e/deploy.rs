@@ -19,9 +19,7 @@ use kube::api::{DeleteParams, PostParams};
 use kube::config::Kubeconfig;
 use serde_json::{Value, json};
 
-use crate::support::{Server, TestNamespace, cluster, deployment, eventually, names};
-
-const SOON: Duration = Duration::from_secs(20);
+use crate::support::{SOON, Server, TestNamespace, cluster, deployment, eventually, names};
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
@@ -485,6 +483,64 @@ async fn the_shipped_cluster_role_is_enough_to_serve() {
     let server = Server::start_with(&kubeconfig, &[])
         .unwrap_or_else(|e| panic!("k8sailor with the shipped ClusterRole: {e}"));
     serves_a_new_deployment(&ns, &server).await;
+    // It only reads: a write is the apiserver's 403, reason included.
+    let (status, answer) = server
+        .send(
+            "PUT",
+            &format!("/deployments/web/replicas?namespace={}&replicas=1", ns.name),
+            None,
+        )
+        .await;
+    assert_eq!(status, 403, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("forbidden"),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn the_opt_in_writer_role_is_enough_for_every_write() {
+    let ns = TestNamespace::new("writer").await;
+    let rbac = ShippedRbac::load();
+    let writer: ClusterRole = shipped("rbac-writer.yaml", "ClusterRole");
+    let writer_binding: ClusterRoleBinding = shipped("rbac-writer.yaml", "ClusterRoleBinding");
+    assert_eq!(
+        writer_binding.role_ref.name,
+        writer.metadata.name.clone().unwrap()
+    );
+    assert_eq!(
+        writer_binding.subjects, rbac.binding.subjects,
+        "it binds the shipped account"
+    );
+    let mut rules = rbac.rules();
+    rules.extend(writer.rules.unwrap_or_default());
+    let mut cleanup = ClusterScoped::default();
+    let token = account_with_rules(&ns, &rbac, rules, &mut cleanup).await;
+    let dir = TempDir::new("writer");
+    let server = Server::start_with(&token_kubeconfig(&dir, &token), &[])
+        .unwrap_or_else(|e| panic!("k8sailor with the writer role: {e}"));
+    let at = |path: &str| format!("{path}?namespace={}", ns.name);
+    let body = serde_json::json!({"replicas": 1, "containers": [{"image": "nginx"}]});
+    let (status, answer) = server
+        .send("POST", &at("/deployments/web"), Some(body))
+        .await;
+    assert_eq!(status, 200, "create: {answer}");
+    let pods = at("/deployments/web/pods");
+    let (pod, _) = eventually(SOON, "a pod of web", || async {
+        server.names(&pods).await.and_then(|p| p.first().cloned())
+    })
+    .await;
+    for (method, path) in [
+        (
+            "PUT",
+            format!("{}&replicas=2", at("/deployments/web/replicas")),
+        ),
+        ("DELETE", at(&format!("/pods/{pod}"))),
+        ("DELETE", at("/deployments/web")),
+    ] {
+        let (status, answer) = server.send(method, &path, None).await;
+        assert_eq!(status, 200, "{method} {path}: {answer}");
+    }
 }
 
 #[tokio::test]

@@ -8,3 +8,4 @@ mod deploy;
 mod operations;
 mod read_path;
 mod selectors;
+mod writes;

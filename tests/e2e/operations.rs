@@ -9,9 +9,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::PostParams;
 
-use crate::support::{Server, TestNamespace, deployment, eventually, names};
-
-const SOON: Duration = Duration::from_secs(20);
+use crate::support::{SOON, Server, TestNamespace, deployment, eventually, names};
 
 impl Server {
     fn signal(&self, signal: &str) {

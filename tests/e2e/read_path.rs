@@ -7,9 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::support::{Server, TestNamespace, deployment, eventually, names, pod};
-
-const SOON: Duration = Duration::from_secs(20);
+use crate::support::{SOON, Server, TestNamespace, deployment, eventually, names, pod};
 
 #[tokio::test]
 async fn a_deployment_appears_scales_lists_its_pods_and_disappears() {

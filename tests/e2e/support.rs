@@ -184,6 +184,20 @@ impl Server {
             .expect("k8sailor answers");
         (res.status().as_u16(), res.text().await.expect("a body"))
     }
+
+    /// A write under the API prefix, with a JSON body when given: status and JSON answer.
+    pub async fn send(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let res = req.send().await.expect("k8sailor answers");
+        let status = res.status().as_u16();
+        let text = res.text().await.expect("a body");
+        let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}"));
+        (status, json)
+    }
 }
 
 impl Drop for Server {
@@ -194,6 +208,9 @@ impl Drop for Server {
 }
 
 /// Polls `check` until it returns Some or `timeout` passes; returns the value and the time taken.
+/// How long a change may take to show, on a loaded machine.
+pub const SOON: Duration = Duration::from_secs(20);
+
 pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> (T, Duration)
 where
     F: FnMut() -> Fut,
