@@ -31,20 +31,6 @@ impl Server {
         }
         panic!("k8sailor still running {timeout:?} after SIGTERM");
     }
-
-    fn root(&self) -> String {
-        self.base.trim_end_matches("/k8sailor/v0").to_string()
-    }
-
-    async fn probe(&self, path: &str) -> (u16, String) {
-        let res = self
-            .http
-            .get(format!("{}{path}", self.root()))
-            .send()
-            .await
-            .unwrap();
-        (res.status().as_u16(), res.text().await.unwrap())
-    }
 }
 
 #[tokio::test]

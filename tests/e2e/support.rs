@@ -3,8 +3,8 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
@@ -135,6 +135,7 @@ pub struct Server {
     pub child: Child,
     pub base: String,
     pub http: reqwest::Client,
+    logs: Arc<Mutex<String>>,
 }
 
 impl Server {
@@ -286,11 +287,17 @@ impl Server {
             .map_err(|e| format!("cannot start {command:?}: {e}"))?;
         // Drained on a thread: an unread pipe would block the server once its buffer fills.
         let stderr = child.stderr.take().unwrap();
-        let logs = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut text);
-            text
-        });
+        let logs = Arc::new(Mutex::new(String::new()));
+        let drain = {
+            let logs = logs.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    let mut logs = logs.lock().unwrap_or_else(|e| e.into_inner());
+                    logs.push_str(&line);
+                    logs.push('\n');
+                }
+            })
+        };
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -298,13 +305,32 @@ impl Server {
         let Some(base) = line.trim().strip_prefix("k8sailor listening on ") else {
             let _ = child.kill();
             let status = child.wait().map_err(|e| e.to_string())?;
-            let logs = logs.join().unwrap_or_default();
+            let _ = drain.join();
+            let logs = logs.lock().unwrap_or_else(|e| e.into_inner()).clone();
             return Err(format!("k8sailor did not start ({status}): {logs}"));
         };
         Ok(Server {
             base: base.to_string(),
             child,
             http: reqwest::Client::new(),
+            logs,
         })
+    }
+
+    /// GET a path outside the API prefix (probes, metrics): status and text.
+    pub async fn probe(&self, path: &str) -> (u16, String) {
+        let root = self.base.trim_end_matches("/k8sailor/v0");
+        let res = self
+            .http
+            .get(format!("{root}{path}"))
+            .send()
+            .await
+            .expect("k8sailor answers");
+        (res.status().as_u16(), res.text().await.expect("a body"))
+    }
+
+    /// What the server logged so far (stderr).
+    pub fn logs(&self) -> String {
+        self.logs.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }

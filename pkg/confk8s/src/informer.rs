@@ -266,24 +266,23 @@ impl InformerFactory {
     }
 
     /// Asks the apiserver (SelfSubjectAccessReview) whether we may list and watch every
-    /// registered kind in our scope, so that missing RBAC fails at start-up with one line:
-    /// a kind we may list but not watch would otherwise sync once and then never change.
-    /// If the review itself cannot be made, the watches' own errors will tell.
+    /// registered kind in our scope. A kind we may not list can never sync: that fails here,
+    /// with one line. A kind we may list but not watch syncs once and then never changes: that
+    /// is logged, and recorded as the informer's error (403) so that readiness fails with the
+    /// reason until the permission is granted and the watch succeeds. If the review itself
+    /// cannot be made, the watches' own errors will tell.
     pub async fn check_access(&self) -> Result<(), FactoryError> {
         use k8s_openapi::api::authorization::v1::{
             ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
         };
-        let kinds: Vec<(String, (String, String))> = {
+        let kinds: Vec<(Arc<InformerStatus>, (String, String))> = {
             let registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
             registry
                 .order
                 .iter()
                 .map(|id| {
                     let informer = &registry.by_type[id];
-                    (
-                        informer.status().kind().to_string(),
-                        informer.resource().clone(),
-                    )
+                    (informer.status().clone(), informer.resource().clone())
                 })
                 .collect()
         };
@@ -292,8 +291,9 @@ impl InformerFactory {
             Some(ns) => format!("in namespace {ns}"),
             None => "in all namespaces".to_string(),
         };
-        let mut denied = Vec::new();
-        for (kind, (group, plural)) in kinds {
+        let mut unlistable = Vec::new();
+        for (status, (group, plural)) in kinds {
+            let kind = status.kind().to_string();
             for verb in ["list", "watch"] {
                 let review = SelfSubjectAccessReview {
                     spec: SelfSubjectAccessReviewSpec {
@@ -310,7 +310,14 @@ impl InformerFactory {
                 };
                 match reviews.create(&Default::default(), &review).await {
                     Ok(answer) if answer.status.as_ref().is_some_and(|s| !s.allowed) => {
-                        denied.push(format!("{verb} {kind} ({plural}) {scope}"));
+                        let denied = format!("{verb} {kind} ({plural}) {scope}");
+                        if verb == "list" {
+                            unlistable.push(denied);
+                            break;
+                        }
+                        let reason = format!("forbidden by RBAC: cannot {denied}");
+                        tracing::error!(%kind, "{reason}: the cache will not follow changes and /readyz fails until it is granted");
+                        status.error(reason, Some(403));
                     }
                     Ok(_) => {}
                     Err(error) => {
@@ -320,10 +327,10 @@ impl InformerFactory {
                 }
             }
         }
-        if denied.is_empty() {
+        if unlistable.is_empty() {
             Ok(())
         } else {
-            Err(FactoryError::Forbidden { denied })
+            Err(FactoryError::Forbidden { denied: unlistable })
         }
     }
 
