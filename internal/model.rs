@@ -47,10 +47,18 @@ pub struct DeploymentDto {
     pub available: i32,
 }
 
+/// What reads need of a Deployment: its answer, already serialized, and the fields that
+/// selectors, sorting and relations look at.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeploymentRecord {
     pub key: ObjectKey,
-    pub dto: DeploymentDto,
+    pub uid: String,
+    pub labels: Labels,
+    pub creation_timestamp: Option<String>,
+    pub resource_version: String,
+    /// The [`DeploymentDto`] as JSON, serialized once per change: answers copy these bytes
+    /// rather than serialize the object on every read (serialization is what a LIST costs).
+    pub json: Box<str>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
@@ -107,9 +115,12 @@ impl Owner {
     }
 }
 
-/// Pod fields the apiserver can select on that the DTO does not carry.
+/// The Pod fields the apiserver can select on, besides name and namespace.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PodSelectableFields {
+    pub node_name: String,
+    pub phase: String,
+    pub pod_ip: String,
     pub restart_policy: String,
     pub scheduler_name: String,
     pub service_account_name: String,
@@ -117,12 +128,19 @@ pub struct PodSelectableFields {
     pub nominated_node_name: String,
 }
 
+/// What reads need of a Pod: its answer, already serialized, the fields selectors, sorting
+/// and relations look at, and the object itself, compressed, for `/output`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodRecord {
     pub key: ObjectKey,
-    pub dto: PodDto,
+    pub labels: Labels,
+    pub creation_timestamp: Option<String>,
+    pub resource_version: String,
     pub owner: Option<Owner>,
     pub fields: PodSelectableFields,
+    /// The [`PodDto`] as JSON, serialized once per change (see [`DeploymentRecord::json`]);
+    /// the `deployment` of the answer is resolved and appended at read time.
+    pub json: Box<str>,
     /// The object as the apiserver sent it, without managedFields, as LZ4-compressed compact
     /// JSON: what `/pods/{name}/output` prints. Read rarely, kept for every pod, so it is
     /// stored at a fraction of its size; see [`PodRecord::raw_json`].
@@ -141,7 +159,7 @@ impl Keyed for DeploymentRecord {
         &self.key
     }
     fn creation_timestamp(&self) -> Option<&str> {
-        self.dto.creation_timestamp.as_deref()
+        self.creation_timestamp.as_deref()
     }
 }
 
@@ -150,7 +168,7 @@ impl Keyed for PodRecord {
         &self.key
     }
     fn creation_timestamp(&self) -> Option<&str> {
-        self.dto.creation_timestamp.as_deref()
+        self.creation_timestamp.as_deref()
     }
 }
 
@@ -191,7 +209,7 @@ pub const POD_FIELDS: &[&str] = &[
 
 impl Selectable for DeploymentRecord {
     fn labels(&self) -> &Labels {
-        &self.dto.labels
+        &self.labels
     }
     fn field(&self, path: &str) -> Option<Cow<'_, str>> {
         match path {
@@ -204,22 +222,22 @@ impl Selectable for DeploymentRecord {
 
 impl Selectable for PodRecord {
     fn labels(&self) -> &Labels {
-        &self.dto.labels
+        &self.labels
     }
     fn field(&self, path: &str) -> Option<Cow<'_, str>> {
         let f = &self.fields;
         let value: &str = match path {
             "metadata.name" => &self.key.name,
             "metadata.namespace" => &self.key.namespace,
-            "spec.nodeName" | "spec.host" => &self.dto.node_name,
+            "spec.nodeName" | "spec.host" => &f.node_name,
             "spec.restartPolicy" => &f.restart_policy,
             "spec.schedulerName" => &f.scheduler_name,
             "spec.serviceAccountName" => &f.service_account_name,
             "spec.hostNetwork" => {
                 return Some(Cow::Borrowed(if f.host_network { "true" } else { "false" }));
             }
-            "status.phase" => &self.dto.status.phase,
-            "status.podIP" => &self.dto.pod_ip,
+            "status.phase" => &f.phase,
+            "status.podIP" => &f.pod_ip,
             "status.nominatedNodeName" => &f.nominated_node_name,
             "status.podIPs" => "",
             _ => return None,
@@ -299,6 +317,14 @@ pub struct ReplicaSetRecord {
     pub owner: Option<Owner>,
 }
 
+/// A DTO as compact JSON. Our DTOs hold only strings, numbers and string maps, which always
+/// serialize.
+fn to_json<T: Serialize>(dto: &T) -> Box<str> {
+    serde_json::to_string(dto)
+        .unwrap_or_else(|e| unreachable!("a DTO always serializes: {e}"))
+        .into_boxed_str()
+}
+
 fn rfc3339(t: &Option<Time>) -> Option<String> {
     t.as_ref().map(|t| t.0.to_string())
 }
@@ -348,7 +374,11 @@ impl DeploymentRecord {
         };
         Arc::new(DeploymentRecord {
             key: key_of(meta),
-            dto,
+            json: to_json(&dto),
+            uid: dto.uid,
+            labels: dto.labels,
+            creation_timestamp: dto.creation_timestamp,
+            resource_version: dto.resource_version,
         })
     }
 }
@@ -395,6 +425,9 @@ impl PodRecord {
         };
         let spec = pod.spec.clone().unwrap_or_default();
         let fields = PodSelectableFields {
+            node_name: dto.node_name.clone(),
+            phase: dto.status.phase.clone(),
+            pod_ip: dto.pod_ip.clone(),
             restart_policy: spec.restart_policy.unwrap_or_default(),
             scheduler_name: spec.scheduler_name.unwrap_or_default(),
             service_account_name: spec.service_account_name.unwrap_or_default(),
@@ -407,7 +440,10 @@ impl PodRecord {
         Arc::new(PodRecord {
             key: key_of(meta),
             owner: Owner::controller_of(meta),
-            dto,
+            json: to_json(&dto),
+            labels: dto.labels,
+            creation_timestamp: dto.creation_timestamp,
+            resource_version: dto.resource_version,
             fields,
             raw,
         })
@@ -519,7 +555,7 @@ mod tests {
     fn deployment_projection_has_original_and_kubectl_fields() {
         let r =
             DeploymentRecord::from_deployment(&mk_deployment("ns", "web", "d1", &[("tier", "fe")]));
-        let json = serde_json::to_value(&r.dto).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&r.json).unwrap();
         assert_eq!(json["name"], "web");
         assert_eq!(json["replicas"], 3);
         assert_eq!(json["images"], serde_json::json!(["nginx:1.27"]));
@@ -537,7 +573,7 @@ mod tests {
         let mut pod = mk_pod("ns", "web-1", Some(("web-rs", "rs1")), &[("app", "web")]);
         confk8s::strip_noise(&mut pod);
         let r = PodRecord::from_pod(&pod);
-        let json = serde_json::to_value(&r.dto).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&r.json).unwrap();
         assert_eq!(json["nodeName"], "node-1");
         assert_eq!(json["nodeIp"], "10.1.0.1");
         assert_eq!(json["podIp"], "10.2.0.1");

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::biz::BizError;
+use crate::biz::{BizError, JsonAnswer};
 use crate::k8sdao::DaoError;
 
 /// Every JSON answer: `code` 0 and `data` on success; the HTTP status as `code`, `data` null
@@ -54,18 +54,42 @@ pub fn ok<T: Serialize>(data: T) -> Response {
     .into_response()
 }
 
-pub fn ok_page<T: Serialize>(page: crate::biz::Page<T>) -> Response {
-    axum::Json(Envelope {
-        code: 0,
-        data: page.items,
-        error: String::new(),
-        metadata: Some(ListMeta {
-            resource_version: page.resource_version,
-            continue_token: page.continue_token,
-            remaining_item_count: page.remaining,
-        }),
-    })
-    .into_response()
+/// `code` 0 and the data written from the records' JSON.
+pub fn ok_json<T: JsonAnswer>(data: &T) -> Response {
+    enveloped(data, None)
+}
+
+/// `code` 0, the items written from the records' JSON, and the list metadata.
+pub fn ok_page_json<T: JsonAnswer>(page: crate::biz::Page<T>) -> Response {
+    let metadata = ListMeta {
+        resource_version: page.resource_version,
+        continue_token: page.continue_token,
+        remaining_item_count: page.remaining,
+    };
+    enveloped(&page.items, Some(&metadata))
+}
+
+/// The envelope around data that is JSON already: the bytes [`Envelope`] serializes to (the
+/// keys in the same order), without serializing the objects again.
+fn enveloped(data: &impl JsonAnswer, metadata: Option<&ListMeta>) -> Response {
+    let mut out = Vec::with_capacity(data.json_len() + 128);
+    out.extend_from_slice(br#"{"code":0,"data":"#);
+    data.write_json(&mut out);
+    out.extend_from_slice(br#","error":"""#);
+    if let Some(metadata) = metadata {
+        out.extend_from_slice(br#","metadata":"#);
+        // Strings and numbers only: serializing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut out, metadata);
+    }
+    out.push(b'}');
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        bytes::Bytes::from(out),
+    )
+        .into_response()
 }
 
 /// A failed request: its status goes in both the HTTP status and `code`.

@@ -8,7 +8,9 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::docs::{DeploymentDoc, PodDoc};
-use super::envelope::{ApiError, ApiJson, ApiPath, ApiQuery, Envelope, ErrorEnvelope, ok, ok_page};
+use super::envelope::{
+    ApiError, ApiJson, ApiPath, ApiQuery, Envelope, ErrorEnvelope, ok, ok_json, ok_page_json,
+};
 use crate::biz::{CreateDeployment, ListRequest};
 use crate::model::EventDto;
 
@@ -101,7 +103,7 @@ async fn list_deployments(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<ListParams>,
 ) -> Result<Response, ApiError> {
-    Ok(ok_page(s.workloads.list_deployments(&q.into()).await?))
+    Ok(ok_page_json(s.workloads.list_deployments(&q.into()).await?))
 }
 
 #[utoipa::path(get, path = "/deployments/{name}", tag = "deployments",
@@ -117,10 +119,11 @@ async fn get_deployment(
     ApiPath(name): ApiPath<String>,
     ApiQuery(q): ApiQuery<ObjectParams>,
 ) -> Result<Response, ApiError> {
-    Ok(ok(s
-        .workloads
-        .get_deployment(q.namespace.as_deref(), &name)
-        .await?))
+    Ok(ok_json(
+        &s.workloads
+            .get_deployment(q.namespace.as_deref(), &name)
+            .await?,
+    ))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -170,10 +173,11 @@ async fn create_deployment(
     ApiQuery(q): ApiQuery<ObjectParams>,
     ApiJson(body): ApiJson<CreateDeployment>,
 ) -> Result<Response, ApiError> {
-    Ok(ok(s
-        .workloads
-        .create_deployment(q.namespace.as_deref(), &name, &body)
-        .await?))
+    Ok(ok_json(
+        &s.workloads
+            .create_deployment(q.namespace.as_deref(), &name, &body)
+            .await?,
+    ))
 }
 
 /// In the background: the garbage collector then removes its ReplicaSets and Pods.
@@ -209,10 +213,11 @@ async fn pods_of_deployment(
     ApiPath(name): ApiPath<String>,
     ApiQuery(q): ApiQuery<ObjectParams>,
 ) -> Result<Response, ApiError> {
-    Ok(ok(s
-        .workloads
-        .pods_of_deployment(q.namespace.as_deref(), &name)
-        .await?))
+    Ok(ok_json(
+        &s.workloads
+            .pods_of_deployment(q.namespace.as_deref(), &name)
+            .await?,
+    ))
 }
 
 #[utoipa::path(get, path = "/pods", tag = "pods", params(ListParams),
@@ -227,7 +232,7 @@ async fn list_pods(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<ListParams>,
 ) -> Result<Response, ApiError> {
-    Ok(ok_page(s.workloads.list_pods(&q.into()).await?))
+    Ok(ok_page_json(s.workloads.list_pods(&q.into()).await?))
 }
 
 #[utoipa::path(get, path = "/pods/{name}", tag = "pods",
@@ -243,10 +248,9 @@ async fn get_pod(
     ApiPath(name): ApiPath<String>,
     ApiQuery(q): ApiQuery<ObjectParams>,
 ) -> Result<Response, ApiError> {
-    Ok(ok(s
-        .workloads
-        .get_pod(q.namespace.as_deref(), &name)
-        .await?))
+    Ok(ok_json(
+        &s.workloads.get_pod(q.namespace.as_deref(), &name).await?,
+    ))
 }
 
 /// A Pod on a node is Terminating until its kubelet confirms; an unscheduled one goes at once.

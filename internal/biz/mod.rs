@@ -9,17 +9,13 @@ use std::sync::Arc;
 
 use selector::validation::{is_dns1123_label, is_dns1123_subdomain};
 use selector::{FieldSelector, LabelSelector};
-use serde::Serialize;
 
 pub use output::OutputFormat;
 pub use paging::{PageStore, SortSpec};
 pub use writes::{ContainerRequest, CreateDeployment};
 
 use crate::k8sdao::{DaoError, ListQuery, WorkloadSource};
-use crate::model::{
-    DEPLOYMENT_FIELDS, DeploymentDto, DeploymentRecord, EventDto, Keyed, POD_FIELDS, PodDto,
-    PodRecord,
-};
+use crate::model::{DEPLOYMENT_FIELDS, DeploymentRecord, EventDto, Keyed, POD_FIELDS, PodRecord};
 
 /// kubectl's namespace when none is given for a single object.
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -136,12 +132,19 @@ impl ListRequest {
 }
 
 /// A list answer, the resourceVersion it reflects, and how to get the rest.
-#[derive(Debug, Serialize)]
+#[derive(Debug)]
 pub struct Page<T> {
     pub items: Vec<T>,
     pub resource_version: String,
     pub continue_token: Option<String>,
     pub remaining: Option<usize>,
+}
+
+/// An answer written by copying the JSON its records keep, never by serializing objects.
+pub trait JsonAnswer {
+    fn write_json(&self, out: &mut Vec<u8>);
+    /// About how many bytes `write_json` writes, to size the buffer once.
+    fn json_len(&self) -> usize;
 }
 
 /// A Pod as answered: its record plus the Deployment that controls it.
@@ -151,19 +154,21 @@ pub struct PodView {
     pub deployment: Option<String>,
 }
 
-impl Serialize for PodView {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Wire<'a> {
-            #[serde(flatten)]
-            dto: &'a PodDto,
-            deployment: &'a Option<String>,
+impl JsonAnswer for PodView {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        // The record's object without its closing brace, then `deployment`, then the brace.
+        let json = self.record.json.as_bytes();
+        out.extend_from_slice(&json[..json.len().saturating_sub(1)]);
+        out.extend_from_slice(b",\"deployment\":");
+        match &self.deployment {
+            Some(name) => write_json_string(out, name),
+            None => out.extend_from_slice(b"null"),
         }
-        Wire {
-            dto: &self.record.dto,
-            deployment: &self.deployment,
-        }
-        .serialize(s)
+        out.push(b'}');
+    }
+
+    fn json_len(&self) -> usize {
+        self.record.json.len() + 16 + self.deployment.as_ref().map_or(4, |d| d.len() + 2)
     }
 }
 
@@ -171,10 +176,36 @@ impl Serialize for PodView {
 #[derive(Clone, Debug)]
 pub struct DeploymentView(pub Arc<DeploymentRecord>);
 
-impl Serialize for DeploymentView {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        DeploymentDto::serialize(&self.0.dto, s)
+impl JsonAnswer for DeploymentView {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.0.json.as_bytes());
     }
+
+    fn json_len(&self) -> usize {
+        self.0.json.len()
+    }
+}
+
+impl<T: JsonAnswer> JsonAnswer for Vec<T> {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        out.push(b'[');
+        for (i, item) in self.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            item.write_json(out);
+        }
+        out.push(b']');
+    }
+
+    fn json_len(&self) -> usize {
+        2 + self.iter().map(|i| i.json_len() + 1).sum::<usize>()
+    }
+}
+
+fn write_json_string(out: &mut Vec<u8>, s: &str) {
+    // Writing a &str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
 }
 
 /// The use cases of the API over any [`WorkloadSource`].

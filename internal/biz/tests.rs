@@ -63,15 +63,20 @@ fn list(ns: Option<&str>, selector: Option<&str>) -> ListRequest {
     }
 }
 
-fn names<T: serde::Serialize>(items: &[T]) -> Vec<String> {
-    items
+/// An answer as the client reads it.
+fn json_of<T: JsonAnswer>(answer: &T) -> serde_json::Value {
+    let mut out = Vec::new();
+    answer.write_json(&mut out);
+    serde_json::from_slice(&out)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out)))
+}
+
+fn names<T: JsonAnswer>(items: &Vec<T>) -> Vec<String> {
+    json_of(items)
+        .as_array()
+        .unwrap()
         .iter()
-        .map(|i| {
-            serde_json::to_value(i).unwrap()["name"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
+        .map(|i| i["name"].as_str().unwrap().to_string())
         .collect()
 }
 
@@ -145,16 +150,16 @@ async fn single_objects_default_to_the_default_namespace_and_404_when_absent() {
         "{err}"
     );
     let d = w.get_deployment(Some("ns-a"), "web").await.unwrap();
-    assert_eq!(serde_json::to_value(&d).unwrap()["ready"], "2/3");
+    assert_eq!(json_of(&d)["ready"], "2/3");
 }
 
 #[tokio::test]
 async fn pods_name_their_deployment() {
     let w = workloads(None);
-    let pod = serde_json::to_value(w.get_pod(Some("ns-a"), "web-1a2b-x").await.unwrap()).unwrap();
+    let pod = json_of(&w.get_pod(Some("ns-a"), "web-1a2b-x").await.unwrap());
     assert_eq!(pod["deployment"], "web");
     assert_eq!(pod["podIp"], "10.2.0.1");
-    let bare = serde_json::to_value(w.get_pod(Some("ns-a"), "bare").await.unwrap()).unwrap();
+    let bare = json_of(&w.get_pod(Some("ns-a"), "bare").await.unwrap());
     assert_eq!(bare["deployment"], serde_json::Value::Null);
     let of = w.pods_of_deployment(Some("ns-a"), "web").await.unwrap();
     assert_eq!(names(&of), ["web-1a2b-x", "web-1a2b-y"]);

@@ -31,16 +31,16 @@ fn label_terms(labels: &crate::model::Labels) -> impl Iterator<Item = Term> + '_
 
 impl Indexed for DeploymentRecord {
     fn terms(&self) -> Vec<Term> {
-        label_terms(&self.dto.labels).collect()
+        label_terms(&self.labels).collect()
     }
 }
 
 impl Indexed for PodRecord {
     fn terms(&self) -> Vec<Term> {
-        let mut terms: Vec<Term> = label_terms(&self.dto.labels).collect();
+        let mut terms: Vec<Term> = label_terms(&self.labels).collect();
         terms.extend(self.owner.as_ref().map(|o| Term::Owner(o.uid.clone())));
-        terms.push(Term::Field("spec.nodeName", self.dto.node_name.clone()));
-        terms.push(Term::Field("status.phase", self.dto.status.phase.clone()));
+        terms.push(Term::Field("spec.nodeName", self.fields.node_name.clone()));
+        terms.push(Term::Field("status.phase", self.fields.phase.clone()));
         terms
     }
 }

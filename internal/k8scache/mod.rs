@@ -166,7 +166,7 @@ impl Caches {
         let rs_uids: Vec<String> = self
             .replicasets
             .read()
-            .owned_by(&deployment.dto.uid)
+            .owned_by(&deployment.uid)
             .into_iter()
             .map(|rs| rs.uid.clone())
             .collect();
@@ -323,7 +323,7 @@ mod tests {
         batch.commit();
         assert_eq!(pod_names(&caches.pods_of_deployment(&web)), ["web-abc-1"]);
         let relabelled = caches.pods.get(&ObjectKey::new("ns", "web-abc-1")).unwrap();
-        assert_eq!(relabelled.dto.labels["app"], "new");
+        assert_eq!(relabelled.labels["app"], "new");
     }
 
     #[test]

@@ -151,12 +151,12 @@ impl CacheSource {
                     .caches
                     .deployments
                     .get(&key)
-                    .map(|d| version(&d.dto.resource_version)),
+                    .map(|d| version(&d.resource_version)),
                 ObjectKind::Pod => self
                     .caches
                     .pods
                     .get(&key)
-                    .map(|p| version(&p.dto.resource_version)),
+                    .map(|p| version(&p.resource_version)),
             };
             match (effect, current) {
                 (WriteEffect::Gone, current) => current.is_none(),

@@ -439,7 +439,7 @@ mod tests {
         };
         let listing = source.list_pods(&q).await.unwrap();
         assert_eq!(listing.resource_version, "77");
-        assert_eq!(listing.items[0].dto.name, "p");
+        assert_eq!(listing.items[0].key.name, "p");
         server.await.unwrap();
     }
 
@@ -482,7 +482,7 @@ mod tests {
             ),
         ]);
         let pods = source.pods_of_deployment("ns", "web").await.unwrap();
-        let names: Vec<_> = pods.iter().map(|p| p.dto.name.as_str()).collect();
+        let names: Vec<_> = pods.iter().map(|p| p.key.name.as_str()).collect();
         assert_eq!(names, ["web-1-a", "web-1-b"]);
         server.await.unwrap();
     }
@@ -598,7 +598,7 @@ mod tests {
         };
         let (record, effect) = source.create("ns", &new).await.unwrap();
         assert_eq!(
-            (record.dto.name.as_str(), effect),
+            (record.key.name.as_str(), effect),
             ("web", WriteEffect::Version(41))
         );
         assert_eq!(
