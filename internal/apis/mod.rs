@@ -52,20 +52,31 @@ pub enum SetupError {
     OpenApi(String),
 }
 
+/// What every handler and middleware shares; cloned per request and per layer, so it is one
+/// reference count, not one per part.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+pub struct Shared {
     pub workloads: Arc<Workloads<Source>>,
     pub health: Arc<Health>,
-    pub metrics: Arc<Metrics>,
+    pub metrics: Metrics,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
 }
 
 impl AppState {
     pub fn new(workloads: Arc<Workloads<Source>>) -> AppState {
-        AppState {
-            metrics: Arc::new(Metrics::new(workloads.clone())),
+        AppState(Arc::new(Shared {
+            metrics: Metrics::new(workloads.clone()),
             workloads,
             health: Arc::new(Health::default()),
-        }
+        }))
     }
 }
 
