@@ -387,8 +387,11 @@ impl DeploymentRecord {
 impl PodRecord {
     pub fn from_pod(pod: &Pod) -> Arc<Self> {
         let meta = &pod.metadata;
-        let status = pod.status.clone().unwrap_or_default();
-        let nominated_node_name = status.nominated_node_name.clone();
+        // Only the strings kept are cloned, never the whole spec or status.
+        let no_status = Default::default();
+        let status: &k8s_openapi::api::core::v1::PodStatus =
+            pod.status.as_ref().unwrap_or(&no_status);
+        let text = |s: &Option<String>| s.clone().unwrap_or_default();
         let columns = kubectl_status::pod_columns(pod);
         let dto = PodDto {
             name: meta.name.clone().unwrap_or_default(),
@@ -408,13 +411,13 @@ impl PodRecord {
                 .as_ref()
                 .and_then(|s| s.node_name.clone())
                 .unwrap_or_default(),
-            node_ip: status.host_ip.unwrap_or_default(),
-            pod_ip: status.pod_ip.unwrap_or_default(),
+            node_ip: text(&status.host_ip),
+            pod_ip: text(&status.pod_ip),
             create_time: rfc3339(&meta.creation_timestamp),
             status: PodStatusDto {
-                phase: status.phase.unwrap_or_default(),
-                reason: status.reason.unwrap_or_default(),
-                message: status.message.unwrap_or_default(),
+                phase: text(&status.phase),
+                reason: text(&status.reason),
+                message: text(&status.message),
             },
             labels: meta.labels.clone().unwrap_or_default(),
             uid: meta.uid.clone().unwrap_or_default(),
@@ -424,16 +427,17 @@ impl PodRecord {
             status_text: columns.status,
             restarts: columns.restarts,
         };
-        let spec = pod.spec.clone().unwrap_or_default();
+        let no_spec = Default::default();
+        let spec: &k8s_openapi::api::core::v1::PodSpec = pod.spec.as_ref().unwrap_or(&no_spec);
         let fields = PodSelectableFields {
             node_name: dto.node_name.clone(),
             phase: dto.status.phase.clone(),
             pod_ip: dto.pod_ip.clone(),
-            restart_policy: spec.restart_policy.unwrap_or_default(),
-            scheduler_name: spec.scheduler_name.unwrap_or_default(),
-            service_account_name: spec.service_account_name.unwrap_or_default(),
+            restart_policy: text(&spec.restart_policy),
+            scheduler_name: text(&spec.scheduler_name),
+            service_account_name: text(&spec.service_account_name),
             host_network: spec.host_network.unwrap_or(false),
-            nominated_node_name: nominated_node_name.unwrap_or_default(),
+            nominated_node_name: text(&status.nominated_node_name),
         };
         // Serializing a typed Pod cannot fail: it has no maps with non-string keys.
         let json = serde_json::to_vec(pod).unwrap_or_default();
