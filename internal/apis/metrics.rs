@@ -3,12 +3,12 @@
 //! cache, watch events by kind and type, watch restarts and relists, seconds since each cache
 //! last heard from the apiserver; build info.
 
-use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::SystemTime;
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::header;
-use axum::middleware::Next;
+use axum::extract::State;
+use axum::http::{Method, header};
 use axum::response::{IntoResponse, Response};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -37,10 +37,17 @@ struct RouteLabels {
     method: String,
 }
 
+/// A route's histogram and, for one method and code, its counter: clones share the values the
+/// families hold.
+type RouteHandles = (Histogram, Counter);
+/// Route template -> (method, code) -> handles; bounded by the routes served.
+type HandlesByRoute = HashMap<String, HashMap<(Method, u16), RouteHandles>>;
+
 pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     durations: Family<RouteLabels, Histogram>,
+    handles: RwLock<HandlesByRoute>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -167,23 +174,47 @@ impl Metrics {
             registry,
             requests,
             durations,
+            handles: RwLock::default(),
         }
     }
 
-    fn observe(&self, route: String, method: String, code: u16, seconds: f64) {
-        self.durations
-            .get_or_create(&RouteLabels {
-                route: route.clone(),
-                method: method.clone(),
-            })
-            .observe(seconds);
-        self.requests
-            .get_or_create(&RequestLabels {
-                route,
-                method,
-                code: code.to_string(),
-            })
-            .inc();
+    /// Counts and times a request under its route template, never its raw path.
+    pub(super) fn observe(&self, route: &str, method: &Method, code: u16, seconds: f64) {
+        // The families' own lookup builds and hashes owned label sets; a request needs only
+        // a read of this map, keyed by what the request already has.
+        let cached = {
+            let handles = self.handles.read().unwrap_or_else(|e| e.into_inner());
+            handles
+                .get(route)
+                .and_then(|by_method| by_method.get(&(method.clone(), code)))
+                .cloned()
+        };
+        let (duration, requests) = cached.unwrap_or_else(|| {
+            let made = (
+                self.durations
+                    .get_or_create(&RouteLabels {
+                        route: route.to_string(),
+                        method: method.to_string(),
+                    })
+                    .clone(),
+                self.requests
+                    .get_or_create(&RequestLabels {
+                        route: route.to_string(),
+                        method: method.to_string(),
+                        code: code.to_string(),
+                    })
+                    .clone(),
+            );
+            self.handles
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(route.to_string())
+                .or_default()
+                .insert((method.clone(), code), made.clone());
+            made
+        });
+        duration.observe(seconds);
+        requests.inc();
     }
 
     pub fn render(&self) -> Result<String, std::fmt::Error> {
@@ -191,24 +222,6 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
         Ok(out)
     }
-}
-
-/// Counts and times each request under its route template, never its raw path.
-pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
-    let method = request.method().to_string();
-    let start = Instant::now();
-    let response = next.run(request).await;
-    state.metrics.observe(
-        route,
-        method,
-        response.status().as_u16(),
-        start.elapsed().as_secs_f64(),
-    );
-    response
 }
 
 #[utoipa::path(get, path = "/metrics", tag = "operations",

@@ -8,17 +8,16 @@ mod metrics;
 mod routes;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
-use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tracing::Level;
 use utoipa_axum::router::OpenApiRouter;
@@ -83,28 +82,60 @@ impl AppState {
 /// Tells API clients how old the data is while a watch is failing.
 pub const STALE_HEADER: &str = "k8sailor-stale-seconds";
 
-async fn mark_stale(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let mut response = next.run(request).await;
-    let source = state.workloads.source();
-    if source.is_live() {
-        return response;
+/// What the per-request middleware needs besides the state.
+#[derive(Clone)]
+struct PerRequest {
+    state: AppState,
+    timeout: Duration,
+    /// API answers say how stale the cache is; probes and metrics do not.
+    mark_stale: bool,
+}
+
+/// Everything done around each routed request, in one layer rather than one per concern
+/// (each layer costs a boxed service and future per request): the request timeout, the
+/// staleness header, and the metrics by route template. The handler is polled before the
+/// timer, so an answer from memory never arms one.
+async fn per_request(State(p): State<PerRequest>, request: Request, next: Next) -> Response {
+    let route = request.extensions().get::<MatchedPath>().cloned();
+    let method = request.method().clone();
+    let start = Instant::now();
+    let mut response = match tokio::time::timeout(p.timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the request took longer than {:?}", p.timeout),
+        )
+        .into_response(),
+    };
+    if p.mark_stale {
+        let source = p.state.workloads.source();
+        if !source.is_live()
+            && let Some(age) = health::staleness(&source.informer_states())
+        {
+            response
+                .headers_mut()
+                .insert(STALE_HEADER, HeaderValue::from(age));
+        }
     }
-    if let Some(age) = health::staleness(&source.informer_states()) {
-        response
-            .headers_mut()
-            .insert(STALE_HEADER, HeaderValue::from(age));
-    }
+    p.state.metrics.observe(
+        route.as_ref().map_or("unmatched", MatchedPath::as_str),
+        &method,
+        response.status().as_u16(),
+        start.elapsed().as_secs_f64(),
+    );
     response
 }
 
 pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError> {
-    let track = axum::middleware::from_fn_with_state(state.clone(), metrics::track);
-    let api = routes::api()
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+    let per_request_layer = |mark_stale| {
+        let p = PerRequest {
+            state: state.clone(),
+            timeout: opts.request_timeout,
             mark_stale,
-        ))
-        .route_layer(track.clone());
+        };
+        axum::middleware::from_fn_with_state(p, per_request)
+    };
+    let api = routes::api().route_layer(per_request_layer(true));
     let prefix = opts.prefix.as_str();
     let api = if prefix.is_empty() || prefix == "/" {
         api
@@ -119,7 +150,7 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
                 .routes(routes!(health::livez))
                 .routes(routes!(health::readyz))
                 .routes(routes!(metrics::serve))
-                .route_layer(track),
+                .route_layer(per_request_layer(false)),
         )
         .split_for_parts();
     docs::describe(&mut openapi);
@@ -138,16 +169,17 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
     let app = app.with_state(state);
     let app = app
         .fallback(routes::no_route)
-        .layer(CompressionLayer::new())
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::SERVICE_UNAVAILABLE,
-            opts.request_timeout,
-        ))
-        .layer(
+        .layer(CompressionLayer::new());
+    // The request log line is a debug event: with debug off the layer would only cost time.
+    let app = if tracing::enabled!(target: "tower_http::trace::on_response", Level::DEBUG) {
+        app.layer(
             TraceLayer::new_for_http()
                 .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
                 .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
-        );
+        )
+    } else {
+        app
+    };
     Ok(match cors(&opts.cors_allowed_origins)? {
         Some(cors) => app.layer(cors),
         None => app,

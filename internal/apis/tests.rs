@@ -523,3 +523,33 @@ async fn bad_writes_are_refused_before_reaching_the_apiserver() {
         assert!(error.contains(want_error), "{want_error:?} in {error:?}");
     }
 }
+
+#[tokio::test]
+async fn a_request_slower_than_the_timeout_is_a_503_saying_so() {
+    let source = Source::from_cache(
+        CacheSource::new(crate::biz::tests::filled_caches(), Vec::new()),
+        None,
+    );
+    let per = PerRequest {
+        state: AppState::new(Arc::new(Workloads::new(source))),
+        timeout: Duration::from_millis(50),
+        mark_stale: false,
+    };
+    let app = Router::new()
+        .route(
+            "/slow",
+            axum::routing::get(|| async {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                "late"
+            }),
+        )
+        .route_layer(axum::middleware::from_fn_with_state(per, per_request));
+    let (status, _, body) = call(app, Request::get("/slow").body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["code"], 503);
+    assert!(
+        body["error"].as_str().unwrap().contains("longer than 50ms"),
+        "{body}"
+    );
+}
