@@ -29,13 +29,13 @@ pub enum ServerError {
 }
 
 pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), ServerError> {
-    let (client, config_source) = confk8s::connect(&settings.client).await?;
-    tracing::info!(config = %config_source, source = ?settings.source, namespace = ?settings.namespace, "connected to the Kubernetes API");
+    let connection = confk8s::connect(&settings.client).await?;
+    tracing::info!(config = %connection.source, source = ?settings.source, namespace = ?settings.namespace, "connected to the Kubernetes API");
 
     let watches = CancellationToken::new();
     let (source, watch_tasks) = Source::start(
         settings.source,
-        client,
+        connection,
         settings.namespace.clone(),
         watches.clone(),
     )

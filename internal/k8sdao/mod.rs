@@ -9,8 +9,7 @@ mod live;
 use std::sync::Arc;
 use std::time::Duration;
 
-use confk8s::{FactoryError, InformerFactory, InformerState};
-use kube::Client;
+use confk8s::{Connection, FactoryError, InformerFactory, InformerState};
 use selector::{FieldSelector, LabelSelector};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -187,10 +186,11 @@ impl Source {
     /// cancelled.
     pub async fn start(
         kind: SourceKind,
-        client: Client,
+        connection: Connection,
         scope: Option<String>,
         shutdown: CancellationToken,
     ) -> Result<(Source, Vec<JoinHandle<()>>), FactoryError> {
+        let client = connection.client;
         match kind {
             SourceKind::Live => Ok((
                 Source {
@@ -202,7 +202,8 @@ impl Source {
                 Vec::new(),
             )),
             SourceKind::Cache => {
-                let factory = InformerFactory::new(client.clone(), scope.clone());
+                let factory = InformerFactory::new(client.clone(), scope.clone())
+                    .with_watch_signals(connection.watches);
                 let caches = Arc::new(Caches::default());
                 caches.register(&factory)?;
                 factory.check_access().await?;

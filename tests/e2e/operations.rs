@@ -156,6 +156,20 @@ impl PrivateCluster {
         self.dir.join("kubeconfig").to_str().unwrap().to_string()
     }
 
+    fn restart_apiserver(&self) {
+        let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let out = Command::new(repo.join("hack/cluster"))
+            .args(["restart", "kube-apiserver", self.dir.to_str().unwrap()])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "restart: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     fn kill_apiserver(&self) {
         let pid = std::fs::read_to_string(self.dir.join("kube-apiserver.pid")).unwrap();
         assert!(
@@ -232,4 +246,22 @@ async fn when_the_apiserver_goes_away_we_keep_serving_and_say_how_old() {
         "an outage is not our fault: stay ready\n{body}"
     );
     assert!(body.contains("serving cached data"), "{body}");
+
+    // Back on the same port, with nothing changed meanwhile: the watches reconnect and the
+    // answers stop saying they are stale, without waiting for some object to change.
+    cluster.restart_apiserver();
+    eventually(Duration::from_secs(60), "fresh answers again", || async {
+        let res = server
+            .http
+            .get(format!("{}{list}", server.base))
+            .send()
+            .await
+            .ok()?;
+        let fresh = res.status() == 200 && res.headers().get("k8sailor-stale-seconds").is_none();
+        fresh.then_some(())
+    })
+    .await;
+    let (status, body) = server.probe("/readyz?verbose").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(!body.contains("serving cached data"), "{body}");
 }

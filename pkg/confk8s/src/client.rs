@@ -4,6 +4,8 @@ use std::time::Duration;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+use crate::signals::{WatchSignalLayer, WatchSignals};
+
 /// Where the client configuration comes from. Unset fields follow kubectl: `KUBECONFIG`, then
 /// `~/.kube/config`, then the in-cluster service account.
 #[derive(Clone, Debug, Default)]
@@ -129,15 +131,28 @@ pub async fn load_config(opts: &ClientOptions) -> Result<(Config, ConfigSource),
     ))
 }
 
+/// A client that answers, where its configuration came from, and what it tells informers of
+/// their watches (give it to [`crate::InformerFactory::with_watch_signals`]).
+#[derive(Clone)]
+pub struct Connection {
+    pub client: Client,
+    pub source: ConfigSource,
+    pub watches: WatchSignals,
+}
+
 /// Builds a client and checks that the apiserver answers, so that a wrong file, context or
 /// address fails at start-up with one clear line rather than as endless watch retries.
-pub async fn connect(opts: &ClientOptions) -> Result<(Client, ConfigSource), ClientError> {
+pub async fn connect(opts: &ClientOptions) -> Result<Connection, ClientError> {
     let (config, source) = load_config(opts).await?;
     let url = config.cluster_url.to_string();
-    let client = Client::try_from(config).map_err(|e| ClientError::Client {
-        source_: source.clone(),
-        reason: one_line(&e),
-    })?;
+    let watches = WatchSignals::default();
+    let client = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| ClientError::Client {
+            source_: source.clone(),
+            reason: one_line(&e),
+        })?
+        .with_layer(&WatchSignalLayer(watches.clone()))
+        .build();
     let timeout = opts.connect_timeout.unwrap_or(Duration::from_secs(10));
     let unreachable = |reason: String| ClientError::Unreachable {
         url: url.clone(),
@@ -145,7 +160,11 @@ pub async fn connect(opts: &ClientOptions) -> Result<(Client, ConfigSource), Cli
         reason,
     };
     match tokio::time::timeout(timeout, client.apiserver_version()).await {
-        Ok(Ok(_)) => Ok((client, source)),
+        Ok(Ok(_)) => Ok(Connection {
+            client,
+            source,
+            watches,
+        }),
         Ok(Err(e)) => Err(unreachable(one_line(&e))),
         Err(_) => Err(unreachable(format!("no answer in {timeout:?}"))),
     }

@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::delta::{Delta, DeltaTracker, Step, strip_noise};
+use crate::signals::WatchSignals;
 use crate::status::InformerStatus;
 
 /// Receives the changes of one kind.
@@ -184,6 +185,7 @@ pub struct InformerFactory {
     namespace: Option<String>,
     config: watcher::Config,
     informers: Mutex<Registry>,
+    watches: Option<WatchSignals>,
 }
 
 #[derive(Default)]
@@ -204,7 +206,16 @@ impl InformerFactory {
             namespace,
             config,
             informers: Mutex::new(Registry::default()),
+            watches: None,
         }
+    }
+
+    /// Lets the client's watch signals mark an informer connected as soon as the apiserver
+    /// accepts its watch again, not only when the next change arrives. Give it before
+    /// registering handlers.
+    pub fn with_watch_signals(mut self, watches: WatchSignals) -> Self {
+        self.watches = Some(watches);
+        self
     }
 
     /// Registers a handler for `K`, starting a watch of `K` unless one exists. For
@@ -246,9 +257,13 @@ impl InformerFactory {
         let Registry { by_type, order, .. } = &mut *registry;
         by_type.entry(id).or_insert_with(|| {
             order.push(id);
+            let status = Arc::new(InformerStatus::new(kind));
+            if let Some(watches) = &self.watches {
+                watches.subscribe(&resource.0, &resource.1, status.clone());
+            }
             Arc::new(Informer::<T> {
                 resource,
-                status: Arc::new(InformerStatus::new(kind)),
+                status,
                 handlers: Mutex::new(Vec::new()),
                 open: Box::new(open),
             })

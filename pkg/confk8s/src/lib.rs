@@ -19,9 +19,9 @@
 //!     fn commit(self: Box<Self>) { println!("relisted: {} changes", self.0); }
 //! }
 //!
-//! let (client, source) = confk8s::connect(&ClientOptions::default()).await?;
-//! println!("connected through {source}");
-//! let factory = InformerFactory::new(client, None);
+//! let connection = confk8s::connect(&ClientOptions::default()).await?;
+//! println!("connected through {}", connection.source);
+//! let factory = InformerFactory::new(connection.client, None).with_watch_signals(connection.watches);
 //! factory.add_handler::<Pod>(Arc::new(CountPods))?;
 //! let shutdown = tokio_util::sync::CancellationToken::new();
 //! let tasks = factory.start(shutdown.clone());
@@ -32,9 +32,11 @@
 mod client;
 mod delta;
 mod informer;
+mod signals;
 mod status;
 
-pub use client::{ClientError, ClientOptions, ConfigSource, connect, load_config};
+pub use client::{ClientError, ClientOptions, ConfigSource, Connection, connect, load_config};
 pub use delta::{Delta, DeltaTracker, ObjectKey, Step, strip_noise};
 pub use informer::{FactoryError, Handler, InformerFactory, RelistBatch, Watched};
+pub use signals::{WatchSignalLayer, WatchSignals};
 pub use status::{InformerState, InformerStatus};
