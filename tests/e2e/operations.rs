@@ -128,27 +128,29 @@ struct PrivateCluster {
     dir: PathBuf,
 }
 
+/// Runs `hack/cluster ARGS`; panics with its output if it fails.
+fn hack_cluster(args: &[&str]) {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(repo.join("hack/cluster"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "hack/cluster {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 impl PrivateCluster {
     fn up() -> PrivateCluster {
-        let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        let dir = repo
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("target")
             .join(format!("e2e-private-{}", std::process::id()));
-        let out = Command::new(repo.join("hack/cluster"))
-            .args([
-                "up",
-                dir.to_str().unwrap(),
-                "--owner-pid",
-                &std::process::id().to_string(),
-            ])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "private control plane: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let owner = std::process::id().to_string();
+        hack_cluster(&["up", dir.to_str().unwrap(), "--owner-pid", &owner]);
         PrivateCluster { dir }
     }
 
@@ -157,17 +159,7 @@ impl PrivateCluster {
     }
 
     fn restart_apiserver(&self) {
-        let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        let out = Command::new(repo.join("hack/cluster"))
-            .args(["restart", "kube-apiserver", self.dir.to_str().unwrap()])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "restart: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        hack_cluster(&["restart", "kube-apiserver", self.dir.to_str().unwrap()]);
     }
 
     fn kill_apiserver(&self) {
