@@ -41,7 +41,21 @@ struct RouteLabels {
 /// families hold.
 type RouteHandles = (Histogram, Counter);
 /// Route template -> (method, code) -> handles; bounded by the routes served.
-type HandlesByRoute = HashMap<String, HashMap<(Method, u16), RouteHandles>>;
+type HandlesByRoute = HashMap<String, HashMap<(&'static str, u16), RouteHandles>>;
+
+/// HTTP allows any token as a method: a client inventing methods must not invent series.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}
 
 pub struct Metrics {
     registry: Registry,
@@ -180,13 +194,14 @@ impl Metrics {
 
     /// Counts and times a request under its route template, never its raw path.
     pub(super) fn observe(&self, route: &str, method: &Method, code: u16, seconds: f64) {
+        let method = method_label(method);
         // The families' own lookup builds and hashes owned label sets; a request needs only
         // a read of this map, keyed by what the request already has.
         let cached = {
             let handles = self.handles.read().unwrap_or_else(|e| e.into_inner());
             handles
                 .get(route)
-                .and_then(|by_method| by_method.get(&(method.clone(), code)))
+                .and_then(|by_method| by_method.get(&(method, code)))
                 .cloned()
         };
         let (duration, requests) = cached.unwrap_or_else(|| {
@@ -210,7 +225,7 @@ impl Metrics {
                 .unwrap_or_else(|e| e.into_inner())
                 .entry(route.to_string())
                 .or_default()
-                .insert((method.clone(), code), made.clone());
+                .insert((method, code), made.clone());
             made
         });
         duration.observe(seconds);

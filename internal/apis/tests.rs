@@ -296,6 +296,14 @@ async fn metrics_count_requests_by_route_template() {
     ] {
         call(app.clone(), Request::get(uri).body(Body::empty()).unwrap()).await;
     }
+    for invented in ["BREW", "WHEN"] {
+        let req = Request::builder()
+            .method(invented)
+            .uri("/k8sailor/v0/pods/bare")
+            .body(Body::empty())
+            .unwrap();
+        call(app.clone(), req).await;
+    }
     let (status, headers, body) =
         call(app, Request::get("/metrics").body(Body::empty()).unwrap()).await;
     assert_eq!(status, StatusCode::OK);
@@ -315,6 +323,10 @@ async fn metrics_count_requests_by_route_template() {
         assert!(text.contains(needle), "{needle} in\n{text}");
     }
     assert!(!text.contains("bare"), "raw paths never become labels");
+    assert!(
+        !text.contains("BREW") && text.contains(r#"method="other",code="405"} 2"#),
+        "invented methods share one label:\n{text}"
+    );
 }
 
 async fn openapi() -> Value {
