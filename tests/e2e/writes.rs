@@ -118,3 +118,29 @@ async fn a_write_the_apiserver_refuses_says_why() {
         "{answer}"
     );
 }
+
+#[tokio::test]
+async fn writes_work_the_same_with_the_live_source() {
+    let ns = TestNamespace::new("livewrites").await;
+    let server = Server::start(&["--namespace", &ns.name, "--source", "live"]);
+    let at = |path: &str| format!("{path}?namespace={}", ns.name);
+    let body = json!({"replicas": 1, "containers": [{"image": "nginx:1.27"}]});
+    let (status, created) = server
+        .send("POST", &at("/deployments/web"), Some(body))
+        .await;
+    assert_eq!(status, 200, "{created}");
+    let (status, _) = server
+        .send(
+            "PUT",
+            &format!("{}&replicas=2", at("/deployments/web/replicas")),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (_, read) = server.get(&at("/deployments/web")).await;
+    assert_eq!(read["data"]["replicas"], 2);
+    let (status, _) = server.send("DELETE", &at("/deployments/web"), None).await;
+    assert_eq!(status, 200);
+    let (status, _) = server.get(&at("/deployments/web")).await;
+    assert_eq!(status, 404);
+}
