@@ -155,7 +155,7 @@ impl Caches {
     /// Registers each cache with the factory's shared watch of its kind.
     pub fn register(&self, factory: &InformerFactory) -> Result<(), FactoryError> {
         factory.add_handler::<Deployment>(self.deployments.clone())?;
-        factory.add_handler::<Pod>(self.pods.clone())?;
+        factory.add_handler_decoded_as::<Pod, confk8s::SlimPod>(self.pods.clone())?;
         factory.add_handler::<PartialObjectMeta<ReplicaSet>>(self.replicasets.clone())?;
         Ok(())
     }

@@ -168,6 +168,16 @@ impl<T: Watched> Informer<T> {
     }
 }
 
+fn decoded_as<W: Into<K>, K>(event: Event<W>) -> Event<K> {
+    match event {
+        Event::Apply(o) => Event::Apply(o.into()),
+        Event::Delete(o) => Event::Delete(o.into()),
+        Event::Init => Event::Init,
+        Event::InitApply(o) => Event::InitApply(o.into()),
+        Event::InitDone => Event::InitDone,
+    }
+}
+
 fn status_code(error: &watcher::Error) -> Option<u16> {
     match error {
         watcher::Error::InitialListFailed(kube::Error::Api(s))
@@ -229,6 +239,26 @@ impl InformerFactory {
         let resource = (K::group(&()).into_owned(), K::plural(&()).into_owned());
         self.register(K::kind(&()).into_owned(), resource, handler, move || {
             kube::runtime::watcher(api.clone(), config.clone()).boxed()
+        })
+    }
+
+    /// Like [`InformerFactory::add_handler`], but the watch decodes objects as `W` and hands
+    /// them on as `K`: a leaner decoding of the same kind, such as [`crate::SlimPod`] for Pods.
+    pub fn add_handler_decoded_as<K, W>(
+        &self,
+        handler: Arc<dyn Handler<K>>,
+    ) -> Result<(), FactoryError>
+    where
+        K: Watched,
+        W: Watched + Resource<Scope = NamespaceResourceScope> + Into<K>,
+    {
+        let api = self.api::<W>();
+        let config = self.config.clone();
+        let resource = (W::group(&()).into_owned(), W::plural(&()).into_owned());
+        self.register(K::kind(&()).into_owned(), resource, handler, move || {
+            kube::runtime::watcher(api.clone(), config.clone())
+                .map(|event| event.map(decoded_as::<W, K>))
+                .boxed()
         })
     }
 

@@ -33,10 +33,12 @@ mod client;
 mod delta;
 mod informer;
 mod signals;
+mod slim;
 mod status;
 
 pub use client::{ClientError, ClientOptions, ConfigSource, Connection, connect, load_config};
 pub use delta::{Delta, DeltaTracker, ObjectKey, Step, strip_noise};
 pub use informer::{FactoryError, Handler, InformerFactory, RelistBatch, Watched};
 pub use signals::{WatchSignalLayer, WatchSignals};
+pub use slim::SlimPod;
 pub use status::{InformerState, InformerStatus};
