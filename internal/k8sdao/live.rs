@@ -173,10 +173,7 @@ fn version_of(meta: &kube::api::ObjectMeta) -> WriteEffect {
 fn write_error(e: kube::Error, kind: ObjectKind, namespace: &str, name: &str) -> DaoError {
     match e {
         kube::Error::Api(status) if status.code == 404 => DaoError::NotFound {
-            kind: match kind {
-                ObjectKind::Deployment => "deployment",
-                ObjectKind::Pod => "pod",
-            },
+            kind: kind.as_str(),
             namespace: namespace.to_string(),
             name: name.to_string(),
         },

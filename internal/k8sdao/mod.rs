@@ -367,12 +367,19 @@ pub enum ObjectKind {
     Pod,
 }
 
-impl std::fmt::Display for ObjectKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
+impl ObjectKind {
+    /// As errors name it (`DaoError::NotFound::kind`).
+    pub fn as_str(self) -> &'static str {
+        match self {
             ObjectKind::Deployment => "deployment",
             ObjectKind::Pod => "pod",
-        })
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
