@@ -61,7 +61,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
     }
 
     let state = AppState::new(Arc::new(Workloads::new(source)));
-    let health = state.health.clone();
+    let (health, streams) = (state.health.clone(), state.streams.clone());
     let app = apis::router(state, &settings.http)?;
     let listener =
         TcpListener::bind(settings.listen)
@@ -79,7 +79,8 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
     tracing::info!(%addr, prefix = %settings.http.prefix, "serving");
 
     // On shutdown: fail readiness at once, keep serving for the delay while load balancers
-    // take us out, then stop accepting and let in-flight requests finish within the grace.
+    // take us out, then stop accepting, end the watch streams (their clients reconnect to
+    // another replica) and let in-flight requests finish within the grace.
     let (delay, grace) = (settings.shutdown_delay, settings.shutdown_grace);
     let drain = {
         let (shutdown, health) = (shutdown.clone(), health.clone());
@@ -88,6 +89,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
             health.begin_shutdown();
             tracing::info!(?delay, ?grace, "shutting down: readiness fails now");
             tokio::time::sleep(delay).await;
+            streams.cancel();
         }
     };
     let serve = axum::serve(listener, app)

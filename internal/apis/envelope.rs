@@ -146,6 +146,7 @@ impl From<BizError> for ApiError {
                 DaoError::NotSynced { .. } | DaoError::Unavailable(_) => {
                     StatusCode::SERVICE_UNAVAILABLE
                 }
+                DaoError::WatchExpired(_) => StatusCode::GONE,
                 // The live source passes on what the apiserver says of the request; its refusal
                 // of our own credentials is a gateway fault, not the caller's.
                 DaoError::Api { code, .. } => match *code {

@@ -6,6 +6,7 @@ mod envelope;
 mod health;
 mod metrics;
 mod routes;
+mod watch;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +17,9 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use tokio_util::sync::CancellationToken;
 use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tracing::Level;
@@ -60,6 +63,8 @@ pub struct Shared {
     pub workloads: Arc<Workloads<Source>>,
     pub health: Arc<Health>,
     pub metrics: Metrics,
+    /// Ends every watch stream once cancelled: shutdown waits for no watcher.
+    pub streams: CancellationToken,
 }
 
 impl std::ops::Deref for AppState {
@@ -75,6 +80,7 @@ impl AppState {
             metrics: Metrics::new(workloads.clone()),
             workloads,
             health: Arc::new(Health::default()),
+            streams: CancellationToken::new(),
         }))
     }
 }
@@ -167,9 +173,11 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
         }),
     );
     let app = app.with_state(state);
-    let app = app
-        .fallback(routes::no_route)
-        .layer(CompressionLayer::new());
+    let app =
+        app.fallback(routes::no_route)
+            .layer(CompressionLayer::new().compress_when(
+                DefaultPredicate::new().and(NotForContentType::const_new(watch::NDJSON)),
+            ));
     // The request log line is a debug event: with debug off the layer would only cost time.
     let app = if tracing::enabled!(target: "tower_http::trace::on_response", Level::DEBUG) {
         app.layer(

@@ -1,16 +1,16 @@
 use axum::extract::State;
-use axum::http::{Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
 use super::docs::{DeploymentDoc, PodDoc};
 use super::envelope::{
     ApiError, ApiJson, ApiPath, ApiQuery, Envelope, ErrorEnvelope, ok, ok_json, ok_page_json,
 };
+use super::{AppState, watch};
 use crate::biz::{CreateDeployment, ListRequest};
 use crate::model::EventDto;
 
@@ -53,6 +53,11 @@ pub(super) struct ListParams {
     /// `name`, `namespace`, `creationTimestamp`, comma-separated, `-` for descending; default
     /// namespace then name.
     sort: Option<String>,
+    /// `true`: instead of answering once, send every selected object as an ADDED event, a
+    /// BOOKMARK, then each change (ADDED, MODIFIED, DELETED, as the apiserver's watch); as
+    /// Server-Sent Events when `Accept` names `text/event-stream`, else as newline-delimited
+    /// JSON. Not with `limit`, `continue` or `sort`.
+    watch: Option<String>,
 }
 
 impl From<ListParams> for ListRequest {
@@ -93,7 +98,8 @@ async fn ping() -> &'static str {
 
 #[utoipa::path(get, path = "/deployments", tag = "deployments", params(ListParams),
     responses(
-        (status = 200, description = "Deployments, with list metadata", body = Envelope<Vec<DeploymentDoc>>),
+        (status = 200, description = "Deployments, with list metadata; with `watch=true`, a stream of `{\"type\":\"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR\",\"object\":Deployment}` events",
+            content((Envelope<Vec<DeploymentDoc>> = "application/json"), (String = "text/event-stream"), (String = "application/x-ndjson"))),
         (status = 400, description = "Invalid namespace, selector, sort or continue token", body = ErrorEnvelope),
         (status = 404, description = "Namespace not served by this k8sailor", body = ErrorEnvelope),
         (status = 410, description = "The continue token expired: restart the list", body = ErrorEnvelope),
@@ -101,8 +107,13 @@ async fn ping() -> &'static str {
     ))]
 async fn list_deployments(
     State(s): State<AppState>,
+    headers: HeaderMap,
     ApiQuery(q): ApiQuery<ListParams>,
 ) -> Result<Response, ApiError> {
+    if watch::is_watch(q.watch.as_deref())? {
+        let frames = s.workloads.watch_deployments(&q.into()).await?;
+        return Ok(watch::respond(frames, &headers, s.streams.clone()));
+    }
     Ok(ok_page_json(s.workloads.list_deployments(&q.into()).await?))
 }
 
@@ -222,7 +233,8 @@ async fn pods_of_deployment(
 
 #[utoipa::path(get, path = "/pods", tag = "pods", params(ListParams),
     responses(
-        (status = 200, description = "Pods, with list metadata", body = Envelope<Vec<PodDoc>>),
+        (status = 200, description = "Pods, with list metadata; with `watch=true`, a stream of `{\"type\":\"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR\",\"object\":Pod}` events",
+            content((Envelope<Vec<PodDoc>> = "application/json"), (String = "text/event-stream"), (String = "application/x-ndjson"))),
         (status = 400, description = "Invalid namespace, selector, sort or continue token", body = ErrorEnvelope),
         (status = 404, description = "Namespace not served by this k8sailor", body = ErrorEnvelope),
         (status = 410, description = "The continue token expired: restart the list", body = ErrorEnvelope),
@@ -230,8 +242,13 @@ async fn pods_of_deployment(
     ))]
 async fn list_pods(
     State(s): State<AppState>,
+    headers: HeaderMap,
     ApiQuery(q): ApiQuery<ListParams>,
 ) -> Result<Response, ApiError> {
+    if watch::is_watch(q.watch.as_deref())? {
+        let frames = s.workloads.watch_pods(&q.into()).await?;
+        return Ok(watch::respond(frames, &headers, s.streams.clone()));
+    }
     Ok(ok_page_json(s.workloads.list_pods(&q.into()).await?))
 }
 

@@ -565,3 +565,113 @@ async fn a_request_slower_than_the_timeout_is_a_503_saying_so() {
         "{body}"
     );
 }
+
+/// A watch answer's body, read until it holds `lines` lines; the stream stays open after.
+async fn read_lines(body: &mut Body, lines: usize) -> String {
+    let mut text = String::new();
+    while text.matches('\n').count() < lines {
+        let frame = tokio::time::timeout(Duration::from_secs(2), body.frame())
+            .await
+            .unwrap_or_else(|_| panic!("{lines} lines within 2 s; so far:\n{text}"))
+            .expect("the stream goes on")
+            .unwrap();
+        if let Ok(data) = frame.into_data() {
+            text.push_str(std::str::from_utf8(&data).unwrap());
+        }
+    }
+    text
+}
+
+fn watch_request(accept: Option<&str>) -> Request<Body> {
+    let mut req =
+        Request::get("/k8sailor/v0/pods?namespace=ns-a&labelSelector=app%3Dweb&watch=true")
+            .header(header::ACCEPT_ENCODING, "gzip");
+    if let Some(accept) = accept {
+        req = req.header(header::ACCEPT, accept);
+    }
+    req.body(Body::empty()).unwrap()
+}
+
+#[tokio::test]
+async fn a_watch_streams_json_lines_uncompressed() {
+    let res = app().oneshot(watch_request(None)).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()[header::CONTENT_TYPE], "application/x-ndjson");
+    assert!(
+        res.headers().get(header::CONTENT_ENCODING).is_none(),
+        "a compressor would hold events back"
+    );
+    let mut body = res.into_body();
+    let text = read_lines(&mut body, 3).await;
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seen: Vec<(&str, &str)> = events
+        .iter()
+        .map(|e| {
+            let object = &e["object"];
+            let name = object["name"]
+                .as_str()
+                .or(object["resourceVersion"].as_str());
+            (e["type"].as_str().unwrap(), name.unwrap())
+        })
+        .collect();
+    assert_eq!(
+        seen[..2],
+        [("ADDED", "web-1a2b-x"), ("ADDED", "web-1a2b-y")]
+    );
+    assert_eq!(seen[2].0, "BOOKMARK");
+    assert_eq!(events[0]["object"]["deployment"], "web");
+}
+
+#[tokio::test]
+async fn a_watch_speaks_server_sent_events_to_event_source_and_ends_on_shutdown() {
+    let source = Source::from_cache(
+        CacheSource::new(crate::biz::tests::filled_caches(), Vec::new()),
+        None,
+    );
+    let state = AppState::new(Arc::new(Workloads::new(source)));
+    let streams = state.streams.clone();
+    let app = router(state, &options(&[])).unwrap();
+    let res = app
+        .oneshot(watch_request(Some("text/event-stream")))
+        .await
+        .unwrap();
+    assert_eq!(res.headers()[header::CONTENT_TYPE], "text/event-stream");
+    assert!(res.headers().get(header::CONTENT_ENCODING).is_none());
+    let mut body = res.into_body();
+    let text = read_lines(&mut body, 8).await;
+    assert!(
+        text.starts_with(
+            "event: ADDED\ndata: {\"type\":\"ADDED\",\"object\":{\"name\":\"web-1a2b-x\""
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nid: "),
+        "events carry their resourceVersion: {text}"
+    );
+    streams.cancel();
+    let rest = tokio::time::timeout(Duration::from_secs(2), body.collect())
+        .await
+        .expect("the stream ends once shutdown cancels it")
+        .unwrap()
+        .to_bytes();
+    let rest = String::from_utf8_lossy(&rest);
+    assert!(!rest.contains("event: ERROR"), "{rest}");
+}
+
+#[tokio::test]
+async fn a_bad_watch_is_a_400() {
+    for uri in [
+        "/k8sailor/v0/pods?watch=yes",
+        "/k8sailor/v0/pods?watch=true&limit=5",
+        "/k8sailor/v0/deployments?watch=1&labelSelector=a%20in",
+    ] {
+        let (status, body) = get(uri).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}: {body}");
+        assert_eq!(body["code"], 400);
+        assert!(!body["error"].as_str().unwrap().is_empty());
+    }
+}

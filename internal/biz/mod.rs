@@ -3,6 +3,7 @@
 
 mod output;
 mod paging;
+mod watch;
 mod writes;
 
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use selector::{FieldSelector, LabelSelector};
 
 pub use output::OutputFormat;
 pub use paging::{PageStore, SortSpec};
+pub use watch::{WatchEventType, WatchFrame, WatchFrames};
 pub use writes::{ContainerRequest, CreateDeployment};
 
 use crate::k8sdao::{DaoError, ListQuery, WorkloadSource};

@@ -77,18 +77,20 @@ impl<R> Default for Index<R> {
 }
 
 impl<R: Indexed> Index<R> {
-    pub fn apply(&mut self, record: Arc<R>) {
+    /// Adds or replaces the record of its key; the record it replaced, if any.
+    pub fn apply(&mut self, record: Arc<R>) -> Option<Arc<R>> {
         let new_terms = record.terms();
         match self.ids.get(record.key()).copied() {
             Some(id) => {
                 let old = self.slots[id as usize].replace(record);
-                let old_terms = old.map(|o| o.terms()).unwrap_or_default();
+                let old_terms = old.as_ref().map(|o| o.terms()).unwrap_or_default();
                 for term in old_terms.iter().filter(|t| !new_terms.contains(t)) {
                     self.unpost(term, id);
                 }
                 for term in new_terms.into_iter().filter(|t| !old_terms.contains(t)) {
                     self.postings.entry(term).or_default().insert(id);
                 }
+                old
             }
             None => {
                 let id = match self.free.pop() {
@@ -105,20 +107,20 @@ impl<R: Indexed> Index<R> {
                 for term in new_terms {
                     self.postings.entry(term).or_default().insert(id);
                 }
+                None
             }
         }
     }
 
-    pub fn delete(&mut self, key: &ObjectKey) {
-        let Some(id) = self.ids.remove(key) else {
-            return;
-        };
-        if let Some(old) = self.slots[id as usize].take() {
-            for term in old.terms() {
-                self.unpost(&term, id);
-            }
+    /// Removes the record of `key`; the record removed, if there was one.
+    pub fn delete(&mut self, key: &ObjectKey) -> Option<Arc<R>> {
+        let id = self.ids.remove(key)?;
+        let old = self.slots[id as usize].take();
+        for term in old.iter().flat_map(|o| o.terms()) {
+            self.unpost(&term, id);
         }
         self.free.push(id);
+        old
     }
 
     fn unpost(&mut self, term: &Term, id: u32) {

@@ -1,15 +1,17 @@
 //! In-memory caches of Deployments, Pods and ReplicaSet metadata, fed by the informers.
 //! Each is an [`Index`] behind a lock; a batch of deltas (a whole relist included) is applied
-//! under one write lock, so readers see either the old state or the new one.
+//! under one write lock, so readers see either the old state or the new one. Each applied
+//! change is also broadcast, under that lock, to whoever watches the cache (live updates).
 
 mod index;
 
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use confk8s::{Delta, FactoryError, Handler, InformerFactory, ObjectKey, RelistBatch};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::PartialObjectMeta;
+use tokio::sync::broadcast;
 
 pub use index::{INDEXED_POD_FIELDS, Index, Indexed, Term};
 
@@ -38,9 +40,38 @@ impl FromObject<PartialObjectMeta<ReplicaSet>> for ReplicaSetRecord {
     }
 }
 
+/// One change to a cache, as its watchers receive it.
+#[derive(Debug)]
+pub enum Change<R> {
+    /// `old` is the record `new` replaced; None when the object is new to the cache.
+    Applied {
+        old: Option<Arc<R>>,
+        new: Arc<R>,
+    },
+    Deleted(Arc<R>),
+}
+
+// Not derived: that would require `R: Clone`, and only the `Arc`s are cloned.
+impl<R> Clone for Change<R> {
+    fn clone(&self) -> Self {
+        match self {
+            Change::Applied { old, new } => Change::Applied {
+                old: old.clone(),
+                new: new.clone(),
+            },
+            Change::Deleted(r) => Change::Deleted(r.clone()),
+        }
+    }
+}
+
+/// How many changes a watcher may fall behind before it is told to start again: enough for
+/// bursts (a Deployment scaled by hundreds), small beside a relist of a large cluster.
+const CHANGES_BUFFERED: usize = 4096;
+
 #[derive(Debug)]
 pub struct Cache<R> {
     index: RwLock<Index<R>>,
+    changes: broadcast::Sender<Change<R>>,
 }
 
 pub type DeploymentCache = Cache<DeploymentRecord>;
@@ -51,6 +82,7 @@ impl<R> Default for Cache<R> {
     fn default() -> Self {
         Cache {
             index: RwLock::new(Index::default()),
+            changes: broadcast::channel(CHANGES_BUFFERED).0,
         }
     }
 }
@@ -60,6 +92,44 @@ impl<R: Indexed> Cache<R> {
     pub fn read(&self) -> RwLockReadGuard<'_, Index<R>> {
         // Index updates cannot panic half-way, so a poisoned lock still guards a valid index.
         self.index.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Index<R>> {
+        self.index.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A read view and every change made after it. Changes are sent under the write lock, so
+    /// the view and the changes neither overlap nor leave a gap.
+    pub fn read_and_watch(
+        &self,
+    ) -> (
+        RwLockReadGuard<'_, Index<R>>,
+        broadcast::Receiver<Change<R>>,
+    ) {
+        let index = self.read();
+        (index, self.changes.subscribe())
+    }
+
+    /// Applies the changes in order under one write lock, telling watchers of each.
+    fn commit(&self, changes: impl IntoIterator<Item = Result<Arc<R>, ObjectKey>>) {
+        let mut index = self.write();
+        let watched = self.changes.receiver_count() > 0;
+        for change in changes {
+            let change = match change {
+                Ok(new) => Change::Applied {
+                    old: index.apply(new.clone()),
+                    new,
+                },
+                Err(key) => match index.delete(&key) {
+                    Some(old) => Change::Deleted(old),
+                    None => continue,
+                },
+            };
+            if watched {
+                // Fails only when the last watcher left meanwhile.
+                let _ = self.changes.send(change);
+            }
+        }
     }
 
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<R>> {
@@ -79,21 +149,8 @@ impl<R: Indexed> Cache<R> {
         R: FromObject<K>,
     {
         // Project outside the lock: readers wait only for the map updates.
-        let records: Vec<Option<Arc<R>>> = deltas
-            .iter()
-            .map(|d| match d {
-                Delta::Added(o) | Delta::Updated(o) => Some(R::from_object(o)),
-                Delta::Deleted(_) => None,
-            })
-            .collect();
-        let mut index = self.index.write().unwrap_or_else(|e| e.into_inner());
-        for (delta, record) in deltas.iter().zip(records) {
-            match (delta, record) {
-                (Delta::Deleted(key), _) => index.delete(key),
-                (_, Some(record)) => index.apply(record),
-                (_, None) => {}
-            }
-        }
+        let changes: Vec<_> = deltas.iter().map(record_of).collect();
+        self.commit(changes);
     }
 }
 
@@ -114,6 +171,14 @@ where
     }
 }
 
+/// A delta as the index takes it: the record to apply, or the key to delete.
+fn record_of<K, R: FromObject<K>>(delta: &Delta<K>) -> Result<Arc<R>, ObjectKey> {
+    match delta {
+        Delta::Added(o) | Delta::Updated(o) => Ok(R::from_object(o)),
+        Delta::Deleted(key) => Err(key.clone()),
+    }
+}
+
 /// A relist in progress: each object becomes its record as it arrives (so the typed objects
 /// of a large list never pile up), and all records go into the index under one write lock.
 struct CacheRelist<R> {
@@ -126,20 +191,11 @@ where
     R: Indexed + FromObject<K> + Send + Sync + 'static,
 {
     fn add(&mut self, delta: &Delta<K>) {
-        self.changes.push(match delta {
-            Delta::Added(o) | Delta::Updated(o) => Ok(R::from_object(o)),
-            Delta::Deleted(key) => Err(key.clone()),
-        });
+        self.changes.push(record_of(delta));
     }
 
     fn commit(self: Box<Self>) {
-        let mut index = self.cache.index.write().unwrap_or_else(|e| e.into_inner());
-        for change in self.changes {
-            match change {
-                Ok(record) => index.apply(record),
-                Err(key) => index.delete(&key),
-            }
-        }
+        self.cache.commit(self.changes);
     }
 }
 

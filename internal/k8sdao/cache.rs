@@ -2,11 +2,17 @@ use std::sync::Arc;
 
 use confk8s::{InformerState, InformerStatus, ObjectKey};
 
-use super::{DaoError, ListQuery, Listing, LiveSource, ObjectKind, WorkloadSource, WriteEffect};
+use futures::StreamExt;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::{
+    DaoError, ListQuery, Listing, LiveSource, ObjectKind, WatchEvent, WatchStream, WorkloadSource,
+    WriteEffect,
+};
 use selector::{FieldOperator, Operator};
 
-use crate::k8scache::{Cache, Caches, INDEXED_POD_FIELDS, Indexed, Term};
-use crate::model::{DeploymentRecord, EventDto, PodRecord, Selectable};
+use crate::k8scache::{Cache, Caches, Change, INDEXED_POD_FIELDS, Index, Indexed, Term};
+use crate::model::{DeploymentRecord, EventDto, Keyed, PodRecord, Selectable};
 
 /// The index terms a query requires: one group per equality-like requirement, any term of
 /// a group will do. Requirements that no index can answer (!=, notin, exists) are left to the
@@ -35,6 +41,46 @@ fn required_terms(q: &ListQuery) -> Vec<Vec<Term>> {
         }
     });
     labels.chain(fields).collect()
+}
+
+/// Whether `q` selects the record: its namespace, labels and fields.
+fn selects<R: Keyed + Selectable>(q: &ListQuery, r: &R) -> bool {
+    q.namespace
+        .as_deref()
+        .is_none_or(|ns| r.key().namespace == ns)
+        && q.labels.matches(r.labels())
+        && q.fields.matches(|f| r.field(f))
+}
+
+/// The records of `index` that `q` selects, in (namespace, name) order: the index's
+/// candidates for the query's equality requirements when it has any, else a namespace scan.
+fn select<R: Indexed + Selectable>(index: &Index<R>, q: &ListQuery) -> Vec<Arc<R>> {
+    let matches = |r: &&Arc<R>| selects(q, r.as_ref());
+    match index.candidates(q.namespace.as_deref(), &required_terms(q)) {
+        Some(candidates) => candidates.into_iter().filter(matches).cloned().collect(),
+        None => index
+            .in_namespace(q.namespace.as_deref())
+            .filter(matches)
+            .cloned()
+            .collect(),
+    }
+}
+
+/// What a cache change is to a watch of `q`, as the apiserver's watch reports it: selected
+/// before and after, Modified; only after, Added; only before, Deleted; neither, nothing.
+fn watch_event<R: Keyed + Selectable>(q: &ListQuery, change: Change<R>) -> Option<WatchEvent<R>> {
+    match change {
+        Change::Applied { old, new } => {
+            let was = old.as_deref().is_some_and(|o| selects(q, o));
+            match (was, selects(q, new.as_ref())) {
+                (false, true) => Some(WatchEvent::Added(new)),
+                (true, true) => Some(WatchEvent::Modified(new)),
+                (true, false) => Some(WatchEvent::Deleted(new)),
+                (false, false) => None,
+            }
+        }
+        Change::Deleted(old) => selects(q, old.as_ref()).then_some(WatchEvent::Deleted(old)),
+    }
 }
 
 /// Reads from the informer caches: no request ever reaches the apiserver.
@@ -96,22 +142,54 @@ impl CacheSource {
         R: Indexed + Selectable,
     {
         self.ensure_synced()?;
-        let index = cache.read();
-        let namespace = q.namespace.as_deref();
-        let matches =
-            |r: &&Arc<R>| q.labels.matches(r.labels()) && q.fields.matches(|f| r.field(f));
-        let items = match index.candidates(namespace, &required_terms(q)) {
-            Some(candidates) => candidates.into_iter().filter(matches).cloned().collect(),
-            None => index
-                .in_namespace(namespace)
-                .filter(matches)
-                .cloned()
-                .collect(),
-        };
         Ok(Listing {
-            items,
+            items: select(&cache.read(), q),
             resource_version: self.resource_version(kind),
         })
+    }
+
+    /// What `q` selects now, as Added events, then Synced, then each change that concerns the
+    /// query. A watcher that falls more than the cache buffers behind gets WatchExpired.
+    fn watch<R>(
+        &self,
+        cache: &Cache<R>,
+        q: &ListQuery,
+        kind: &str,
+    ) -> Result<WatchStream<R>, DaoError>
+    where
+        R: Indexed + Selectable + Send + Sync + 'static,
+    {
+        self.ensure_synced()?;
+        let (initial, changes) = {
+            let (index, changes) = cache.read_and_watch();
+            (select(&index, q), changes)
+        };
+        let synced = WatchEvent::Synced {
+            resource_version: self.resource_version(kind),
+        };
+        let initial = initial
+            .into_iter()
+            .map(WatchEvent::Added)
+            .chain([synced])
+            .map(Ok);
+        let changes = futures::stream::unfold(Some((changes, q.clone())), |state| async move {
+            let (mut changes, q) = state?;
+            loop {
+                match changes.recv().await {
+                    Ok(change) => {
+                        if let Some(event) = watch_event(&q, change) {
+                            return Some((Ok(event), Some((changes, q))));
+                        }
+                    }
+                    Err(RecvError::Lagged(missed)) => {
+                        let why = format!("{missed} changes came faster than they were read");
+                        return Some((Err(DaoError::WatchExpired(why)), None));
+                    }
+                    Err(RecvError::Closed) => return None,
+                }
+            }
+        });
+        Ok(futures::stream::iter(initial).chain(changes).boxed())
     }
 
     fn get<R: Indexed>(
@@ -220,5 +298,16 @@ impl WorkloadSource for CacheSource {
         pods: &[Arc<PodRecord>],
     ) -> Result<Vec<Option<String>>, DaoError> {
         Ok(self.caches.deployments_of_pods(pods))
+    }
+
+    async fn watch_deployments(
+        &self,
+        q: &ListQuery,
+    ) -> Result<WatchStream<DeploymentRecord>, DaoError> {
+        self.watch(&self.caches.deployments, q, "Deployment")
+    }
+
+    async fn watch_pods(&self, q: &ListQuery) -> Result<WatchStream<PodRecord>, DaoError> {
+        self.watch(&self.caches.pods, q, "Pod")
     }
 }

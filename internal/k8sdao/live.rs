@@ -1,14 +1,20 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{DeleteParams, ListParams, ObjectList, Patch, PatchParams, PostParams};
+use kube::api::{
+    DeleteParams, ListParams, ObjectList, Patch, PatchParams, PostParams, WatchParams,
+};
 use kube::core::PartialObjectMeta;
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 
-use super::{DaoError, ListQuery, Listing, ObjectKind, WorkloadSource, WriteEffect};
+use super::{
+    DaoError, ListQuery, Listing, ObjectKind, WatchEvent, WatchStream, WorkloadSource, WriteEffect,
+};
 use crate::model::{DeploymentRecord, EventDto, NewDeployment, PodRecord, ReplicaSetRecord};
 
 /// Reads straight from the apiserver, each answer built with the same projections the cache
@@ -67,6 +73,69 @@ impl LiveSource {
     }
 }
 
+/// How long one watch request lasts before a live watch makes it again from the last
+/// resourceVersion it saw (kube's watcher uses the same, under the apiserver's own limit).
+const WATCH_REQUEST_SECS: u32 = 290;
+
+/// A live watch between two events: the apiserver's watch request in progress, if any, and
+/// the resourceVersion to make the next one from.
+struct LiveWatch<K, R> {
+    api: Api<K>,
+    params: WatchParams,
+    resource_version: String,
+    events: Option<BoxStream<'static, kube::Result<kube::core::WatchEvent<K>>>>,
+    project: fn(K) -> Arc<R>,
+}
+
+impl<K, R> LiveWatch<K, R>
+where
+    K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    /// The next change; bookmarks only move the resourceVersion on, and a watch request the
+    /// apiserver ended is made again. Err ends the watch.
+    async fn next(&mut self) -> Result<WatchEvent<R>, DaoError> {
+        use kube::core::WatchEvent as Api;
+        loop {
+            let events = match self.events.as_mut() {
+                Some(events) => events,
+                None => {
+                    let events = self.api.watch(&self.params, &self.resource_version).await?;
+                    self.events.insert(events.boxed())
+                }
+            };
+            return Ok(match events.next().await {
+                None => {
+                    self.events = None;
+                    continue;
+                }
+                Some(Err(e)) => return Err(e.into()),
+                Some(Ok(Api::Bookmark(b))) => {
+                    self.resource_version = b.metadata.resource_version;
+                    continue;
+                }
+                Some(Ok(Api::Error(status))) if status.code == 410 => {
+                    return Err(DaoError::WatchExpired(status.message));
+                }
+                Some(Ok(Api::Error(status))) => {
+                    return Err(DaoError::Api {
+                        code: status.code,
+                        message: status.message,
+                    });
+                }
+                Some(Ok(Api::Added(o))) => WatchEvent::Added(self.record(o)),
+                Some(Ok(Api::Modified(o))) => WatchEvent::Modified(self.record(o)),
+                Some(Ok(Api::Deleted(o))) => WatchEvent::Deleted(self.record(o)),
+            });
+        }
+    }
+
+    /// The object's record; the watch has now seen its resourceVersion.
+    fn record(&mut self, object: K) -> Arc<R> {
+        self.resource_version = object.meta().resource_version.clone().unwrap_or_default();
+        (self.project)(object)
+    }
+}
+
 fn pod_record(mut pod: Pod) -> Arc<PodRecord> {
     // Same bytes as the cache keeps, so /output does not depend on the source.
     confk8s::strip_noise(&mut pod);
@@ -81,6 +150,57 @@ where
 }
 
 impl LiveSource {
+    /// The list `q` selects as Added events, Synced, then the apiserver's watch from the
+    /// list's resourceVersion; 410 Gone from the apiserver ends it with WatchExpired.
+    async fn watch<K, R>(
+        &self,
+        q: &ListQuery,
+        project: fn(K) -> Arc<R>,
+    ) -> Result<WatchStream<R>, DaoError>
+    where
+        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + 'static,
+        R: Send + Sync + 'static,
+    {
+        let list = self.list::<K>(q).await?;
+        let resource_version = resource_version(&list);
+        let initial: Vec<_> = list
+            .items
+            .into_iter()
+            .map(|o| WatchEvent::Added(project(o)))
+            .chain([WatchEvent::Synced {
+                resource_version: resource_version.clone(),
+            }])
+            .map(Ok)
+            .collect();
+        let mut params = WatchParams::default().timeout(WATCH_REQUEST_SECS);
+        if !q.labels.is_empty() {
+            params = params.labels(&q.labels.to_string());
+        }
+        if !q.fields.is_empty() {
+            params = params.fields(&q.fields.to_string());
+        }
+        let watch = LiveWatch {
+            api: self.api::<K>(q.namespace.as_deref()),
+            params,
+            resource_version,
+            events: None,
+            project,
+        };
+        let changes = futures::stream::unfold(Some(watch), |watch| async move {
+            let mut watch = watch?;
+            match watch.next().await {
+                Ok(event) => Some((Ok(event), Some(watch))),
+                Err(e) => Some((Err(e), None)),
+            }
+        });
+        Ok(futures::stream::iter(initial).chain(changes).boxed())
+    }
+
     /// Events whose involvedObject is the Pod, newest first, whether or not the Pod exists.
     pub(super) async fn events_of_pod(
         &self,
@@ -361,6 +481,18 @@ impl WorkloadSource for LiveSource {
             })
             .collect())
     }
+
+    async fn watch_deployments(
+        &self,
+        q: &ListQuery,
+    ) -> Result<WatchStream<DeploymentRecord>, DaoError> {
+        self.watch::<Deployment, _>(q, |d| DeploymentRecord::from_deployment(&d))
+            .await
+    }
+
+    async fn watch_pods(&self, q: &ListQuery) -> Result<WatchStream<PodRecord>, DaoError> {
+        self.watch::<Pod, _>(q, pod_record).await
+    }
 }
 
 #[cfg(test)]
@@ -377,21 +509,109 @@ mod tests {
     fn source_with(
         answers: Vec<(&'static str, u16, Value)>,
     ) -> (LiveSource, tokio::task::JoinHandle<()>) {
+        source_answering(
+            answers
+                .into_iter()
+                .map(|(path, status, body)| {
+                    (path.to_string(), status, serde_json::to_vec(&body).unwrap())
+                })
+                .collect(),
+        )
+    }
+
+    /// Like [`source_with`], with the bodies as bytes (a watch answers JSON lines).
+    fn source_answering(
+        answers: Vec<(String, u16, Vec<u8>)>,
+    ) -> (LiveSource, tokio::task::JoinHandle<()>) {
         let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
         let server = tokio::spawn(async move {
             for (expected, status, body) in answers {
                 let (request, send) = handle.next_request().await.expect("a request");
                 let uri = request.uri().to_string();
-                assert!(uri.starts_with(expected), "expected {expected}, got {uri}");
+                assert!(uri.starts_with(&expected), "expected {expected}, got {uri}");
                 send.send_response(
                     Response::builder()
                         .status(status)
-                        .body(Body::from(serde_json::to_vec(&body).unwrap()))
+                        .body(Body::from(body))
                         .unwrap(),
                 );
             }
         });
         (LiveSource::new(Client::new(service, "default")), server)
+    }
+
+    /// A watch answer: one JSON event a line.
+    fn watch_lines(events: &[Value]) -> Vec<u8> {
+        events
+            .iter()
+            .flat_map(|e| {
+                let mut line = serde_json::to_vec(e).unwrap();
+                line.push(b'\n');
+                line
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_live_watch_lists_then_watches_from_the_lists_version_and_resumes_after_bookmarks() {
+        let deployment = |name: &str, rv: &str| {
+            let mut d =
+                serde_json::to_value(mk_deployment("ns", name, name, &[("app", "web")])).unwrap();
+            d["metadata"]["resourceVersion"] = json!(rv);
+            d
+        };
+        let watch = "/apis/apps/v1/namespaces/ns/deployments?&watch=true&timeoutSeconds=290&labelSelector=app%3Dweb&allowWatchBookmarks=true&resourceVersion=";
+        let gone = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Expired",
+                          "code": 410, "message": "too old resource version: 80 (95)"});
+        let (source, server) = source_answering(vec![
+            (
+                "/apis/apps/v1/namespaces/ns/deployments?&labelSelector=app%3Dweb".to_string(),
+                200,
+                serde_json::to_vec(&list("DeploymentList", vec![deployment("web", "70")])).unwrap(),
+            ),
+            (
+                format!("{watch}77"),
+                200,
+                watch_lines(&[
+                    json!({"type": "ADDED", "object": deployment("api", "78")}),
+                    json!({"type": "BOOKMARK", "object": {"kind": "Deployment", "apiVersion": "apps/v1",
+                                                          "metadata": {"resourceVersion": "80"}}}),
+                ]),
+            ),
+            // The apiserver ended that watch request: made again from the bookmark's version.
+            (
+                format!("{watch}80"),
+                200,
+                watch_lines(&[json!({"type": "ERROR", "object": gone})]),
+            ),
+        ]);
+        let q = ListQuery {
+            namespace: Some("ns".into()),
+            labels: "app=web".parse().unwrap(),
+            ..Default::default()
+        };
+        let events: Vec<_> = source.watch_deployments(&q).await.unwrap().collect().await;
+        let shown: Vec<String> = events
+            .iter()
+            .map(|e| match e {
+                Ok(WatchEvent::Added(d)) => format!("ADDED {}@{}", d.key.name, d.resource_version),
+                Ok(WatchEvent::Synced { resource_version }) => {
+                    format!("SYNCED @{resource_version}")
+                }
+                Ok(other) => format!("{other:?}"),
+                Err(e) => format!("ERR {e}"),
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "ADDED web@70",
+                "SYNCED @77",
+                "ADDED api@78",
+                "ERR the watch missed changes (too old resource version: 80 (95)): start it again",
+            ]
+        );
+        server.await.unwrap();
     }
 
     fn list(kind: &str, items: Vec<Value>) -> Value {

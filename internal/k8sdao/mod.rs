@@ -30,6 +30,24 @@ pub struct ListQuery {
     pub fields: FieldSelector,
 }
 
+/// One event of a watch, in the apiserver's watch terms.
+#[derive(Debug, PartialEq)]
+pub enum WatchEvent<R> {
+    Added(Arc<R>),
+    Modified(Arc<R>),
+    /// Deleted, or changed so that the watch's selectors no longer select it.
+    Deleted(Arc<R>),
+    /// Everything the watch selected when it began has been sent (as `Added`); what follows
+    /// are changes.
+    Synced {
+        resource_version: String,
+    },
+}
+
+/// The events of a watch. It ends with [`DaoError::WatchExpired`] when it can no longer tell
+/// every change, and then the client starts again from a fresh initial state.
+pub type WatchStream<R> = futures::stream::BoxStream<'static, Result<WatchEvent<R>, DaoError>>;
+
 /// A list and the resourceVersion it is as recent as.
 #[derive(Clone, Debug)]
 pub struct Listing<R> {
@@ -53,6 +71,8 @@ pub enum DaoError {
     Api { code: u16, message: String },
     #[error("the Kubernetes API is unreachable: {0}")]
     Unavailable(String),
+    #[error("the watch missed changes ({0}): start it again")]
+    WatchExpired(String),
 }
 
 impl From<kube::Error> for DaoError {
@@ -105,6 +125,16 @@ pub trait WorkloadSource: Send + Sync {
         &self,
         pods: &[Arc<PodRecord>],
     ) -> impl Future<Output = Result<Vec<Option<String>>, DaoError>> + Send;
+    /// The Deployments `q` selects, then each change to that set, until the stream is dropped.
+    fn watch_deployments(
+        &self,
+        q: &ListQuery,
+    ) -> impl Future<Output = Result<WatchStream<DeploymentRecord>, DaoError>> + Send;
+    /// The Pods `q` selects, then each change to that set, until the stream is dropped.
+    fn watch_pods(
+        &self,
+        q: &ListQuery,
+    ) -> impl Future<Output = Result<WatchStream<PodRecord>, DaoError>> + Send;
 }
 
 /// Changes to workloads, made through the apiserver (a cache cannot write). Not-found is an
@@ -333,6 +363,19 @@ impl WorkloadSource for Source {
         pods: &[Arc<PodRecord>],
     ) -> Result<Vec<Option<String>>, DaoError> {
         dispatch!(self, deployments_of_pods(pods))
+    }
+
+    async fn watch_deployments(
+        &self,
+        q: &ListQuery,
+    ) -> Result<WatchStream<DeploymentRecord>, DaoError> {
+        let q = self.scoped_query(q)?;
+        dispatch!(self, watch_deployments(&q))
+    }
+
+    async fn watch_pods(&self, q: &ListQuery) -> Result<WatchStream<PodRecord>, DaoError> {
+        let q = self.scoped_query(q)?;
+        dispatch!(self, watch_pods(&q))
     }
 }
 

@@ -1,0 +1,363 @@
+//! Live updates: a list query watched, as the apiserver's watch reports it. Each event is
+//! one [`WatchFrame`], written from the same JSON the list answers copy.
+
+use std::sync::Arc;
+
+use futures::stream::{BoxStream, StreamExt};
+
+use super::{BizError, DeploymentView, JsonAnswer, ListRequest, PodView, Workloads};
+use crate::k8sdao::{DaoError, WatchEvent, WorkloadSource};
+use crate::model::{DEPLOYMENT_FIELDS, POD_FIELDS};
+
+/// The apiserver's watch event types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchEventType {
+    Added,
+    Modified,
+    Deleted,
+    /// After the initial state: every object selected when the watch began has been sent.
+    Bookmark,
+    /// The last event of a watch that cannot go on; the client starts again.
+    Error,
+}
+
+impl WatchEventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WatchEventType::Added => "ADDED",
+            WatchEventType::Modified => "MODIFIED",
+            WatchEventType::Deleted => "DELETED",
+            WatchEventType::Bookmark => "BOOKMARK",
+            WatchEventType::Error => "ERROR",
+        }
+    }
+}
+
+/// One event as sent: its type, the resourceVersion it brings the client to (none for
+/// errors), and `{"type":..,"object":..}` as JSON, the apiserver's watch event shape with our
+/// DTOs as objects.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WatchFrame {
+    pub event: WatchEventType,
+    pub resource_version: Option<String>,
+    pub json: String,
+}
+
+impl WatchFrame {
+    fn new(event: WatchEventType, resource_version: Option<String>, object: &[u8]) -> Self {
+        let mut json = Vec::with_capacity(object.len() + 32);
+        json.extend_from_slice(b"{\"type\":\"");
+        json.extend_from_slice(event.as_str().as_bytes());
+        json.extend_from_slice(b"\",\"object\":");
+        json.extend_from_slice(object);
+        json.push(b'}');
+        WatchFrame {
+            event,
+            resource_version,
+            // Built from JSON fragments, each valid UTF-8.
+            json: String::from_utf8(json).unwrap_or_default(),
+        }
+    }
+
+    fn of_view<V: JsonAnswer + Versioned>(event: WatchEventType, view: &V) -> Self {
+        let mut object = Vec::with_capacity(view.json_len());
+        view.write_json(&mut object);
+        WatchFrame::new(event, Some(view.resource_version().to_string()), &object)
+    }
+
+    fn bookmark(resource_version: String) -> Self {
+        let object =
+            serde_json::json!({"resourceVersion": resource_version, "initialEventsEnd": true});
+        WatchFrame::new(
+            WatchEventType::Bookmark,
+            Some(resource_version),
+            object.to_string().as_bytes(),
+        )
+    }
+
+    /// The envelope's `code` and `error`, as a failed request would carry them.
+    fn error(e: &BizError) -> Self {
+        let code = match e {
+            BizError::Source(DaoError::WatchExpired(_)) => 410,
+            BizError::Source(DaoError::Unavailable(_)) => 503,
+            BizError::Source(DaoError::Api { code, .. }) => *code,
+            _ => 500,
+        };
+        let object = serde_json::json!({"code": code, "error": e.to_string()});
+        WatchFrame::new(WatchEventType::Error, None, object.to_string().as_bytes())
+    }
+}
+
+/// An answer that names the resourceVersion of the object it shows.
+trait Versioned {
+    fn resource_version(&self) -> &str;
+}
+
+impl Versioned for DeploymentView {
+    fn resource_version(&self) -> &str {
+        &self.0.resource_version
+    }
+}
+
+impl Versioned for PodView {
+    fn resource_version(&self) -> &str {
+        &self.record.resource_version
+    }
+}
+
+/// The frames of a watch.
+pub type WatchFrames = BoxStream<'static, WatchFrame>;
+
+/// A record's event as its type and the record.
+fn split<R>(event: WatchEvent<R>) -> Result<(WatchEventType, Arc<R>), String> {
+    match event {
+        WatchEvent::Added(r) => Ok((WatchEventType::Added, r)),
+        WatchEvent::Modified(r) => Ok((WatchEventType::Modified, r)),
+        WatchEvent::Deleted(r) => Ok((WatchEventType::Deleted, r)),
+        WatchEvent::Synced { resource_version } => Err(resource_version),
+    }
+}
+
+/// Ends the frames after the first error frame: a watch that failed says so once and stops.
+fn until_error(frames: impl futures::Stream<Item = WatchFrame> + Send + 'static) -> WatchFrames {
+    frames
+        .scan(false, |failed, frame| {
+            let next = (!*failed).then(|| {
+                *failed = frame.event == WatchEventType::Error;
+                frame
+            });
+            futures::future::ready(next)
+        })
+        .boxed()
+}
+
+impl ListRequest {
+    /// The query of a watch: a list's selection, without what only a list has.
+    fn watch_query(&self, fields: &[&str]) -> Result<crate::k8sdao::ListQuery, BizError> {
+        if self.limit.is_some_and(|l| l > 0)
+            || self
+                .continue_token
+                .as_deref()
+                .is_some_and(|t| !t.is_empty())
+            || self.sort.as_deref().is_some_and(|s| !s.is_empty())
+        {
+            return Err(BizError::Query(
+                "limit, continue and sort do not apply to watch=true: a watch sends every selected object, then each change".into(),
+            ));
+        }
+        self.query(fields)
+    }
+}
+
+impl<S: WorkloadSource + 'static> Workloads<S> {
+    /// The Deployments the request selects, then each change to that set.
+    pub async fn watch_deployments(&self, req: &ListRequest) -> Result<WatchFrames, BizError> {
+        let query = req.watch_query(DEPLOYMENT_FIELDS)?;
+        let events = self.source.watch_deployments(&query).await?;
+        Ok(until_error(events.map(
+            |event| match event.map_err(BizError::from).map(split) {
+                Ok(Ok((kind, record))) => WatchFrame::of_view(kind, &DeploymentView(record)),
+                Ok(Err(resource_version)) => WatchFrame::bookmark(resource_version),
+                Err(e) => WatchFrame::error(&e),
+            },
+        )))
+    }
+
+    /// The Pods the request selects, then each change to that set; each Pod names its
+    /// Deployment as in lists.
+    pub async fn watch_pods(self: &Arc<Self>, req: &ListRequest) -> Result<WatchFrames, BizError> {
+        let query = req.watch_query(POD_FIELDS)?;
+        let events = self.source.watch_pods(&query).await?;
+        let workloads = self.clone();
+        Ok(until_error(events.then(move |event| {
+            let workloads = workloads.clone();
+            async move {
+                match event.map_err(BizError::from).map(split) {
+                    Ok(Ok((kind, record))) => {
+                        match workloads.with_deployments(vec![record]).await {
+                            Ok(views) => views.first().map_or_else(
+                                || {
+                                    WatchFrame::error(&BizError::Internal(
+                                        "deployment lookup lost the pod".into(),
+                                    ))
+                                },
+                                |view| WatchFrame::of_view(kind, view),
+                            ),
+                            Err(e) => WatchFrame::error(&e),
+                        }
+                    }
+                    Ok(Err(resource_version)) => WatchFrame::bookmark(resource_version),
+                    Err(e) => WatchFrame::error(&e),
+                }
+            }
+        })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use confk8s::Delta;
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::biz::tests::filled_caches;
+    use crate::k8sdao::{CacheSource, Source};
+    use crate::model::fixtures::{mk_deployment, mk_pod};
+
+    fn workloads() -> (Arc<Workloads<Source>>, Arc<crate::k8scache::Caches>) {
+        let caches = filled_caches();
+        let source = CacheSource::new(caches.clone(), Vec::new());
+        (
+            Arc::new(Workloads::new(Source::from_cache(source, None))),
+            caches,
+        )
+    }
+
+    fn request(ns: &str, labels: Option<&str>) -> ListRequest {
+        ListRequest {
+            namespace: Some(ns.to_string()),
+            label_selector: labels.map(str::to_string),
+            ..Default::default()
+        }
+    }
+
+    /// The next frame as (type, object name or the whole object), failing if none is ready.
+    async fn next(frames: &mut WatchFrames) -> (&'static str, serde_json::Value) {
+        let frame = tokio::time::timeout(std::time::Duration::from_secs(1), frames.next())
+            .await
+            .expect("a frame within a second")
+            .expect("the watch goes on");
+        let json: serde_json::Value = serde_json::from_str(&frame.json).unwrap();
+        assert_eq!(json["type"], frame.event.as_str());
+        let object = json["object"].clone();
+        let shown = match object.get("name") {
+            Some(name) => name.clone(),
+            None => object,
+        };
+        (frame.event.as_str(), shown)
+    }
+
+    #[tokio::test]
+    async fn a_watch_sends_the_selection_then_changes_in_and_out_of_it() {
+        let (workloads, caches) = workloads();
+        let mut frames = workloads
+            .watch_pods(&request("ns-a", Some("app=web")))
+            .await
+            .unwrap();
+        assert_eq!(next(&mut frames).await, ("ADDED", "web-1a2b-x".into()));
+        assert_eq!(next(&mut frames).await, ("ADDED", "web-1a2b-y".into()));
+        let (kind, bookmark) = next(&mut frames).await;
+        assert_eq!(kind, "BOOKMARK");
+        assert_eq!(bookmark["initialEventsEnd"], true);
+
+        // Outside the selection: nothing. Relabelled into it: Added; changed: Modified;
+        // relabelled out of it: Deleted, as the apiserver's watch says it.
+        caches.pods.apply_deltas(&[Delta::Added(mk_pod(
+            "ns-b",
+            "other",
+            None,
+            &[("app", "web")],
+        ))]);
+        caches.pods.apply_deltas(&[Delta::Updated(mk_pod(
+            "ns-a",
+            "bare",
+            None,
+            &[("app", "web")],
+        ))]);
+        assert_eq!(next(&mut frames).await, ("ADDED", "bare".into()));
+        caches.pods.apply_deltas(&[Delta::Updated(mk_pod(
+            "ns-a",
+            "bare",
+            None,
+            &[("app", "web"), ("v", "2")],
+        ))]);
+        assert_eq!(next(&mut frames).await, ("MODIFIED", "bare".into()));
+        caches.pods.apply_deltas(&[Delta::Updated(mk_pod(
+            "ns-a",
+            "bare",
+            None,
+            &[("app", "db")],
+        ))]);
+        assert_eq!(next(&mut frames).await, ("DELETED", "bare".into()));
+        caches
+            .pods
+            .apply_deltas::<k8s_openapi::api::core::v1::Pod>(&[Delta::Deleted(
+                confk8s::ObjectKey::new("ns-a", "web-1a2b-x"),
+            )]);
+        let frame = frames.next().await.unwrap();
+        assert_eq!(frame.event, WatchEventType::Deleted);
+        let json: serde_json::Value = serde_json::from_str(&frame.json).unwrap();
+        assert_eq!(json["object"]["name"], "web-1a2b-x");
+        assert_eq!(
+            json["object"]["deployment"], "web",
+            "pods name their Deployment in watches as in lists"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_watcher_that_falls_behind_is_told_to_start_again_and_the_watch_ends() {
+        let (workloads, caches) = workloads();
+        let mut frames = workloads
+            .watch_deployments(&request("ns-a", None))
+            .await
+            .unwrap();
+        assert_eq!(next(&mut frames).await, ("ADDED", "web".into()));
+        assert_eq!(next(&mut frames).await.0, "BOOKMARK");
+        // More changes than the cache buffers, none read meanwhile.
+        for i in 0..5000 {
+            caches
+                .deployments
+                .apply_deltas(&[Delta::Added(mk_deployment(
+                    "ns-a",
+                    &format!("d{i}"),
+                    &format!("u{i}"),
+                    &[],
+                ))]);
+        }
+        let (kind, error) = next(&mut frames).await;
+        assert_eq!(kind, "ERROR");
+        assert_eq!(error["code"], 410);
+        assert!(
+            error["error"].as_str().unwrap().contains("start it again"),
+            "{error}"
+        );
+        assert!(frames.next().await.is_none(), "nothing follows the error");
+    }
+
+    #[tokio::test]
+    async fn a_watch_refuses_what_only_a_list_has_and_bad_selectors() {
+        let (workloads, _) = workloads();
+        for req in [
+            ListRequest {
+                limit: Some(2),
+                ..Default::default()
+            },
+            ListRequest {
+                sort: Some("name".into()),
+                ..Default::default()
+            },
+            ListRequest {
+                continue_token: Some("1.1".into()),
+                ..Default::default()
+            },
+        ] {
+            let err = workloads.watch_pods(&req).await.err().unwrap();
+            assert!(matches!(err, BizError::Query(_)), "{err}");
+        }
+        let err = workloads
+            .watch_pods(&request("ns-a", Some("app in (")))
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(err, BizError::Selector(_)), "{err}");
+        let err = workloads
+            .watch_deployments(&ListRequest {
+                field_selector: Some("spec.nodeName=n".into()),
+                ..Default::default()
+            })
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(err, BizError::FieldSelector(_)), "{err}");
+    }
+}
