@@ -8,4 +8,5 @@ mod deploy;
 mod operations;
 mod read_path;
 mod selectors;
+mod watch;
 mod writes;

@@ -4,34 +4,12 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::PostParams;
 
 use crate::support::{SOON, Server, TestNamespace, deployment, eventually, names};
-
-impl Server {
-    fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args([signal, &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill {signal}");
-    }
-
-    /// Waits for the process to exit; its exit code.
-    fn exit_code(&mut self, timeout: Duration) -> Option<i32> {
-        let start = Instant::now();
-        while start.elapsed() < timeout {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("k8sailor still running {timeout:?} after SIGTERM");
-    }
-}
 
 #[tokio::test]
 async fn probes_report_each_informer() {

@@ -333,4 +333,24 @@ impl Server {
     pub fn logs(&self) -> String {
         self.logs.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
+
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {signal}");
+    }
+
+    /// Waits for the process to exit after a signal; its exit code.
+    pub fn exit_code(&mut self, timeout: Duration) -> Option<i32> {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("k8sailor still running {timeout:?} after SIGTERM");
+    }
 }
