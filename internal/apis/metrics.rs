@@ -1,7 +1,8 @@
 //! `/metrics` in the Prometheus/OpenMetrics text format: requests by route template, method
 //! and code; request durations; and, read from the informers at scrape time, objects per
 //! cache, watch events by kind and type, watch restarts and relists, seconds since each cache
-//! last heard from the apiserver; build info.
+//! last heard from the apiserver; open `watch=true` answers and the events sent on them;
+//! build info.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -15,7 +16,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetri
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
@@ -35,6 +36,30 @@ struct RequestLabels {
 struct RouteLabels {
     route: String,
     method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+/// Counts one open watch answer and the events sent on it; the count drops with the guard,
+/// whether the client left or the server ended the stream.
+pub(super) struct WatchGuard {
+    open: Gauge,
+    events: Counter,
+}
+
+impl WatchGuard {
+    pub(super) fn sent(&self) {
+        self.events.inc();
+    }
+}
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.open.dec();
+    }
 }
 
 /// A route's histogram and, for one method and code, its counter: clones share the values the
@@ -62,6 +87,8 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     durations: Family<RouteLabels, Histogram>,
     handles: RwLock<HandlesByRoute>,
+    watches: Family<KindLabels, Gauge>,
+    watch_events: Family<KindLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -175,6 +202,18 @@ impl Metrics {
             "Time to answer a request",
             durations.clone(),
         );
+        let watches = Family::<KindLabels, Gauge>::default();
+        registry.register(
+            "api_watches",
+            "Open watch=true answers, by the kind watched",
+            watches.clone(),
+        );
+        let watch_events = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "api_watch_events",
+            "Events sent on watch=true answers, by the kind watched",
+            watch_events.clone(),
+        );
         registry.register(
             "build",
             "Build information",
@@ -189,6 +228,19 @@ impl Metrics {
             requests,
             durations,
             handles: RwLock::default(),
+            watches,
+            watch_events,
+        }
+    }
+
+    /// Counts a watch answer of `kind` as open until the guard drops.
+    pub(super) fn watch_opened(&self, kind: &'static str) -> WatchGuard {
+        let labels = KindLabels { kind };
+        let open = self.watches.get_or_create(&labels).clone();
+        open.inc();
+        WatchGuard {
+            open,
+            events: self.watch_events.get_or_create(&labels).clone(),
         }
     }
 

@@ -112,7 +112,8 @@ async fn list_deployments(
 ) -> Result<Response, ApiError> {
     if watch::is_watch(q.watch.as_deref())? {
         let frames = s.workloads.watch_deployments(&q.into()).await?;
-        return Ok(watch::respond(frames, &headers, s.streams.clone()));
+        let guard = s.metrics.watch_opened("Deployment");
+        return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
     }
     Ok(ok_page_json(s.workloads.list_deployments(&q.into()).await?))
 }
@@ -247,7 +248,8 @@ async fn list_pods(
 ) -> Result<Response, ApiError> {
     if watch::is_watch(q.watch.as_deref())? {
         let frames = s.workloads.watch_pods(&q.into()).await?;
-        return Ok(watch::respond(frames, &headers, s.streams.clone()));
+        let guard = s.metrics.watch_opened("Pod");
+        return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
     }
     Ok(ok_page_json(s.workloads.list_pods(&q.into()).await?))
 }

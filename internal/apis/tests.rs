@@ -635,13 +635,14 @@ async fn a_watch_speaks_server_sent_events_to_event_source_and_ends_on_shutdown(
     let streams = state.streams.clone();
     let app = router(state, &options(&[])).unwrap();
     let res = app
+        .clone()
         .oneshot(watch_request(Some("text/event-stream")))
         .await
         .unwrap();
     assert_eq!(res.headers()[header::CONTENT_TYPE], "text/event-stream");
     assert!(res.headers().get(header::CONTENT_ENCODING).is_none());
     let mut body = res.into_body();
-    let text = read_lines(&mut body, 8).await;
+    let text = read_lines(&mut body, 12).await;
     assert!(
         text.starts_with(
             "event: ADDED\ndata: {\"type\":\"ADDED\",\"object\":{\"name\":\"web-1a2b-x\""
@@ -652,6 +653,20 @@ async fn a_watch_speaks_server_sent_events_to_event_source_and_ends_on_shutdown(
         text.contains("\nid: "),
         "events carry their resourceVersion: {text}"
     );
+    assert!(text.contains("event: BOOKMARK\n"), "{text}");
+    let metrics = || async {
+        let req = Request::get("/metrics").body(Body::empty()).unwrap();
+        String::from_utf8(call(app.clone(), req).await.2).unwrap()
+    };
+    let open = metrics().await;
+    assert!(
+        open.contains(r#"k8sailor_api_watches{kind="Pod"} 1"#),
+        "{open}"
+    );
+    assert!(
+        open.contains(r#"k8sailor_api_watch_events_total{kind="Pod"} 3"#),
+        "{open}"
+    );
     streams.cancel();
     let rest = tokio::time::timeout(Duration::from_secs(2), body.collect())
         .await
@@ -660,6 +675,11 @@ async fn a_watch_speaks_server_sent_events_to_event_source_and_ends_on_shutdown(
         .to_bytes();
     let rest = String::from_utf8_lossy(&rest);
     assert!(!rest.contains("event: ERROR"), "{rest}");
+    let closed = metrics().await;
+    assert!(
+        closed.contains(r#"k8sailor_api_watches{kind="Pod"} 0"#),
+        "{closed}"
+    );
 }
 
 #[tokio::test]

@@ -13,6 +13,7 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::ApiError;
+use super::metrics::WatchGuard;
 use crate::biz::WatchFrames;
 
 /// The content type of a watch answered as JSON lines; never compressed, since a compressor
@@ -40,9 +41,16 @@ fn accepts_event_stream(headers: &HeaderMap) -> bool {
 }
 
 /// The frames as the client asked for them; the stream ends when `end` is cancelled
-/// (shutdown), so that no watcher holds the server open.
-pub fn respond(frames: WatchFrames, headers: &HeaderMap, end: CancellationToken) -> Response {
-    let frames = frames.take_until(end.cancelled_owned());
+/// (shutdown), so that no watcher holds the server open. `guard` counts it while it lasts.
+pub fn respond(
+    frames: WatchFrames,
+    headers: &HeaderMap,
+    end: CancellationToken,
+    guard: WatchGuard,
+) -> Response {
+    let frames = frames
+        .take_until(end.cancelled_owned())
+        .inspect(move |_| guard.sent());
     if accepts_event_stream(headers) {
         let events = frames.map(|frame| {
             let event = Event::default()
