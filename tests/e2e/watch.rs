@@ -202,12 +202,23 @@ async fn an_event_source_sees_a_deployments_pods_appear_with_their_deployment() 
         .create(&PostParams::default(), &deployment("web", 2, &[]))
         .await
         .unwrap();
-    let mut added = Vec::new();
-    while added.len() < 2 {
+    // Pods and ReplicaSets come on separate watches: a pod's first event may precede its
+    // ReplicaSet's, so its Deployment may show on a later event of the pod.
+    let mut added = std::collections::BTreeSet::new();
+    let mut of_web = std::collections::BTreeSet::new();
+    while added.len() < 2 || of_web.len() < 2 {
         let event = watch.next().await;
-        if event["type"] == "ADDED" {
-            assert_eq!(event["object"]["deployment"], "web", "{event}");
-            added.push(event["object"]["name"].as_str().unwrap().to_string());
+        let name = event["object"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        match event["type"].as_str() {
+            Some("ADDED") => added.insert(name.clone()),
+            Some("MODIFIED") => true,
+            _ => panic!("only pods appearing: {event}"),
+        };
+        if event["object"]["deployment"] == "web" {
+            of_web.insert(name);
         }
     }
     assert!(
@@ -215,14 +226,16 @@ async fn an_event_source_sees_a_deployments_pods_appear_with_their_deployment() 
         "pods showed after {:?}",
         start.elapsed()
     );
+    assert_eq!(added, of_web);
     assert!(added.iter().all(|n| n.starts_with("web-")), "{added:?}");
+    let first = added.first().unwrap().clone();
 
     ns.api::<Deployment>()
         .delete("web", &DeleteParams::background())
         .await
         .unwrap();
     let seen = watch
-        .until(|e| e["type"] == "DELETED" && e["object"]["name"] == added[0].as_str())
+        .until(|e| e["type"] == "DELETED" && e["object"]["name"] == first.as_str())
         .await;
     assert!(seen.iter().all(|(t, _)| t != "ERROR"), "{seen:?}");
 }
