@@ -53,6 +53,8 @@
 
 mod error;
 mod field;
+#[cfg(any(test, feature = "invariants"))]
+pub mod invariants;
 mod label;
 pub mod validation;
 
