@@ -238,14 +238,19 @@ pub fn names(list: &Value) -> Vec<String> {
         .collect()
 }
 
-/// A bare Pod (no controller) with one container and the given labels.
-pub fn pod(name: &str, labels: &[(&str, &str)]) -> k8s_openapi::api::core::v1::Pod {
-    let labels: serde_json::Map<String, Value> = labels
+/// Labels as a JSON object.
+fn labels_json(labels: &[(&str, &str)]) -> Value {
+    labels
         .iter()
         .map(|(k, v)| (k.to_string(), Value::from(*v)))
-        .collect();
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// A bare Pod (no controller) with one container and the given labels.
+pub fn pod(name: &str, labels: &[(&str, &str)]) -> k8s_openapi::api::core::v1::Pod {
     serde_json::from_value(serde_json::json!({
-        "metadata": {"name": name, "labels": labels},
+        "metadata": {"name": name, "labels": labels_json(labels)},
         "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
     }))
     .unwrap()
@@ -256,12 +261,8 @@ pub fn deployment(
     replicas: i32,
     labels: &[(&str, &str)],
 ) -> k8s_openapi::api::apps::v1::Deployment {
-    let labels: serde_json::Map<String, Value> = labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), Value::from(*v)))
-        .collect();
     serde_json::from_value(serde_json::json!({
-        "metadata": {"name": name, "labels": labels},
+        "metadata": {"name": name, "labels": labels_json(labels)},
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": {"app": name}},

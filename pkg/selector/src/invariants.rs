@@ -40,9 +40,14 @@ fn check_error(input: &str, e: &ParseError) {
     );
 }
 
-fn check_valid_label(input: &str, sel: &LabelSelector) {
+/// A selector's canonical rendering parses back to an equal selector that renders the same;
+/// the rendering.
+fn check_rendering<S>(input: &str, sel: &S, parse: fn(&str) -> Result<S, ParseError>) -> String
+where
+    S: std::fmt::Display + std::fmt::Debug + PartialEq,
+{
     let rendered = sel.to_string();
-    let reparsed = LabelSelector::parse(&rendered)
+    let reparsed = parse(&rendered)
         .unwrap_or_else(|e| panic!("{rendered:?} (from {input:?}) does not reparse: {e}"));
     assert_eq!(&reparsed, sel, "{input:?} rendered as {rendered:?}");
     assert_eq!(
@@ -50,6 +55,11 @@ fn check_valid_label(input: &str, sel: &LabelSelector) {
         rendered,
         "unstable rendering of {input:?}"
     );
+    rendered
+}
+
+fn check_valid_label(input: &str, sel: &LabelSelector) {
+    let rendered = check_rendering(input, sel, LabelSelector::parse);
     assert_eq!(sel.is_empty(), rendered.is_empty());
     assert_eq!(sel.is_empty(), sel.requirements().is_empty());
 
@@ -147,15 +157,7 @@ fn check_requirement(r: &Requirement) {
 type Lookup<'a> = dyn Fn(&str) -> Option<Cow<'static, str>> + 'a;
 
 fn check_valid_field(input: &str, sel: &FieldSelector) {
-    let rendered = sel.to_string();
-    let reparsed = FieldSelector::parse(&rendered)
-        .unwrap_or_else(|e| panic!("{rendered:?} (from {input:?}) does not reparse: {e}"));
-    assert_eq!(&reparsed, sel, "{input:?} rendered as {rendered:?}");
-    assert_eq!(
-        reparsed.to_string(),
-        rendered,
-        "unstable rendering of {input:?}"
-    );
+    let rendered = check_rendering(input, sel, FieldSelector::parse);
     assert_eq!(sel.is_empty(), sel.terms().is_empty());
 
     for t in sel.terms() {
