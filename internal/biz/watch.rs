@@ -202,7 +202,7 @@ mod tests {
     use super::*;
     use crate::biz::tests::filled_caches;
     use crate::k8sdao::{CacheSource, Source};
-    use crate::model::fixtures::{mk_deployment, mk_pod};
+    use crate::model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
 
     fn workloads() -> (Arc<Workloads<Source>>, Arc<crate::k8scache::Caches>) {
         let caches = filled_caches();
@@ -221,12 +221,17 @@ mod tests {
         }
     }
 
-    /// The next frame as (type, object name or the whole object), failing if none is ready.
-    async fn next(frames: &mut WatchFrames) -> (&'static str, serde_json::Value) {
-        let frame = tokio::time::timeout(std::time::Duration::from_secs(1), frames.next())
+    /// The next frame, failing if none comes within a second.
+    async fn next_frame(frames: &mut WatchFrames) -> WatchFrame {
+        tokio::time::timeout(std::time::Duration::from_secs(1), frames.next())
             .await
             .expect("a frame within a second")
-            .expect("the watch goes on");
+            .expect("the watch goes on")
+    }
+
+    /// The next frame as (type, object name or the whole object), failing if none is ready.
+    async fn next(frames: &mut WatchFrames) -> (&'static str, serde_json::Value) {
+        let frame = next_frame(frames).await;
         let json: serde_json::Value = serde_json::from_str(&frame.json).unwrap();
         assert_eq!(json["type"], frame.event.as_str());
         let object = json["object"].clone();
@@ -284,13 +289,63 @@ mod tests {
             .apply_deltas::<k8s_openapi::api::core::v1::Pod>(&[Delta::Deleted(
                 confk8s::ObjectKey::new("ns-a", "web-1a2b-x"),
             )]);
-        let frame = frames.next().await.unwrap();
+        let frame = next_frame(&mut frames).await;
         assert_eq!(frame.event, WatchEventType::Deleted);
         let json: serde_json::Value = serde_json::from_str(&frame.json).unwrap();
         assert_eq!(json["object"]["name"], "web-1a2b-x");
         assert_eq!(
             json["object"]["deployment"], "web",
             "pods name their Deployment in watches as in lists"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_pod_seen_before_its_replicaset_is_modified_once_the_replicaset_shows() {
+        let (workloads, caches) = workloads();
+        let mut frames = workloads
+            .watch_pods(&request("ns-a", Some("app=api")))
+            .await
+            .unwrap();
+        assert_eq!(next(&mut frames).await.0, "BOOKMARK");
+        caches.pods.apply_deltas(&[Delta::Added(mk_pod(
+            "ns-a",
+            "api-5f-x",
+            Some(("api-5f", "rs-api")),
+            &[("app", "api")],
+        ))]);
+        let added = next_frame(&mut frames).await;
+        let json: serde_json::Value = serde_json::from_str(&added.json).unwrap();
+        assert_eq!(
+            (added.event, &json["object"]["deployment"]),
+            (WatchEventType::Added, &serde_json::Value::Null)
+        );
+        caches
+            .replicasets
+            .apply_deltas(&[Delta::Added(mk_replicaset(
+                "ns-a",
+                "api-5f",
+                "rs-api",
+                Some(("api", "d-api")),
+            ))]);
+        let modified = next_frame(&mut frames).await;
+        let json: serde_json::Value = serde_json::from_str(&modified.json).unwrap();
+        assert_eq!(modified.event, WatchEventType::Modified);
+        assert_eq!(json["object"]["name"], "api-5f-x");
+        assert_eq!(json["object"]["deployment"], "api");
+        // A ReplicaSet's status changing (same owner) concerns no pod.
+        caches
+            .replicasets
+            .apply_deltas(&[Delta::Updated(mk_replicaset(
+                "ns-a",
+                "api-5f",
+                "rs-api",
+                Some(("api", "d-api")),
+            ))]);
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(100), frames.next())
+                .await
+                .is_err(),
+            "nothing more"
         );
     }
 
@@ -321,7 +376,11 @@ mod tests {
             error["error"].as_str().unwrap().contains("start it again"),
             "{error}"
         );
-        assert!(frames.next().await.is_none(), "nothing follows the error");
+        let after = tokio::time::timeout(std::time::Duration::from_secs(1), frames.next()).await;
+        assert!(
+            matches!(after, Ok(None)),
+            "the watch ends after the error: {after:?}"
+        );
     }
 
     #[tokio::test]

@@ -5,7 +5,7 @@
 
 mod index;
 
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use confk8s::{Delta, FactoryError, Handler, InformerFactory, ObjectKey, RelistBatch};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
@@ -68,10 +68,21 @@ impl<R> Clone for Change<R> {
 /// bursts (a Deployment scaled by hundreds), small beside a relist of a large cluster.
 const CHANGES_BUFFERED: usize = 4096;
 
-#[derive(Debug)]
+/// Called with each commit's changes, after the commit: how one cache tells another.
+type OnCommit<R> = Box<dyn Fn(&[Change<R>]) + Send + Sync>;
+
 pub struct Cache<R> {
     index: RwLock<Index<R>>,
     changes: broadcast::Sender<Change<R>>,
+    on_commit: OnceLock<OnCommit<R>>,
+}
+
+impl<R> std::fmt::Debug for Cache<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("watchers", &self.changes.receiver_count())
+            .finish_non_exhaustive()
+    }
 }
 
 pub type DeploymentCache = Cache<DeploymentRecord>;
@@ -83,6 +94,7 @@ impl<R> Default for Cache<R> {
         Cache {
             index: RwLock::new(Index::default()),
             changes: broadcast::channel(CHANGES_BUFFERED).0,
+            on_commit: OnceLock::new(),
         }
     }
 }
@@ -110,24 +122,53 @@ impl<R: Indexed> Cache<R> {
         (index, self.changes.subscribe())
     }
 
-    /// Applies the changes in order under one write lock, telling watchers of each.
+    /// Applies the changes in order under one write lock, telling watchers of each, then
+    /// the `on_commit` hook of all of them.
     fn commit(&self, changes: impl IntoIterator<Item = Result<Arc<R>, ObjectKey>>) {
-        let mut index = self.write();
-        let watched = self.changes.receiver_count() > 0;
-        for change in changes {
-            let change = match change {
-                Ok(new) => Change::Applied {
-                    old: index.apply(new.clone()),
-                    new,
-                },
-                Err(key) => match index.delete(&key) {
-                    Some(old) => Change::Deleted(old),
-                    None => continue,
-                },
-            };
-            if watched {
-                // Fails only when the last watcher left meanwhile.
-                let _ = self.changes.send(change);
+        let hook = self.on_commit.get();
+        let mut committed = Vec::new();
+        {
+            let mut index = self.write();
+            let watched = self.changes.receiver_count() > 0;
+            for change in changes {
+                let change = match change {
+                    Ok(new) => Change::Applied {
+                        old: index.apply(new.clone()),
+                        new,
+                    },
+                    Err(key) => match index.delete(&key) {
+                        Some(old) => Change::Deleted(old),
+                        None => continue,
+                    },
+                };
+                if hook.is_some() {
+                    committed.push(change.clone());
+                }
+                if watched {
+                    // Fails only when the last watcher left meanwhile.
+                    let _ = self.changes.send(change);
+                }
+            }
+        }
+        if let Some(hook) = hook {
+            hook(&committed);
+        }
+    }
+
+    /// Tells watchers that the records owned by these uids changed, although they did not:
+    /// what they are answered with, derived through another cache, did.
+    fn touch_owned_by(&self, owner_uids: &[&str]) {
+        if self.changes.receiver_count() == 0 {
+            return;
+        }
+        // The write lock orders these after every change already sent.
+        let index = self.write();
+        for uid in owner_uids {
+            for record in index.owned_by(uid) {
+                let _ = self.changes.send(Change::Applied {
+                    old: Some(record.clone()),
+                    new: record.clone(),
+                });
             }
         }
     }
@@ -200,11 +241,41 @@ where
 }
 
 /// The three caches and the relations between them.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Caches {
     pub deployments: Arc<DeploymentCache>,
     pub pods: Arc<PodCache>,
     pub replicasets: Arc<ReplicaSetCache>,
+}
+
+impl Default for Caches {
+    fn default() -> Self {
+        let caches = Caches {
+            deployments: Arc::default(),
+            pods: Arc::default(),
+            replicasets: Arc::default(),
+        };
+        // A Pod's Deployment is read through its ReplicaSet: when a ReplicaSet appears, goes,
+        // or changes owner, its Pods' answers change, so their watchers hear of them (a Pod
+        // often arrives before its ReplicaSet, the two coming on separate watches).
+        let pods = caches.pods.clone();
+        let relinked = move |changes: &[Change<ReplicaSetRecord>]| {
+            let uids: Vec<&str> = changes
+                .iter()
+                .filter_map(|change| match change {
+                    Change::Applied { old, new } => (old.as_ref().map(|o| &o.owner)
+                        != Some(&new.owner))
+                    .then_some(new.uid.as_str()),
+                    Change::Deleted(old) => Some(old.uid.as_str()),
+                })
+                .collect();
+            if !uids.is_empty() {
+                pods.touch_owned_by(&uids);
+            }
+        };
+        let _ = caches.replicasets.on_commit.set(Box::new(relinked));
+        caches
+    }
 }
 
 impl Caches {
