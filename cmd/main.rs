@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use k8sailor::apis::AuthMode;
 use k8sailor::config::{LogFormat, Settings, SettingsLayer};
 use k8sailor::k8sdao::SourceKind;
 use tokio_util::sync::CancellationToken;
@@ -84,6 +85,10 @@ struct HttpServerArgs {
     /// CORS origins, comma-separated; "*" for any, without credentials [default: *].
     #[arg(long, env = "K8SAILOR_CORS_ALLOWED_ORIGINS", value_delimiter = ',')]
     cors_allowed_origins: Option<Vec<String>>,
+    /// Who may call the API: none (anyone who reaches the port) or delegated (a bearer token
+    /// whose owner the cluster's RBAC allows each request) [default: none].
+    #[arg(long, env = "K8SAILOR_AUTH")]
+    auth: Option<AuthMode>,
     /// Log format: plain or json [default: plain]; levels from RUST_LOG.
     #[arg(long, env = "K8SAILOR_LOG_FORMAT")]
     log_format: Option<LogFormat>,
@@ -107,6 +112,7 @@ impl HttpServerArgs {
             shutdown_delay: self.shutdown_delay,
             shutdown_grace: self.shutdown_grace,
             cors_allowed_origins: self.cors_allowed_origins,
+            auth: self.auth,
             log_format: self.log_format,
         };
         Ok(Settings::resolve(flags.over(file))?)

@@ -8,7 +8,7 @@ use std::time::Duration;
 use confk8s::ClientOptions;
 use serde::Deserialize;
 
-use crate::apis::HttpOptions;
+use crate::apis::{AuthMode, HttpOptions};
 use crate::k8sdao::SourceKind;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8088";
@@ -29,6 +29,7 @@ pub struct SettingsLayer {
     pub shutdown_delay: Option<String>,
     pub shutdown_grace: Option<String>,
     pub cors_allowed_origins: Option<Vec<String>>,
+    pub auth: Option<AuthMode>,
     pub log_format: Option<LogFormat>,
 }
 
@@ -104,6 +105,7 @@ impl SettingsLayer {
             shutdown_delay: self.shutdown_delay.or(lower.shutdown_delay),
             shutdown_grace: self.shutdown_grace.or(lower.shutdown_grace),
             cors_allowed_origins: self.cors_allowed_origins.or(lower.cors_allowed_origins),
+            auth: self.auth.or(lower.auth),
             log_format: self.log_format.or(lower.log_format),
         }
     }
@@ -151,6 +153,7 @@ impl Settings {
                     "requestTimeout",
                     layer.request_timeout.as_deref().unwrap_or("30s"),
                 )?,
+                auth: layer.auth.unwrap_or_default(),
             },
             namespace,
             source: layer.source.unwrap_or_default(),

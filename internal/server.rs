@@ -6,7 +6,9 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::apis::{self, AppState};
+use confk8s::{ReviewTtls, Reviewer};
+
+use crate::apis::{self, AppState, AuthMode};
 use crate::biz::Workloads;
 use crate::config::Settings;
 use crate::k8sdao::Source;
@@ -26,11 +28,22 @@ pub enum ServerError {
     },
     #[error("serving failed: {0}")]
     Serve(std::io::Error),
+    #[error("--auth delegated: {0}")]
+    Auth(#[from] confk8s::ReviewError),
 }
 
 pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), ServerError> {
     let connection = confk8s::connect(&settings.client).await?;
     tracing::info!(config = %connection.source, source = ?settings.source, namespace = ?settings.namespace, "connected to the Kubernetes API");
+
+    let reviewer = match settings.http.auth {
+        AuthMode::None => None,
+        AuthMode::Delegated => {
+            let reviewer = Reviewer::new(connection.client.clone(), ReviewTtls::default());
+            reviewer.check_own_access().await?;
+            Some(Arc::new(reviewer))
+        }
+    };
 
     let watches = CancellationToken::new();
     let (source, watch_tasks) = Source::start(
@@ -60,7 +73,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         tracing::info!(kind = %state.kind, objects = state.objects, "cache synced");
     }
 
-    let state = AppState::new(Arc::new(Workloads::new(source)));
+    let state = AppState::new(Arc::new(Workloads::new(source)), reviewer);
     let (health, streams) = (state.health.clone(), state.streams.clone());
     let app = apis::router(state, &settings.http)?;
     let listener =

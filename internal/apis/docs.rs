@@ -43,7 +43,10 @@ pub fn describe(openapi: &mut utoipa::openapi::OpenApi) {
     openapi.info.version = env!("CARGO_PKG_VERSION").into();
     openapi.info.description = Some(
         "A read-cache HTTP API for Kubernetes Deployments and Pods. Every JSON answer is \
-         {code, data, error}: code 0 on success, the HTTP status otherwise."
+         {code, data, error}: code 0 on success, the HTTP status otherwise. A server started \
+         with --auth delegated needs 'Authorization: Bearer <token>' on every API route but \
+         /ping: 401 without a token the apiserver accepts, 403 when the token's owner may \
+         not, under the cluster's RBAC, do what the route does."
             .into(),
     );
 }

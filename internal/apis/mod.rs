@@ -1,6 +1,7 @@
 //! The HTTP API: axum routes under the configured prefix (default `/k8sailor/v0`), the answer
 //! envelope, and the middleware (tracing, gzip, timeout, CORS).
 
+mod auth;
 mod docs;
 mod envelope;
 mod health;
@@ -26,6 +27,7 @@ use tracing::Level;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+pub use auth::AuthMode;
 pub use envelope::{ApiError, Envelope};
 pub use health::Health;
 pub use metrics::Metrics;
@@ -40,6 +42,8 @@ pub struct HttpOptions {
     /// Origins allowed by CORS: empty for none, `*` for any (then without credentials).
     pub cors_allowed_origins: Vec<String>,
     pub request_timeout: Duration,
+    /// Who may call the API; with `Delegated`, the state must hold a reviewer.
+    pub auth: AuthMode,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +56,8 @@ pub enum SetupError {
     CorsWildcard,
     #[error("cannot render the OpenAPI description: {0}")]
     OpenApi(String),
+    #[error("auth delegated needs a Kubernetes client to review requests with")]
+    NoReviewer,
 }
 
 /// What every handler and middleware shares; cloned per request and per layer, so it is one
@@ -65,6 +71,8 @@ pub struct Shared {
     pub metrics: Metrics,
     /// Ends every watch stream once cancelled: shutdown waits for no watcher.
     pub streams: CancellationToken,
+    /// Reviews callers' tokens and requests with the apiserver (`--auth delegated`).
+    pub reviewer: Option<Arc<confk8s::Reviewer>>,
 }
 
 impl std::ops::Deref for AppState {
@@ -75,12 +83,16 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    pub fn new(workloads: Arc<Workloads<Source>>) -> AppState {
+    pub fn new(
+        workloads: Arc<Workloads<Source>>,
+        reviewer: Option<Arc<confk8s::Reviewer>>,
+    ) -> AppState {
         AppState(Arc::new(Shared {
             metrics: Metrics::new(workloads.clone()),
             workloads,
             health: Arc::new(Health::default()),
             streams: CancellationToken::new(),
+            reviewer,
         }))
     }
 }
@@ -141,7 +153,19 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
         };
         axum::middleware::from_fn_with_state(p, per_request)
     };
-    let api = routes::api().route_layer(per_request_layer(true));
+    let api = match opts.auth {
+        AuthMode::None => routes::api(),
+        AuthMode::Delegated => {
+            let layer = auth::AuthLayer {
+                reviewer: state.reviewer.clone().ok_or(SetupError::NoReviewer)?,
+                prefix: opts.prefix.clone(),
+                scope: state.workloads.source().scope().map(str::to_string),
+            };
+            routes::api().route_layer(axum::middleware::from_fn_with_state(layer, auth::check))
+        }
+    };
+    // Outermost, so refusals are timed and counted like any answer.
+    let api = api.route_layer(per_request_layer(true));
     let prefix = opts.prefix.as_str();
     let api = if prefix.is_empty() || prefix == "/" {
         api

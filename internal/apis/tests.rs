@@ -17,6 +17,7 @@ fn options(origins: &[&str]) -> HttpOptions {
         prefix: "/k8sailor/v0".into(),
         cors_allowed_origins: origins.iter().map(|o| o.to_string()).collect(),
         request_timeout: Duration::from_secs(5),
+        auth: AuthMode::None,
     }
 }
 
@@ -26,7 +27,7 @@ fn app_with(
     origins: &[&str],
 ) -> Router {
     let source = Source::from_cache(CacheSource::new(caches, statuses), None);
-    let state = AppState::new(Arc::new(Workloads::new(source)));
+    let state = AppState::new(Arc::new(Workloads::new(source)), None);
     router(state, &options(origins)).unwrap()
 }
 
@@ -234,10 +235,13 @@ async fn answers_are_gzipped_when_asked() {
 #[test]
 fn prefixes_must_be_absolute_without_trailing_slash() {
     let state = || {
-        AppState::new(Arc::new(Workloads::new(Source::from_cache(
-            CacheSource::new(Arc::new(Caches::default()), Vec::new()),
+        AppState::new(
+            Arc::new(Workloads::new(Source::from_cache(
+                CacheSource::new(Arc::new(Caches::default()), Vec::new()),
+                None,
+            ))),
             None,
-        ))))
+        )
     };
     for bad in ["k8sailor", "/k8sailor/"] {
         let mut opts = options(&[]);
@@ -543,7 +547,7 @@ async fn a_request_slower_than_the_timeout_is_a_503_saying_so() {
         None,
     );
     let per = PerRequest {
-        state: AppState::new(Arc::new(Workloads::new(source))),
+        state: AppState::new(Arc::new(Workloads::new(source)), None),
         timeout: Duration::from_millis(50),
         mark_stale: false,
     };
@@ -631,7 +635,7 @@ async fn a_watch_speaks_server_sent_events_to_event_source_and_ends_on_shutdown(
         CacheSource::new(crate::biz::tests::filled_caches(), Vec::new()),
         None,
     );
-    let state = AppState::new(Arc::new(Workloads::new(source)));
+    let state = AppState::new(Arc::new(Workloads::new(source)), None);
     let streams = state.streams.clone();
     let app = router(state, &options(&[])).unwrap();
     let res = app
@@ -694,4 +698,104 @@ async fn a_bad_watch_is_a_400() {
         assert_eq!(body["code"], 400);
         assert!(!body["error"].as_str().unwrap().is_empty());
     }
+}
+
+#[tokio::test]
+async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
+    use kube::client::Body as KubeBody;
+    let (service, mut handle) =
+        tower_test::mock::pair::<http::Request<KubeBody>, http::Response<KubeBody>>();
+    let apiserver = tokio::spawn(async move {
+        let answers = [
+            serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {},
+                "status": {"authenticated": true, "user": {"username": "alice", "groups": ["devs"]}}}),
+            serde_json::json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {},
+                "status": {"allowed": true}}),
+            serde_json::json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {},
+                "status": {"allowed": false, "reason": "no RBAC policy matched"}}),
+        ];
+        let mut asked = Vec::new();
+        for answer in answers {
+            let (request, send) = handle.next_request().await.expect("a review");
+            let body = request.into_body().collect_bytes().await.unwrap();
+            asked.push(serde_json::from_slice::<Value>(&body).unwrap());
+            send.send_response(
+                http::Response::builder()
+                    .body(KubeBody::from(serde_json::to_vec(&answer).unwrap()))
+                    .unwrap(),
+            );
+        }
+        asked
+    });
+    let reviewer = confk8s::Reviewer::new(
+        kube::Client::new(service, "default"),
+        confk8s::ReviewTtls::default(),
+    );
+    let source = Source::from_cache(
+        CacheSource::new(crate::biz::tests::filled_caches(), Vec::new()),
+        None,
+    );
+    let mut opts = options(&[]);
+    opts.auth = AuthMode::Delegated;
+    let app = router(
+        AppState::new(Arc::new(Workloads::new(source)), Some(Arc::new(reviewer))),
+        &opts,
+    )
+    .unwrap();
+    let get = |uri: &str, token: Option<&str>| {
+        let mut req = Request::get(uri);
+        if let Some(token) = token {
+            req = req.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        call(app.clone(), req.body(Body::empty()).unwrap())
+    };
+
+    let (status, headers, body) = get("/k8sailor/v0/pods?namespace=ns-a", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(headers[header::WWW_AUTHENTICATE], "Bearer");
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["code"], 401);
+    for open in ["/k8sailor/v0/ping", "/livez", "/metrics", "/openapi.json"] {
+        assert_eq!(get(open, None).await.0, StatusCode::OK, "{open}");
+    }
+
+    let (status, _, _) = get("/k8sailor/v0/pods?namespace=ns-a", Some("t")).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _, body) = get("/k8sailor/v0/deployments", Some("t")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        body["error"],
+        "alice may not list deployments.apps in all namespaces: no RBAC policy matched"
+    );
+    // Both answers are cached: no further review reaches the apiserver.
+    assert_eq!(
+        get("/k8sailor/v0/pods?namespace=ns-a", Some("t")).await.0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        get("/k8sailor/v0/deployments", Some("t")).await.0,
+        StatusCode::FORBIDDEN
+    );
+
+    let asked = apiserver.await.unwrap();
+    assert_eq!(asked[0]["spec"]["token"], "t");
+    assert_eq!(
+        asked[1]["spec"]["resourceAttributes"],
+        serde_json::json!({"verb": "list", "group": "", "resource": "pods", "namespace": "ns-a"})
+    );
+}
+
+#[test]
+fn delegated_auth_without_a_reviewer_is_a_setup_error() {
+    let mut opts = options(&[]);
+    opts.auth = AuthMode::Delegated;
+    let source = Source::from_cache(
+        CacheSource::new(Arc::new(Caches::default()), Vec::new()),
+        None,
+    );
+    assert!(matches!(
+        router(AppState::new(Arc::new(Workloads::new(source)), None), &opts),
+        Err(SetupError::NoReviewer)
+    ));
 }

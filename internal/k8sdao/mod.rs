@@ -271,6 +271,11 @@ impl Source {
         }
     }
 
+    /// The one namespace served, if any.
+    pub fn scope(&self) -> Option<&str> {
+        self.scope.as_deref()
+    }
+
     /// Each informer's health; empty for the live source.
     pub fn informer_states(&self) -> Vec<InformerState> {
         match &self.backend {

@@ -256,6 +256,11 @@ async fn account_with_rules(
         .await
         .expect("create the ClusterRoleBinding");
 
+    token_of(&accounts, &account_name).await
+}
+
+/// A fresh token (one hour) for a ServiceAccount.
+async fn token_of(accounts: &Api<ServiceAccount>, name: &str) -> String {
     let request = TokenRequest {
         spec: TokenRequestSpec {
             expiration_seconds: Some(3600),
@@ -264,7 +269,7 @@ async fn account_with_rules(
         ..TokenRequest::default()
     };
     let answer = accounts
-        .create_token_request(&account_name, &pp, &request)
+        .create_token_request(name, &PostParams::default(), &request)
         .await
         .expect("a TokenRequest for the ServiceAccount");
     answer.status.expect("a token in the answer").token
@@ -678,4 +683,157 @@ exec "$3" httpserver --listen 127.0.0.1:0 --sync-timeout 30s 2>"$4""#;
         "k8sailor did not say it uses the in-cluster config: {logs}"
     );
     serves_a_new_deployment(&ns, &server).await;
+}
+
+/// A ServiceAccount in `ns` allowed `verbs` on pods in `ns` only (a Role), and a token for it.
+async fn namespace_pod_reader(ns: &TestNamespace, verbs: &[&str]) -> String {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding, RoleRef};
+    let pp = PostParams::default();
+    let name = "pod-reader";
+    let mut account = ServiceAccount::default();
+    account.metadata.name = Some(name.into());
+    ns.api::<ServiceAccount>()
+        .create(&pp, &account)
+        .await
+        .expect("create the ServiceAccount");
+    let mut role = Role::default();
+    role.metadata.name = Some(name.into());
+    role.rules = Some(vec![PolicyRule {
+        api_groups: Some(vec![String::new()]),
+        resources: Some(vec!["pods".into()]),
+        verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        ..PolicyRule::default()
+    }]);
+    ns.api::<Role>()
+        .create(&pp, &role)
+        .await
+        .expect("create the Role");
+    let mut binding = RoleBinding::default();
+    binding.metadata.name = Some(name.into());
+    binding.role_ref = RoleRef {
+        api_group: "rbac.authorization.k8s.io".into(),
+        kind: "Role".into(),
+        name: name.into(),
+    };
+    binding.subjects = Some(vec![Subject {
+        kind: "ServiceAccount".into(),
+        name: name.into(),
+        namespace: Some(ns.name.clone()),
+        ..Subject::default()
+    }]);
+    ns.api::<RoleBinding>()
+        .create(&pp, &binding)
+        .await
+        .expect("create the RoleBinding");
+    token_of(&ns.api::<ServiceAccount>(), name).await
+}
+
+/// The test cluster's admin token, from its kubeconfig.
+fn admin_token() -> String {
+    let text =
+        std::fs::read_to_string(&cluster().kubeconfig).expect("the test cluster's kubeconfig");
+    let kubeconfig: Value = serde_saphyr::from_str(&text).expect("kubeconfig YAML");
+    kubeconfig["users"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find_map(|u| u["user"]["token"].as_str())
+        .expect("a token in the test cluster's kubeconfig")
+        .to_string()
+}
+
+#[tokio::test]
+async fn delegated_auth_serves_each_caller_what_its_rbac_allows() {
+    let ns = TestNamespace::new("auth").await;
+    let other = TestNamespace::new("auth-other").await;
+    let rbac = ShippedRbac::load();
+    let delegator: ClusterRoleBinding = shipped("rbac-auth.yaml", "ClusterRoleBinding");
+    assert_eq!(delegator.role_ref.name, "system:auth-delegator");
+    assert_eq!(
+        delegator.subjects, rbac.binding.subjects,
+        "it binds the shipped account"
+    );
+    let mut cleanup = ClusterScoped::default();
+    let dir = TempDir::new("auth");
+
+    // With the shipped reader role alone, --auth delegated refuses to start, saying why.
+    let reader = account_with_rules(&ns, &rbac, rbac.rules(), &mut cleanup).await;
+    let refused = Server::start_with(&token_kubeconfig(&dir, &reader), &["--auth", "delegated"])
+        .err()
+        .expect("k8sailor refuses to start without system:auth-delegator");
+    assert!(refused.contains("system:auth-delegator"), "{refused}");
+
+    // The reader role plus what the shipped binding grants: it serves.
+    let auth_delegator = Api::<ClusterRole>::all(ns.client.clone())
+        .get(&delegator.role_ref.name)
+        .await
+        .expect("the built-in ClusterRole");
+    let mut rules = rbac.rules();
+    rules.extend(auth_delegator.rules.unwrap_or_default());
+    let account = account_with_rules(&other, &rbac, rules, &mut cleanup).await;
+    let server = Server::start_with(&token_kubeconfig(&dir, &account), &["--auth", "delegated"])
+        .unwrap_or_else(|e| panic!("k8sailor with --auth delegated: {e}"));
+    ns.api::<k8s_openapi::api::core::v1::Pod>()
+        .create(&PostParams::default(), &pod("p", &[]))
+        .await
+        .unwrap();
+
+    let viewer = namespace_pod_reader(&ns, &["get", "list"]).await;
+    let ask = |path: String, token: Option<String>| {
+        let mut req = server.http.get(format!("{}{path}", server.base));
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        async move {
+            let res = req.send().await.expect("k8sailor answers");
+            let status = res.status().as_u16();
+            let body: Value = res.json().await.expect("an envelope");
+            (status, body)
+        }
+    };
+    let pods = format!("/pods?namespace={}", ns.name);
+
+    let (status, body) = ask(pods.clone(), None).await;
+    assert_eq!((status, &body["code"]), (401, &json!(401)), "{body}");
+    let (status, body) = ask(pods.clone(), Some("not-a-token".into())).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(server.get_text("/ping").await, (200, "pong".to_string()));
+
+    // The viewer reads pods of its namespace, and nothing else.
+    let (body, _) = eventually(SOON, "the viewer's pods", || async {
+        let (status, body) = ask(pods.clone(), Some(viewer.clone())).await;
+        (status == 200 && names(&body) == ["p"]).then_some(body)
+    })
+    .await;
+    assert_eq!(body["code"], 0);
+    for (path, why) in [
+        ("/pods".to_string(), "list pods in all namespaces"),
+        (
+            format!("/pods?namespace={}", other.name),
+            "list pods in namespace",
+        ),
+        (
+            format!("/deployments?namespace={}", ns.name),
+            "list deployments.apps in namespace",
+        ),
+        (
+            format!("/pods?namespace={}&watch=true", ns.name),
+            "watch pods in namespace",
+        ),
+    ] {
+        let (status, body) = ask(path.clone(), Some(viewer.clone())).await;
+        assert_eq!(status, 403, "{path}: {body}");
+        let error = body["error"].as_str().unwrap();
+        assert!(
+            error.contains(&format!(
+                "system:serviceaccount:{}:pod-reader may not {why}",
+                ns.name
+            )),
+            "{path}: {error}"
+        );
+    }
+
+    // The cluster's admin reads everything.
+    let (status, body) = ask("/deployments".into(), Some(admin_token())).await;
+    assert_eq!(status, 200, "{body}");
 }

@@ -1,6 +1,7 @@
 //! Kubernetes plumbing that any kube-rs service can reuse: a client built from a kubeconfig file
-//! and context or from the in-cluster environment, and a shared informer factory that runs one
-//! watch per resource kind however many handlers register for it.
+//! and context or from the in-cluster environment, a shared informer factory that runs one
+//! watch per resource kind however many handlers register for it, and delegated
+//! authentication and authorization of a service's callers ([`Reviewer`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -32,6 +33,7 @@
 mod client;
 mod delta;
 mod informer;
+mod review;
 mod signals;
 mod slim;
 mod status;
@@ -39,6 +41,7 @@ mod status;
 pub use client::{ClientError, ClientOptions, ConfigSource, Connection, connect, load_config};
 pub use delta::{Delta, DeltaTracker, ObjectKey, Step, strip_noise};
 pub use informer::{FactoryError, Handler, InformerFactory, RelistBatch, Watched};
+pub use review::{Access, ReviewError, ReviewTtls, Reviewer, UserInfo};
 pub use signals::{WatchSignalLayer, WatchSignals};
 pub use slim::SlimPod;
 pub use status::{InformerState, InformerStatus};

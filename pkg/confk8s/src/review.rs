@@ -1,0 +1,438 @@
+//! Delegated authentication and authorization, the kube-rbac-proxy way: a caller's bearer token
+//! is checked with a TokenReview, and each thing it asks for with a SubjectAccessReview, so a
+//! service in front of the apiserver grants exactly what the caller's own RBAC grants.
+//! Answers are cached (allows longer than denials, as the apiserver's own webhook
+//! authorizer does), keyed by a SHA-256 of the token, never the token itself.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
+use kube::{Api, Client};
+
+/// How long an answer is reused.
+#[derive(Clone, Copy, Debug)]
+pub struct ReviewTtls {
+    pub authenticated: Duration,
+    pub unauthenticated: Duration,
+    pub allowed: Duration,
+    pub denied: Duration,
+}
+
+impl Default for ReviewTtls {
+    fn default() -> Self {
+        ReviewTtls {
+            authenticated: Duration::from_secs(300),
+            unauthenticated: Duration::from_secs(30),
+            allowed: Duration::from_secs(300),
+            denied: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Who a token belongs to, as the apiserver says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserInfo {
+    pub username: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+/// What a request does, in RBAC's terms.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Access {
+    pub verb: &'static str,
+    /// "" for the core group.
+    pub group: &'static str,
+    pub resource: &'static str,
+    pub subresource: &'static str,
+    /// None: in every namespace.
+    pub namespace: Option<String>,
+    /// None: any object (lists, creates).
+    pub name: Option<String>,
+}
+
+impl std::fmt::Display for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.verb, self.resource)?;
+        if !self.subresource.is_empty() {
+            write!(f, "/{}", self.subresource)?;
+        }
+        if !self.group.is_empty() {
+            write!(f, ".{}", self.group)?;
+        }
+        if let Some(name) = &self.name {
+            write!(f, " {name:?}")?;
+        }
+        match &self.namespace {
+            Some(ns) => write!(f, " in namespace {ns:?}"),
+            None => write!(f, " in all namespaces"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ReviewError {
+    #[error("{0}")]
+    Unauthenticated(String),
+    #[error("{user} may not {access}{}", reason_suffix(.reason))]
+    Forbidden {
+        user: String,
+        access: String,
+        reason: String,
+    },
+    #[error("cannot review the request with the Kubernetes API: {0}")]
+    Unavailable(String),
+}
+
+fn reason_suffix(reason: &str) -> String {
+    if reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {reason}")
+    }
+}
+
+/// A map whose entries expire; bounded, so that a flood of distinct tokens cannot grow it
+/// without end.
+struct TtlCache<K, V> {
+    entries: Mutex<HashMap<K, (Instant, V)>>,
+    capacity: usize,
+}
+
+impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
+    fn new(capacity: usize) -> Self {
+        TtlCache {
+            entries: Mutex::new(HashMap::new()),
+            capacity,
+        }
+    }
+
+    fn get(&self, key: &K) -> Option<V> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries
+            .get(key)
+            .filter(|(expires, _)| *expires > Instant::now())
+            .map(|(_, v)| v.clone())
+    }
+
+    fn insert(&self, key: K, value: V, ttl: Duration) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() >= self.capacity {
+            let now = Instant::now();
+            entries.retain(|_, (expires, _)| *expires > now);
+            if entries.len() >= self.capacity {
+                entries.clear();
+            }
+        }
+        entries.insert(key, (Instant::now() + ttl, value));
+    }
+}
+
+type TokenHash = [u8; 32];
+
+/// Entries each cache holds at most.
+const CACHE_CAPACITY: usize = 10_000;
+
+/// Reviews callers' tokens and requests against the apiserver, with caching.
+pub struct Reviewer {
+    client: Client,
+    ttls: ReviewTtls,
+    users: TtlCache<TokenHash, Result<UserInfo, String>>,
+    decisions: TtlCache<(TokenHash, Access), Result<(), ReviewError>>,
+}
+
+impl std::fmt::Debug for Reviewer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reviewer")
+            .field("ttls", &self.ttls)
+            .finish()
+    }
+}
+
+fn token_hash(token: &str) -> TokenHash {
+    let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
+    let mut hash = [0; 32];
+    hash.copy_from_slice(digest.as_ref());
+    hash
+}
+
+impl Reviewer {
+    /// The client's own account must be allowed to create TokenReviews and
+    /// SubjectAccessReviews (the built-in ClusterRole `system:auth-delegator`).
+    pub fn new(client: Client, ttls: ReviewTtls) -> Self {
+        Reviewer {
+            client,
+            ttls,
+            users: TtlCache::new(CACHE_CAPACITY),
+            decisions: TtlCache::new(CACHE_CAPACITY),
+        }
+    }
+
+    /// Whether our own account may create the reviews; Forbidden names what is missing.
+    pub async fn check_own_access(&self) -> Result<(), ReviewError> {
+        use k8s_openapi::api::authorization::v1::{
+            SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+        };
+        let reviews: Api<SelfSubjectAccessReview> = Api::all(self.client.clone());
+        for (group, resource) in [
+            ("authentication.k8s.io", "tokenreviews"),
+            ("authorization.k8s.io", "subjectaccessreviews"),
+        ] {
+            let review = SelfSubjectAccessReview {
+                spec: SelfSubjectAccessReviewSpec {
+                    resource_attributes: Some(ResourceAttributes {
+                        verb: Some("create".into()),
+                        group: Some(group.into()),
+                        resource: Some(resource.into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let answer = reviews
+                .create(&Default::default(), &review)
+                .await
+                .map_err(|e| ReviewError::Unavailable(e.to_string()))?;
+            if !answer.status.is_some_and(|s| s.allowed) {
+                return Err(ReviewError::Forbidden {
+                    user: "our own account".into(),
+                    access: format!("create {resource}.{group}"),
+                    reason: "bind it to the ClusterRole system:auth-delegator".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the token's owner may do `access`: Ok, or why not.
+    pub async fn review(&self, token: &str, access: &Access) -> Result<(), ReviewError> {
+        let hash = token_hash(token);
+        let user = self.authenticate(hash, token).await?;
+        let key = (hash, access.clone());
+        if let Some(decision) = self.decisions.get(&key) {
+            return decision;
+        }
+        let decision = self.authorize(&user, access).await?;
+        let ttl = match decision {
+            Ok(()) => self.ttls.allowed,
+            Err(_) => self.ttls.denied,
+        };
+        self.decisions.insert(key, decision.clone(), ttl);
+        decision
+    }
+
+    async fn authenticate(&self, hash: TokenHash, token: &str) -> Result<UserInfo, ReviewError> {
+        if let Some(user) = self.users.get(&hash) {
+            return user.map_err(ReviewError::Unauthenticated);
+        }
+        let review = TokenReview {
+            spec: TokenReviewSpec {
+                token: Some(token.to_string()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let answer = Api::<TokenReview>::all(self.client.clone())
+            .create(&Default::default(), &review)
+            .await
+            .map_err(|e| ReviewError::Unavailable(e.to_string()))?;
+        let status = answer.status.unwrap_or_default();
+        let user = match (status.authenticated, status.user) {
+            (Some(true), Some(user)) => Ok(UserInfo {
+                username: user.username.unwrap_or_default(),
+                uid: user.uid.unwrap_or_default(),
+                groups: user.groups.unwrap_or_default(),
+                extra: user.extra.unwrap_or_default(),
+            }),
+            _ => Err(match status.error.filter(|e| !e.is_empty()) {
+                Some(e) => format!("the bearer token was not accepted: {e}"),
+                None => "the bearer token was not accepted".to_string(),
+            }),
+        };
+        let ttl = match user {
+            Ok(_) => self.ttls.authenticated,
+            Err(_) => self.ttls.unauthenticated,
+        };
+        self.users.insert(hash, user.clone(), ttl);
+        user.map_err(ReviewError::Unauthenticated)
+    }
+
+    /// The apiserver's decision (Ok or Forbidden); Err(Unavailable) if it could not be asked.
+    async fn authorize(
+        &self,
+        user: &UserInfo,
+        access: &Access,
+    ) -> Result<Result<(), ReviewError>, ReviewError> {
+        let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(user.username.clone()),
+                uid: non_empty(&user.uid),
+                groups: Some(user.groups.clone()),
+                extra: Some(user.extra.clone()).filter(|e| !e.is_empty()),
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some(access.verb.to_string()),
+                    group: Some(access.group.to_string()),
+                    resource: Some(access.resource.to_string()),
+                    subresource: non_empty(access.subresource),
+                    namespace: access.namespace.clone(),
+                    name: access.name.clone(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let answer = Api::<SubjectAccessReview>::all(self.client.clone())
+            .create(&Default::default(), &review)
+            .await
+            .map_err(|e| ReviewError::Unavailable(e.to_string()))?;
+        let status = answer.status.unwrap_or_default();
+        Ok(if status.allowed {
+            Ok(())
+        } else {
+            Err(ReviewError::Forbidden {
+                user: user.username.clone(),
+                access: access.to_string(),
+                reason: status.reason.unwrap_or_default(),
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http::{Request, Response};
+    use kube::client::Body;
+    use serde_json::{Value, json};
+    use tower_test::mock;
+
+    use super::*;
+
+    /// A fake apiserver answering reviews in order; each answer gets the request's body, so
+    /// a test can check what was asked.
+    fn reviewer_with(
+        answers: Vec<(&'static str, Value)>,
+    ) -> (Reviewer, tokio::task::JoinHandle<Vec<Value>>) {
+        let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let server = tokio::spawn(async move {
+            let mut asked = Vec::new();
+            for (path, answer) in answers {
+                let (request, send) = handle.next_request().await.expect("a review");
+                assert_eq!(request.uri().path(), path);
+                let body = request.into_body().collect_bytes().await.unwrap();
+                asked.push(serde_json::from_slice(&body).unwrap());
+                send.send_response(
+                    Response::builder()
+                        .body(Body::from(serde_json::to_vec(&answer).unwrap()))
+                        .unwrap(),
+                );
+            }
+            asked
+        });
+        let client = Client::new(service, "default");
+        (Reviewer::new(client, ReviewTtls::default()), server)
+    }
+
+    const TOKEN_REVIEWS: &str = "/apis/authentication.k8s.io/v1/tokenreviews";
+    const ACCESS_REVIEWS: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+
+    fn token_answer(user: Option<&str>) -> Value {
+        let status = match user {
+            Some(name) => {
+                json!({"authenticated": true, "user": {"username": name, "uid": "u1", "groups": ["devs"]}})
+            }
+            None => json!({"authenticated": false, "error": "token expired"}),
+        };
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {}, "status": status})
+    }
+
+    fn access_answer(allowed: bool) -> Value {
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {},
+               "status": {"allowed": allowed, "reason": if allowed { "" } else { "no RBAC policy matched" }}})
+    }
+
+    fn list_pods(ns: Option<&str>) -> Access {
+        Access {
+            verb: "list",
+            group: "",
+            resource: "pods",
+            subresource: "",
+            namespace: ns.map(str::to_string),
+            name: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_token_is_reviewed_once_and_each_access_once_while_cached() {
+        let (reviewer, server) = reviewer_with(vec![
+            (TOKEN_REVIEWS, token_answer(Some("alice"))),
+            (ACCESS_REVIEWS, access_answer(true)),
+            (ACCESS_REVIEWS, access_answer(false)),
+        ]);
+        let shop = list_pods(Some("shop"));
+        assert_eq!(reviewer.review("t0k3n", &shop).await, Ok(()));
+        assert_eq!(reviewer.review("t0k3n", &shop).await, Ok(()), "cached");
+        let everywhere = list_pods(None);
+        let denied = reviewer.review("t0k3n", &everywhere).await.unwrap_err();
+        assert_eq!(
+            denied.to_string(),
+            "alice may not list pods in all namespaces: no RBAC policy matched"
+        );
+        assert_eq!(reviewer.review("t0k3n", &everywhere).await, Err(denied));
+        let asked = server.await.unwrap();
+        assert_eq!(asked[0]["spec"]["token"], "t0k3n");
+        let spec = &asked[1]["spec"];
+        assert_eq!(spec["user"], "alice");
+        assert_eq!(spec["uid"], "u1");
+        assert_eq!(spec["groups"], json!(["devs"]));
+        assert_eq!(
+            spec["resourceAttributes"],
+            json!({"verb": "list", "group": "", "resource": "pods", "namespace": "shop"})
+        );
+    }
+
+    #[tokio::test]
+    async fn a_rejected_token_is_unauthenticated_and_never_reaches_authorization() {
+        let (reviewer, server) = reviewer_with(vec![(TOKEN_REVIEWS, token_answer(None))]);
+        for _ in 0..2 {
+            let err = reviewer.review("old", &list_pods(None)).await.unwrap_err();
+            assert_eq!(
+                err,
+                ReviewError::Unauthenticated(
+                    "the bearer token was not accepted: token expired".into()
+                )
+            );
+        }
+        assert_eq!(server.await.unwrap().len(), 1, "the rejection is cached");
+    }
+
+    #[test]
+    fn entries_expire_and_a_full_cache_makes_room() {
+        let cache = TtlCache::new(2);
+        cache.insert(1, "a", Duration::from_secs(60));
+        cache.insert(2, "b", Duration::ZERO);
+        assert_eq!(cache.get(&1), Some("a"));
+        assert_eq!(cache.get(&2), None, "expired");
+        cache.insert(3, "c", Duration::from_secs(60));
+        assert_eq!(cache.get(&1), Some("a"), "only the expired entry made room");
+        assert_eq!(cache.get(&3), Some("c"));
+        cache.insert(4, "d", Duration::from_secs(60));
+        assert_eq!(cache.get(&4), Some("d"));
+        assert!(cache.entries.lock().unwrap().len() <= 2);
+    }
+
+    #[test]
+    fn tokens_are_kept_only_as_hashes() {
+        assert_ne!(token_hash("a"), token_hash("b"));
+        assert_eq!(token_hash("abc")[..4], [0xba, 0x78, 0x16, 0xbf], "SHA-256");
+    }
+}
