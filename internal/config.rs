@@ -33,25 +33,12 @@ pub struct SettingsLayer {
     pub log_format: Option<LogFormat>,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     #[default]
     Plain,
     Json,
-}
-
-impl std::str::FromStr for LogFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "plain" => Ok(LogFormat::Plain),
-            "json" => Ok(LogFormat::Json),
-            other => Err(format!(
-                "unknown log format {other:?}: expected plain or json"
-            )),
-        }
-    }
 }
 
 #[derive(Clone, Debug)]

@@ -16,7 +16,7 @@ use super::ApiError;
 use crate::biz::DEFAULT_NAMESPACE;
 
 /// Who may call the API.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum AuthMode {
     /// Anyone who reaches the port (the original k8sailor, on 127.0.0.1).
@@ -24,19 +24,6 @@ pub enum AuthMode {
     None,
     /// Bearer tokens, checked with the apiserver; each request authorized by RBAC.
     Delegated,
-}
-
-impl std::str::FromStr for AuthMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "none" => Ok(AuthMode::None),
-            "delegated" => Ok(AuthMode::Delegated),
-            other => Err(format!(
-                "unknown auth {other:?}: expected none or delegated"
-            )),
-        }
-    }
 }
 
 /// What the access check needs besides the request.

@@ -175,7 +175,17 @@ pub enum WriteEffect {
     Gone,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SourceKind {
     /// Informer caches: reads never reach the apiserver.
@@ -183,17 +193,6 @@ pub enum SourceKind {
     Cache,
     /// Every read is a request to the apiserver.
     Live,
-}
-
-impl std::str::FromStr for SourceKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "cache" => Ok(SourceKind::Cache),
-            "live" => Ok(SourceKind::Live),
-            other => Err(format!("unknown source {other:?}: expected cache or live")),
-        }
-    }
 }
 
 enum Backend {
