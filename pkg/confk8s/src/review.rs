@@ -175,12 +175,26 @@ impl Reviewer {
         }
     }
 
+    /// Creates a review (they are never stored); the apiserver's answer fills its status.
+    async fn ask<K>(&self, review: &K) -> Result<K, ReviewError>
+    where
+        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
+            + Clone
+            + serde::Serialize
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        Api::<K>::all(self.client.clone())
+            .create(&Default::default(), review)
+            .await
+            .map_err(|e| ReviewError::Unavailable(e.to_string()))
+    }
+
     /// Whether our own account may create the reviews; Forbidden names what is missing.
     pub async fn check_own_access(&self) -> Result<(), ReviewError> {
         use k8s_openapi::api::authorization::v1::{
             SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
         };
-        let reviews: Api<SelfSubjectAccessReview> = Api::all(self.client.clone());
         for (group, resource) in [
             ("authentication.k8s.io", "tokenreviews"),
             ("authorization.k8s.io", "subjectaccessreviews"),
@@ -197,10 +211,7 @@ impl Reviewer {
                 },
                 ..Default::default()
             };
-            let answer = reviews
-                .create(&Default::default(), &review)
-                .await
-                .map_err(|e| ReviewError::Unavailable(e.to_string()))?;
+            let answer = self.ask(&review).await?;
             if !answer.status.is_some_and(|s| s.allowed) {
                 return Err(ReviewError::Forbidden {
                     user: "our own account".into(),
@@ -240,10 +251,7 @@ impl Reviewer {
             },
             ..Default::default()
         };
-        let answer = Api::<TokenReview>::all(self.client.clone())
-            .create(&Default::default(), &review)
-            .await
-            .map_err(|e| ReviewError::Unavailable(e.to_string()))?;
+        let answer = self.ask(&review).await?;
         let status = answer.status.unwrap_or_default();
         let user = match (status.authenticated, status.user) {
             (Some(true), Some(user)) => Ok(UserInfo {
@@ -291,10 +299,7 @@ impl Reviewer {
             },
             ..Default::default()
         };
-        let answer = Api::<SubjectAccessReview>::all(self.client.clone())
-            .create(&Default::default(), &review)
-            .await
-            .map_err(|e| ReviewError::Unavailable(e.to_string()))?;
+        let answer = self.ask(&review).await?;
         let status = answer.status.unwrap_or_default();
         Ok(if status.allowed {
             Ok(())
