@@ -96,7 +96,7 @@ fn accesses(
         }],
         ("/deployments/{name}/pods", "GET") => vec![
             access("get", APPS, "deployments", object_ns, name),
-            access("list", CORE, "pods", object_ns, None),
+            access(list_verb, CORE, "pods", object_ns, None),
         ],
         ("/pods", "GET") => vec![access(list_verb, CORE, "pods", list_ns, None)],
         ("/pods/{name}" | "/pods/{name}/output", "GET") => {
@@ -242,6 +242,18 @@ mod tests {
             [
                 "get deployments.apps \"web\" in namespace \"shop\"",
                 "list pods in namespace \"shop\""
+            ]
+        );
+        assert_eq!(
+            shown(
+                "/deployments/{name}/pods",
+                Method::GET,
+                query(Some("shop"), Some("true")),
+                None
+            ),
+            [
+                "get deployments.apps \"web\" in namespace \"shop\"",
+                "watch pods in namespace \"shop\""
             ]
         );
         assert_eq!(

@@ -212,19 +212,40 @@ async fn delete_deployment(
         .await?))
 }
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct RelationParams {
+    /// The Deployment's namespace; default `default`.
+    namespace: Option<String>,
+    /// `true`: the Pods as ADDED events, a BOOKMARK, then each change to the set (a Pod
+    /// joining or leaving it, as a rollout's new ReplicaSet brings and the old one takes
+    /// away), as `watch=true` on `/pods`.
+    watch: Option<String>,
+}
+
 #[utoipa::path(get, path = "/deployments/{name}/pods", tag = "deployments",
-    params(("name" = String, Path, description = "Deployment name"), ObjectParams),
+    params(("name" = String, Path, description = "Deployment name"), RelationParams),
     responses(
-        (status = 200, description = "Pods the Deployment controls through its ReplicaSets (ownerReferences)", body = Envelope<Vec<PodDoc>>),
+        (status = 200, description = "Pods the Deployment controls through its ReplicaSets (ownerReferences); with `watch=true`, a stream of events",
+            content((Envelope<Vec<PodDoc>> = "application/json"), (String = "text/event-stream"), (String = "application/x-ndjson"))),
         (status = 400, description = "Invalid namespace or name", body = ErrorEnvelope),
         (status = 404, description = "No such Deployment", body = ErrorEnvelope),
         (status = 503, description = "Caches not synced yet", body = ErrorEnvelope),
     ))]
 async fn pods_of_deployment(
     State(s): State<AppState>,
+    headers: HeaderMap,
     ApiPath(name): ApiPath<String>,
-    ApiQuery(q): ApiQuery<ObjectParams>,
+    ApiQuery(q): ApiQuery<RelationParams>,
 ) -> Result<Response, ApiError> {
+    if watch::is_watch(q.watch.as_deref())? {
+        let frames = s
+            .workloads
+            .watch_pods_of_deployment(q.namespace.as_deref(), &name)
+            .await?;
+        let guard = s.metrics.watch_opened("Pod");
+        return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
+    }
     Ok(ok_json(
         &s.workloads
             .pods_of_deployment(q.namespace.as_deref(), &name)

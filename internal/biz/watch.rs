@@ -5,7 +5,10 @@ use std::sync::Arc;
 
 use futures::stream::{BoxStream, StreamExt};
 
-use super::{BizError, DeploymentView, JsonAnswer, ListRequest, PodView, Workloads};
+use super::{
+    BizError, DeploymentView, JsonAnswer, ListRequest, PodView, Workloads, check_name,
+    object_namespace,
+};
 use crate::k8sdao::{DaoError, WatchEvent, WorkloadSource};
 use crate::model::{DEPLOYMENT_FIELDS, POD_FIELDS};
 
@@ -168,8 +171,27 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
     pub async fn watch_pods(self: &Arc<Self>, req: &ListRequest) -> Result<WatchFrames, BizError> {
         let query = req.watch_query(POD_FIELDS)?;
         let events = self.source.watch_pods(&query).await?;
+        Ok(self.pod_frames(events))
+    }
+
+    /// The Pods the Deployment controls, then each change to that set.
+    pub async fn watch_pods_of_deployment(
+        self: &Arc<Self>,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<WatchFrames, BizError> {
+        let ns = object_namespace(namespace)?;
+        check_name(name)?;
+        let events = self.source.watch_pods_of_deployment(ns, name).await?;
+        Ok(self.pod_frames(events))
+    }
+
+    fn pod_frames(
+        self: &Arc<Self>,
+        events: crate::k8sdao::WatchStream<crate::model::PodRecord>,
+    ) -> WatchFrames {
         let workloads = self.clone();
-        Ok(until_error(events.then(move |event| {
+        until_error(events.then(move |event| {
             let workloads = workloads.clone();
             async move {
                 match event.map_err(BizError::from).map(split) {
@@ -190,7 +212,7 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
                     Err(e) => WatchFrame::error(&e),
                 }
             }
-        })))
+        }))
     }
 }
 
@@ -346,6 +368,68 @@ mod tests {
                 .await
                 .is_err(),
             "nothing more"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_deployments_pods_watch_follows_its_replicasets_not_its_labels() {
+        let (workloads, caches) = workloads();
+        let mut frames = workloads
+            .watch_pods_of_deployment(Some("ns-a"), "web")
+            .await
+            .unwrap();
+        assert_eq!(next(&mut frames).await, ("ADDED", "web-1a2b-x".into()));
+        assert_eq!(next(&mut frames).await, ("ADDED", "web-1a2b-y".into()));
+        assert_eq!(next(&mut frames).await.0, "BOOKMARK");
+        // Same labels, no owner: not web's.
+        caches.pods.apply_deltas(&[Delta::Added(mk_pod(
+            "ns-a",
+            "impostor",
+            None,
+            &[("app", "web")],
+        ))]);
+        // A rollout's new ReplicaSet: its pod may come first, and joins once the ReplicaSet shows.
+        caches.pods.apply_deltas(&[Delta::Added(mk_pod(
+            "ns-a",
+            "web-9z-a",
+            Some(("web-9z", "rs-web-2")),
+            &[("app", "web")],
+        ))]);
+        caches
+            .replicasets
+            .apply_deltas(&[Delta::Added(mk_replicaset(
+                "ns-a",
+                "web-9z",
+                "rs-web-2",
+                Some(("web", "d-web")),
+            ))]);
+        caches
+            .pods
+            .apply_deltas::<k8s_openapi::api::core::v1::Pod>(&[Delta::Deleted(
+                confk8s::ObjectKey::new("ns-a", "web-1a2b-x"),
+            )]);
+        // Membership is judged when an event is read, so the pod may already count when its
+        // own ADDED is read, and the ReplicaSet's arrival then repeats it as MODIFIED.
+        let mut seen = Vec::new();
+        while seen.last() != Some(&("DELETED", "web-1a2b-x".into())) {
+            seen.push(next(&mut frames).await);
+        }
+        seen.retain(|(kind, _)| *kind != "MODIFIED");
+        assert_eq!(
+            seen,
+            [
+                ("ADDED", "web-9z-a".into()),
+                ("DELETED", "web-1a2b-x".into())
+            ]
+        );
+        let err = workloads
+            .watch_pods_of_deployment(Some("ns-a"), "nope")
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            matches!(err, BizError::Source(DaoError::NotFound { .. })),
+            "{err}"
         );
     }
 

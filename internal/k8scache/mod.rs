@@ -15,7 +15,7 @@ use tokio::sync::broadcast;
 
 pub use index::{INDEXED_POD_FIELDS, Index, Indexed, Term};
 
-use crate::model::{DeploymentRecord, PodRecord, ReplicaSetRecord};
+use crate::model::{DeploymentRecord, Owner, PodRecord, ReplicaSetRecord};
 
 /// Builds the record a cache keeps for an object of kind `K`.
 pub trait FromObject<K> {
@@ -290,14 +290,19 @@ impl Caches {
     /// Pods controlled by ReplicaSets that the Deployment controls: ownerReferences, not label
     /// selectors, so Deployments with overlapping selectors never claim each other's Pods.
     pub fn pods_of_deployment(&self, deployment: &DeploymentRecord) -> Vec<Arc<PodRecord>> {
+        self.owned_pods(&self.pods.read(), &deployment.uid)
+    }
+
+    /// The pods of `pods` (a read view of the pod cache) that the Deployment with `uid`
+    /// controls, in (namespace, name) order.
+    pub fn owned_pods(&self, pods: &Index<PodRecord>, uid: &str) -> Vec<Arc<PodRecord>> {
         let rs_uids: Vec<String> = self
             .replicasets
             .read()
-            .owned_by(&deployment.uid)
+            .owned_by(uid)
             .into_iter()
             .map(|rs| rs.uid.clone())
             .collect();
-        let pods = self.pods.read();
         let mut owned: Vec<Arc<PodRecord>> = rs_uids
             .iter()
             .flat_map(|uid| pods.owned_by(uid).into_iter().cloned())
@@ -311,21 +316,31 @@ impl Caches {
     pub fn deployments_of_pods(&self, pods: &[Arc<PodRecord>]) -> Vec<Option<String>> {
         let replicasets = self.replicasets.read();
         pods.iter()
-            .map(|pod| {
-                let owner = pod.owner.as_ref().filter(|o| o.kind == "ReplicaSet")?;
-                let rs = replicasets
-                    .get(&ObjectKey::new(
-                        pod.key.namespace.clone(),
-                        owner.name.clone(),
-                    ))
-                    .filter(|rs| rs.uid == owner.uid)?;
-                rs.owner
-                    .as_ref()
-                    .filter(|o| o.kind == "Deployment")
-                    .map(|o| o.name.clone())
-            })
+            .map(|pod| deployment_of(&replicasets, pod).map(|o| o.name.clone()))
             .collect()
     }
+
+    /// Whether the Deployment with `uid` controls the pod, through its ReplicaSet.
+    pub fn controls(&self, uid: &str, pod: &PodRecord) -> bool {
+        deployment_of(&self.replicasets.read(), pod).is_some_and(|o| o.uid == uid)
+    }
+}
+
+/// The Deployment controlling the pod's ReplicaSet, as that ReplicaSet's owner.
+fn deployment_of<'a>(
+    replicasets: &'a Index<ReplicaSetRecord>,
+    pod: &PodRecord,
+) -> Option<&'a Owner> {
+    let owner = pod.owner.as_ref().filter(|o| o.kind == "ReplicaSet")?;
+    replicasets
+        .get(&ObjectKey::new(
+            pod.key.namespace.clone(),
+            owner.name.clone(),
+        ))
+        .filter(|rs| rs.uid == owner.uid)?
+        .owner
+        .as_ref()
+        .filter(|o| o.kind == "Deployment")
 }
 
 #[cfg(test)]

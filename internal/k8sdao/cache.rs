@@ -1,3 +1,4 @@
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use confk8s::{InformerState, InformerStatus, ObjectKey};
@@ -7,7 +8,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::{
     DaoError, ListQuery, Listing, LiveSource, ObjectKind, WatchEvent, WatchStream, WorkloadSource,
-    WriteEffect,
+    WriteEffect, member_event,
 };
 use selector::{FieldOperator, Operator};
 
@@ -148,22 +149,26 @@ impl CacheSource {
         })
     }
 
-    /// What `q` selects now, as Added events, then Synced, then each change that concerns the
-    /// query. A watcher that falls more than the cache buffers behind gets WatchExpired.
-    fn watch<R>(
+    /// What `initial` picks from the cache now, as Added events, then Synced, then what
+    /// the mapper `follow` makes from the initial records turns each change into. A watcher
+    /// that falls more than the cache buffers behind gets WatchExpired.
+    fn watch<R, F>(
         &self,
         cache: &Cache<R>,
-        q: &ListQuery,
         kind: &str,
+        initial: impl FnOnce(&Index<R>) -> Vec<Arc<R>>,
+        follow: impl FnOnce(&[Arc<R>]) -> F,
     ) -> Result<WatchStream<R>, DaoError>
     where
-        R: Indexed + Selectable + Send + Sync + 'static,
+        R: Indexed + Send + Sync + 'static,
+        F: FnMut(Change<R>) -> Option<WatchEvent<R>> + Send + 'static,
     {
         self.ensure_synced()?;
         let (initial, changes) = {
             let (index, changes) = cache.read_and_watch();
-            (select(&index, q), changes)
+            (initial(&index), changes)
         };
+        let to_event = follow(&initial);
         let synced = WatchEvent::Synced {
             resource_version: self.resource_version(kind),
         };
@@ -172,13 +177,13 @@ impl CacheSource {
             .map(WatchEvent::Added)
             .chain([synced])
             .map(Ok);
-        let changes = futures::stream::unfold(Some((changes, q.clone())), |state| async move {
-            let (mut changes, q) = state?;
+        let changes = futures::stream::unfold(Some((changes, to_event)), |state| async move {
+            let (mut changes, mut to_event) = state?;
             loop {
                 match changes.recv().await {
                     Ok(change) => {
-                        if let Some(event) = watch_event(&q, change) {
-                            return Some((Ok(event), Some((changes, q))));
+                        if let Some(event) = to_event(change) {
+                            return Some((Ok(event), Some((changes, to_event))));
                         }
                     }
                     Err(RecvError::Lagged(missed)) => {
@@ -190,6 +195,25 @@ impl CacheSource {
             }
         });
         Ok(futures::stream::iter(initial).chain(changes).boxed())
+    }
+
+    /// A watch of what `q` selects.
+    fn watch_query<R>(
+        &self,
+        cache: &Cache<R>,
+        q: &ListQuery,
+        kind: &str,
+    ) -> Result<WatchStream<R>, DaoError>
+    where
+        R: Indexed + Selectable + Send + Sync + 'static,
+    {
+        let query = q.clone();
+        self.watch(
+            cache,
+            kind,
+            |index| select(index, q),
+            |_| move |change| watch_event(&query, change),
+        )
     }
 
     fn get<R: Indexed>(
@@ -304,10 +328,30 @@ impl WorkloadSource for CacheSource {
         &self,
         q: &ListQuery,
     ) -> Result<WatchStream<DeploymentRecord>, DaoError> {
-        self.watch(&self.caches.deployments, q, "Deployment")
+        self.watch_query(&self.caches.deployments, q, "Deployment")
     }
 
     async fn watch_pods(&self, q: &ListQuery) -> Result<WatchStream<PodRecord>, DaoError> {
-        self.watch(&self.caches.pods, q, "Pod")
+        self.watch_query(&self.caches.pods, q, "Pod")
+    }
+
+    async fn watch_pods_of_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<WatchStream<PodRecord>, DaoError> {
+        let deployment = self.get(&self.caches.deployments, "deployment", namespace, name)?;
+        let caches = self.caches.clone();
+        self.watch(
+            &self.caches.pods,
+            "Pod",
+            |pods| self.caches.owned_pods(pods, &deployment.uid),
+            |initial| {
+                let mut members: HashSet<ObjectKey> =
+                    initial.iter().map(|p| p.key.clone()).collect();
+                let uid = deployment.uid.clone();
+                move |change| member_event(&mut members, change, |p| caches.controls(&uid, p))
+            },
+        )
     }
 }

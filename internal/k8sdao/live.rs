@@ -1,4 +1,4 @@
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -14,11 +14,14 @@ use serde::de::DeserializeOwned;
 
 use super::{
     DaoError, ListQuery, Listing, ObjectKind, WatchEvent, WatchStream, WorkloadSource, WriteEffect,
+    member_event,
 };
+use crate::k8scache::Change;
 use crate::model::{DeploymentRecord, EventDto, NewDeployment, PodRecord, ReplicaSetRecord};
 
 /// Reads straight from the apiserver, each answer built with the same projections the cache
 /// uses, so both sources give identical records.
+#[derive(Clone)]
 pub struct LiveSource {
     client: Client,
 }
@@ -134,6 +137,87 @@ where
         self.resource_version = object.meta().resource_version.clone().unwrap_or_default();
         (self.project)(object)
     }
+}
+
+/// A live watch of a Deployment's pods: the pods its selector matches, kept when their
+/// ReplicaSet is one the Deployment controls. ReplicaSets are listed again when a pod names one
+/// not seen yet (a rollout's new ReplicaSet).
+struct DeploymentPods {
+    pods: WatchStream<PodRecord>,
+    replicasets: Api<PartialObjectMeta<ReplicaSet>>,
+    uid: String,
+    controlled: HashSet<String>,
+    others: HashSet<String>,
+    members: HashSet<confk8s::ObjectKey>,
+}
+
+impl DeploymentPods {
+    async fn learn_replicasets(&mut self) -> Result<(), DaoError> {
+        let list = self.replicasets.list(&ListParams::default()).await?;
+        self.controlled.clear();
+        self.others.clear();
+        for rs in list.items.iter().map(ReplicaSetRecord::from_meta) {
+            let ours = rs.owner.as_ref().is_some_and(|o| o.uid == self.uid);
+            let set = if ours {
+                &mut self.controlled
+            } else {
+                &mut self.others
+            };
+            set.insert(rs.uid.clone());
+        }
+        Ok(())
+    }
+
+    /// The next event of the Deployment's pods; None once the pods' watch ended.
+    async fn next(&mut self) -> Option<Result<WatchEvent<PodRecord>, DaoError>> {
+        loop {
+            let change = match self.pods.next().await? {
+                Err(e) => return Some(Err(e)),
+                Ok(synced @ WatchEvent::Synced { .. }) => return Some(Ok(synced)),
+                Ok(WatchEvent::Added(p) | WatchEvent::Modified(p)) => {
+                    Change::Applied { old: None, new: p }
+                }
+                Ok(WatchEvent::Deleted(p)) => Change::Deleted(p),
+            };
+            let pod = match &change {
+                Change::Applied { new, .. } => new,
+                Change::Deleted(old) => old,
+            };
+            let replicaset = pod.owner.as_ref().filter(|o| o.kind == "ReplicaSet");
+            if let Some(rs) = replicaset
+                && !self.controlled.contains(&rs.uid)
+                && !self.others.contains(&rs.uid)
+                && let Err(e) = self.learn_replicasets().await
+            {
+                return Some(Err(e));
+            }
+            let controlled = &self.controlled;
+            let is_member = |p: &PodRecord| {
+                p.owner
+                    .as_ref()
+                    .is_some_and(|o| o.kind == "ReplicaSet" && controlled.contains(&o.uid))
+            };
+            if let Some(event) = member_event(&mut self.members, change, is_member) {
+                return Some(Ok(event));
+            }
+        }
+    }
+}
+
+/// The Deployment's `matchLabels` as a label selector string; empty when it has none.
+fn match_labels(deployment: &Deployment) -> String {
+    deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.selector.match_labels.as_ref())
+        .map(|labels| {
+            labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default()
 }
 
 fn pod_record(mut pod: Pod) -> Arc<PodRecord> {
@@ -418,19 +502,9 @@ impl WorkloadSource for LiveSource {
             .filter(|rs| rs.owner.as_ref().is_some_and(|o| o.uid == uid))
             .map(|rs| rs.uid.clone())
             .collect();
-        let selector = deployment
-            .spec
-            .as_ref()
-            .and_then(|s| s.selector.match_labels.as_ref())
-            .map(|labels| {
-                labels
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            });
+        let selector = match_labels(&deployment);
         let mut params = ListParams::default();
-        if let Some(selector) = selector.filter(|s| !s.is_empty()) {
+        if !selector.is_empty() {
             params = params.labels(&selector);
         }
         let pods = self.api::<Pod>(Some(namespace)).list(&params).await?;
@@ -492,6 +566,37 @@ impl WorkloadSource for LiveSource {
 
     async fn watch_pods(&self, q: &ListQuery) -> Result<WatchStream<PodRecord>, DaoError> {
         self.watch::<Pod, _>(q, pod_record).await
+    }
+
+    async fn watch_pods_of_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<WatchStream<PodRecord>, DaoError> {
+        let deployment = self
+            .get::<Deployment>("deployment", namespace, name)
+            .await?;
+        let selector = match_labels(&deployment);
+        let q = ListQuery {
+            namespace: Some(namespace.to_string()),
+            labels: selector::LabelSelector::parse(&selector)
+                .map_err(|e| DaoError::Unavailable(format!("the Deployment's selector: {e}")))?,
+            ..Default::default()
+        };
+        let mut watch = DeploymentPods {
+            pods: self.watch::<Pod, _>(&q, pod_record).await?,
+            replicasets: self.api(Some(namespace)),
+            uid: deployment.metadata.uid.clone().unwrap_or_default(),
+            controlled: HashSet::new(),
+            others: HashSet::new(),
+            members: HashSet::new(),
+        };
+        watch.learn_replicasets().await?;
+        Ok(futures::stream::unfold(watch, |mut watch| async move {
+            let event = watch.next().await?;
+            Some((event, watch))
+        })
+        .boxed())
     }
 }
 

@@ -17,8 +17,12 @@ use tokio_util::sync::CancellationToken;
 pub use cache::CacheSource;
 pub use live::LiveSource;
 
-use crate::k8scache::Caches;
-use crate::model::{DeploymentRecord, EventDto, NewDeployment, PodRecord};
+use std::collections::HashSet;
+
+use confk8s::ObjectKey;
+
+use crate::k8scache::{Caches, Change};
+use crate::model::{DeploymentRecord, EventDto, Keyed, NewDeployment, PodRecord};
 
 /// Which namespaces and labels a list covers.
 #[derive(Clone, Debug, Default)]
@@ -47,6 +51,36 @@ pub enum WatchEvent<R> {
 /// The events of a watch. It ends with [`DaoError::WatchExpired`] when it can no longer tell
 /// every change, and then the client starts again from a fresh initial state.
 pub type WatchStream<R> = futures::stream::BoxStream<'static, Result<WatchEvent<R>, DaoError>>;
+
+/// What a change is to a watch of a set whose membership is not a property of the record
+/// alone (a Deployment's pods: read through their ReplicaSets): `members` holds the keys sent
+/// so far, so Added, Modified and Deleted follow what this client was told.
+pub(crate) fn member_event<R: Keyed>(
+    members: &mut HashSet<ObjectKey>,
+    change: Change<R>,
+    is_member: impl Fn(&R) -> bool,
+) -> Option<WatchEvent<R>> {
+    match change {
+        Change::Applied { new, .. } => {
+            let key = new.key().clone();
+            match (members.contains(&key), is_member(new.as_ref())) {
+                (true, true) => Some(WatchEvent::Modified(new)),
+                (false, true) => {
+                    members.insert(key);
+                    Some(WatchEvent::Added(new))
+                }
+                (true, false) => {
+                    members.remove(&key);
+                    Some(WatchEvent::Deleted(new))
+                }
+                (false, false) => None,
+            }
+        }
+        Change::Deleted(old) => members
+            .remove(old.key())
+            .then_some(WatchEvent::Deleted(old)),
+    }
+}
 
 /// A list and the resourceVersion it is as recent as.
 #[derive(Clone, Debug)]
@@ -134,6 +168,13 @@ pub trait WorkloadSource: Send + Sync {
     fn watch_pods(
         &self,
         q: &ListQuery,
+    ) -> impl Future<Output = Result<WatchStream<PodRecord>, DaoError>> + Send;
+    /// The Pods the Deployment controls (as [`WorkloadSource::pods_of_deployment`]), then
+    /// each change to that set; NotFound if the Deployment is absent when the watch begins.
+    fn watch_pods_of_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
     ) -> impl Future<Output = Result<WatchStream<PodRecord>, DaoError>> + Send;
 }
 
@@ -380,6 +421,15 @@ impl WorkloadSource for Source {
     async fn watch_pods(&self, q: &ListQuery) -> Result<WatchStream<PodRecord>, DaoError> {
         let q = self.scoped_query(q)?;
         dispatch!(self, watch_pods(&q))
+    }
+
+    async fn watch_pods_of_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<WatchStream<PodRecord>, DaoError> {
+        self.scoped(Some(namespace))?;
+        dispatch!(self, watch_pods_of_deployment(namespace, name))
     }
 }
 

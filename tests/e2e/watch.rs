@@ -268,3 +268,65 @@ async fn open_watches_end_on_sigterm_and_do_not_hold_the_exit() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_deployments_pods_watch_takes_a_rollouts_new_pods_and_no_lookalike() {
+    let ns = TestNamespace::new("watch-rel").await;
+    let deployments = ns.api::<Deployment>();
+    deployments
+        .create(&PostParams::default(), &deployment("web", 1, &[]))
+        .await
+        .unwrap();
+    let cache = Server::start(&["--namespace", &ns.name]);
+    let live = Server::start(&["--namespace", &ns.name, "--source", "live"]);
+    let pods = format!("/deployments/web/pods?namespace={}", ns.name);
+    let (first, _) = crate::support::eventually(SOON, "web's pod", || async {
+        cache
+            .names(&pods)
+            .await
+            .and_then(|names| names.first().cloned())
+    })
+    .await;
+    let path = format!("{pods}&watch=true");
+    let mut watches = vec![
+        Watch::open(&cache, &path, false).await,
+        Watch::open(&live, &path, true).await,
+    ];
+    for watch in &mut watches {
+        assert_eq!(
+            summary(&watch.next().await),
+            ("ADDED".into(), first.clone())
+        );
+        assert_eq!(watch.next().await["type"], "BOOKMARK");
+    }
+
+    // Same labels as web's pods, but no owner: never web's.
+    ns.api::<k8s_openapi::api::core::v1::Pod>()
+        .create(
+            &PostParams::default(),
+            &crate::support::pod("lookalike", &[("app", "web")]),
+        )
+        .await
+        .unwrap();
+    // A new template: the rollout's new ReplicaSet brings a pod of its own.
+    deployments
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {"template": {"spec": {
+                "containers": [{"name": "main", "image": "nginx:1.28"}]}}}})),
+        )
+        .await
+        .unwrap();
+    for (source, watch) in ["cache", "live"].iter().zip(&mut watches) {
+        let seen = watch
+            .until(|e| e["type"] == "ADDED" && e["object"]["name"] != first.as_str())
+            .await;
+        assert!(
+            !seen.iter().any(|(_, name)| name == "lookalike"),
+            "{source}: {seen:?}"
+        );
+        let (_, new_pod) = seen.last().unwrap();
+        assert!(new_pod.starts_with("web-"), "{source}: {seen:?}");
+    }
+}
