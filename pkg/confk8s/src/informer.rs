@@ -115,6 +115,13 @@ impl<T: Watched> Informer<T> {
             };
             let event = match event {
                 Some(Ok(event)) => event,
+                // The apiserver is there; our resourceVersion is older than it keeps (it
+                // restarted or compacted), so the watcher lists afresh: a resync, not an outage
+                // to report as stale data.
+                Some(Err(error)) if status_code(&error) == Some(410) => {
+                    tracing::info!(%kind, %error, "watch expired; listing again");
+                    continue;
+                }
                 Some(Err(error)) => {
                     tracing::warn!(%kind, %error, "watch failed; retrying with backoff");
                     self.status.error(error.to_string(), status_code(&error));
@@ -424,5 +431,74 @@ impl InformerFactory {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::core::Status;
+
+    use super::*;
+
+    struct Ignore;
+    impl Handler<ConfigMap> for Ignore {
+        fn on_deltas(&self, _: &[Delta<ConfigMap>]) {}
+        fn begin_relist(self: Arc<Self>) -> Box<dyn RelistBatch<ConfigMap>> {
+            Box::new(Ignore)
+        }
+    }
+    impl RelistBatch<ConfigMap> for Ignore {
+        fn add(&mut self, _: &Delta<ConfigMap>) {}
+        fn commit(self: Box<Self>) {}
+    }
+
+    fn watch_error(code: u16, reason: &str) -> watcher::Error {
+        let status: Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure", "message": reason, "reason": reason, "code": code
+        }))
+        .unwrap();
+        watcher::Error::WatchError(Box::new(status))
+    }
+
+    /// Runs an informer over scripted watcher events; its status afterwards.
+    async fn status_after(
+        events: Vec<Result<Event<ConfigMap>, watcher::Error>>,
+    ) -> Arc<InformerStatus> {
+        let events = std::sync::Mutex::new(Some(events));
+        let informer = Informer {
+            resource: (String::new(), "configmaps".into()),
+            status: Arc::new(InformerStatus::new("ConfigMap")),
+            handlers: Mutex::new(vec![Arc::new(Ignore) as Arc<dyn Handler<ConfigMap>>]),
+            open: Box::new(move || {
+                let events = events.lock().unwrap().take().unwrap_or_default();
+                futures::stream::iter(events).boxed()
+            }),
+        };
+        informer.run(CancellationToken::new()).await;
+        informer.status.clone()
+    }
+
+    #[tokio::test]
+    async fn an_expired_watch_is_a_resync_not_an_outage() {
+        let status = status_after(vec![
+            Ok(Event::Init),
+            Ok(Event::InitDone),
+            Err(watch_error(410, "Expired")),
+        ])
+        .await;
+        let state = status.state();
+        assert!(state.connected && state.synced, "{state:?}");
+        assert_eq!(state.last_error, None);
+
+        let status = status_after(vec![
+            Ok(Event::Init),
+            Ok(Event::InitDone),
+            Err(watch_error(500, "InternalError")),
+        ])
+        .await;
+        let state = status.state();
+        assert!(!state.connected, "{state:?}");
+        assert_eq!(state.last_error_code, Some(500));
     }
 }
