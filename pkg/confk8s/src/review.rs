@@ -4,9 +4,7 @@
 //! Answers are cached (allows longer than denials, as the apiserver's own webhook
 //! authorizer does), keyed by a SHA-256 of the token, never the token itself.
 
-use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
@@ -99,53 +97,45 @@ fn reason_suffix(reason: &str) -> String {
     }
 }
 
-/// A map whose entries expire; bounded, so that a flood of distinct tokens cannot grow it
-/// without end.
-struct TtlCache<K, V> {
-    entries: Mutex<HashMap<K, (Instant, V)>>,
-    capacity: usize,
+/// A bounded cache whose entries live as long as their kind of answer deserves: `ok` for
+/// success, `err` for refusal. Bounded by moka's frequency-aware eviction, so a flood of
+/// distinct bogus tokens cannot push out the answers that are in use.
+type AnswerCache<K, T, E> = moka::sync::Cache<K, Result<T, E>>;
+
+struct AnswerExpiry {
+    ok: Duration,
+    err: Duration,
 }
 
-impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
-    fn new(capacity: usize) -> Self {
-        TtlCache {
-            entries: Mutex::new(HashMap::new()),
-            capacity,
-        }
+impl<K, T, E> moka::Expiry<K, Result<T, E>> for AnswerExpiry {
+    fn expire_after_create(&self, _: &K, value: &Result<T, E>, _: Instant) -> Option<Duration> {
+        Some(if value.is_ok() { self.ok } else { self.err })
     }
+}
 
-    fn get(&self, key: &K) -> Option<V> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries
-            .get(key)
-            .filter(|(expires, _)| *expires > Instant::now())
-            .map(|(_, v)| v.clone())
-    }
-
-    fn insert(&self, key: K, value: V, ttl: Duration) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if entries.len() >= self.capacity {
-            let now = Instant::now();
-            entries.retain(|_, (expires, _)| *expires > now);
-            if entries.len() >= self.capacity {
-                entries.clear();
-            }
-        }
-        entries.insert(key, (Instant::now() + ttl, value));
-    }
+fn answer_cache<K, T, E>(ok: Duration, err: Duration) -> AnswerCache<K, T, E>
+where
+    K: Hash + Eq + Send + Sync + 'static,
+    T: Clone + Send + Sync + 'static,
+    E: Clone + Send + Sync + 'static,
+{
+    moka::sync::Cache::builder()
+        .max_capacity(CACHE_CAPACITY)
+        .expire_after(AnswerExpiry { ok, err })
+        .build()
 }
 
 type TokenHash = [u8; 32];
 
 /// Entries each cache holds at most.
-const CACHE_CAPACITY: usize = 10_000;
+const CACHE_CAPACITY: u64 = 10_000;
 
 /// Reviews callers' tokens and requests against the apiserver, with caching.
 pub struct Reviewer {
     client: Client,
     ttls: ReviewTtls,
-    users: TtlCache<TokenHash, Result<UserInfo, String>>,
-    decisions: TtlCache<(TokenHash, Access), Result<(), ReviewError>>,
+    users: AnswerCache<TokenHash, UserInfo, String>,
+    decisions: AnswerCache<(TokenHash, Access), (), ReviewError>,
 }
 
 impl std::fmt::Debug for Reviewer {
@@ -170,8 +160,8 @@ impl Reviewer {
         Reviewer {
             client,
             ttls,
-            users: TtlCache::new(CACHE_CAPACITY),
-            decisions: TtlCache::new(CACHE_CAPACITY),
+            users: answer_cache(ttls.authenticated, ttls.unauthenticated),
+            decisions: answer_cache(ttls.allowed, ttls.denied),
         }
     }
 
@@ -232,11 +222,7 @@ impl Reviewer {
             return decision;
         }
         let decision = self.authorize(&user, access).await?;
-        let ttl = match decision {
-            Ok(()) => self.ttls.allowed,
-            Err(_) => self.ttls.denied,
-        };
-        self.decisions.insert(key, decision.clone(), ttl);
+        self.decisions.insert(key, decision.clone());
         decision
     }
 
@@ -265,11 +251,7 @@ impl Reviewer {
                 None => "the bearer token was not accepted".to_string(),
             }),
         };
-        let ttl = match user {
-            Ok(_) => self.ttls.authenticated,
-            Err(_) => self.ttls.unauthenticated,
-        };
-        self.users.insert(hash, user.clone(), ttl);
+        self.users.insert(hash, user.clone());
         user.map_err(ReviewError::Unauthenticated)
     }
 
@@ -420,19 +402,31 @@ mod tests {
         assert_eq!(server.await.unwrap().len(), 1, "the rejection is cached");
     }
 
-    #[test]
-    fn entries_expire_and_a_full_cache_makes_room() {
-        let cache = TtlCache::new(2);
-        cache.insert(1, "a", Duration::from_secs(60));
-        cache.insert(2, "b", Duration::ZERO);
-        assert_eq!(cache.get(&1), Some("a"));
-        assert_eq!(cache.get(&2), None, "expired");
-        cache.insert(3, "c", Duration::from_secs(60));
-        assert_eq!(cache.get(&1), Some("a"), "only the expired entry made room");
-        assert_eq!(cache.get(&3), Some("c"));
-        cache.insert(4, "d", Duration::from_secs(60));
-        assert_eq!(cache.get(&4), Some("d"));
-        assert!(cache.entries.lock().unwrap().len() <= 2);
+    #[tokio::test]
+    async fn refusals_are_kept_for_their_own_time() {
+        let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let server = tokio::spawn(async move {
+            for _ in 0..2 {
+                let (_, send) = handle.next_request().await.expect("a review");
+                send.send_response(
+                    Response::builder()
+                        .body(Body::from(serde_json::to_vec(&token_answer(None)).unwrap()))
+                        .unwrap(),
+                );
+            }
+        });
+        let ttls = ReviewTtls {
+            unauthenticated: Duration::ZERO,
+            ..ReviewTtls::default()
+        };
+        let reviewer = Reviewer::new(Client::new(service, "default"), ttls);
+        for _ in 0..2 {
+            assert!(reviewer.review("old", &list_pods(None)).await.is_err());
+        }
+        tokio::time::timeout(Duration::from_secs(1), server)
+            .await
+            .expect("an expired refusal is asked about again")
+            .unwrap();
     }
 
     #[test]
