@@ -10,7 +10,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::biz::{BizError, JsonAnswer};
-use crate::k8sdao::DaoError;
 
 /// Every JSON answer: `code` 0 and `data` on success; the HTTP status as `code`, `data` null
 /// and the reason in `error` on failure.
@@ -133,36 +132,7 @@ impl IntoResponse for ApiError {
 
 impl From<BizError> for ApiError {
     fn from(e: BizError) -> Self {
-        let status = match &e {
-            BizError::Invalid { .. }
-            | BizError::Selector(_)
-            | BizError::FieldSelector(_)
-            | BizError::Query(_)
-            | BizError::OutputFormat(_) => StatusCode::BAD_REQUEST,
-            BizError::Source(dao) => match dao {
-                DaoError::NotFound { .. } | DaoError::NamespaceNotServed { .. } => {
-                    StatusCode::NOT_FOUND
-                }
-                DaoError::NotSynced { .. } | DaoError::Unavailable(_) => {
-                    StatusCode::SERVICE_UNAVAILABLE
-                }
-                DaoError::WatchExpired(_) => StatusCode::GONE,
-                // The live source passes on what the apiserver says of the request; its refusal
-                // of our own credentials is a gateway fault, not the caller's.
-                DaoError::Api { code, .. } => match *code {
-                    400 | 422 => StatusCode::BAD_REQUEST,
-                    // Our account may not do what was asked: the caller learns it may not either.
-                    403 => StatusCode::FORBIDDEN,
-                    404 => StatusCode::NOT_FOUND,
-                    409 => StatusCode::CONFLICT,
-                    410 => StatusCode::GONE,
-                    _ => StatusCode::BAD_GATEWAY,
-                },
-            },
-            BizError::Expired => StatusCode::GONE,
-            BizError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        ApiError::new(status, e.to_string())
+        ApiError::new(e.status(), e.to_string())
     }
 }
 

@@ -47,6 +47,43 @@ pub enum BizError {
     Internal(String),
 }
 
+impl BizError {
+    /// The HTTP status (and the envelope's `code`) that answers this error: 4xx for the
+    /// request's faults, 5xx only for ours or the apiserver's.
+    pub fn status(&self) -> http::StatusCode {
+        use http::StatusCode;
+        match self {
+            BizError::Invalid { .. }
+            | BizError::Selector(_)
+            | BizError::FieldSelector(_)
+            | BizError::Query(_)
+            | BizError::OutputFormat(_) => StatusCode::BAD_REQUEST,
+            BizError::Source(dao) => match dao {
+                DaoError::NotFound { .. } | DaoError::NamespaceNotServed { .. } => {
+                    StatusCode::NOT_FOUND
+                }
+                DaoError::NotSynced { .. } | DaoError::Unavailable(_) => {
+                    StatusCode::SERVICE_UNAVAILABLE
+                }
+                DaoError::WatchExpired(_) => StatusCode::GONE,
+                // The live source passes on what the apiserver says of the request; its refusal
+                // of our own credentials is a gateway fault, not the caller's.
+                DaoError::Api { code, .. } => match *code {
+                    400 | 422 => StatusCode::BAD_REQUEST,
+                    // Our account may not do what was asked: the caller learns it may not either.
+                    403 => StatusCode::FORBIDDEN,
+                    404 => StatusCode::NOT_FOUND,
+                    409 => StatusCode::CONFLICT,
+                    410 => StatusCode::GONE,
+                    _ => StatusCode::BAD_GATEWAY,
+                },
+            },
+            BizError::Expired => StatusCode::GONE,
+            BizError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
 const LABEL_RULE: &str = "must be a DNS-1123 label: at most 63 lowercase alphanumerics or '-', starting and ending with an alphanumeric";
 const SUBDOMAIN_RULE: &str = "must be a DNS-1123 subdomain: at most 253 lowercase alphanumerics, '-' or '.', each part starting and ending with an alphanumeric";
 

@@ -9,7 +9,7 @@ use super::{
     BizError, DeploymentView, JsonAnswer, ListRequest, PodView, Workloads, check_name,
     object_namespace,
 };
-use crate::k8sdao::{DaoError, WatchEvent, WorkloadSource};
+use crate::k8sdao::{WatchEvent, WorkloadSource};
 use crate::model::{DEPLOYMENT_FIELDS, POD_FIELDS};
 
 /// The apiserver's watch event types.
@@ -80,13 +80,7 @@ impl WatchFrame {
 
     /// The envelope's `code` and `error`, as a failed request would carry them.
     fn error(e: &BizError) -> Self {
-        let code = match e {
-            BizError::Source(DaoError::WatchExpired(_)) => 410,
-            BizError::Source(DaoError::Unavailable(_)) => 503,
-            BizError::Source(DaoError::Api { code, .. }) => *code,
-            _ => 500,
-        };
-        let object = serde_json::json!({"code": code, "error": e.to_string()});
+        let object = serde_json::json!({"code": e.status().as_u16(), "error": e.to_string()});
         WatchFrame::new(WatchEventType::Error, None, object.to_string().as_bytes())
     }
 }
@@ -223,7 +217,7 @@ mod tests {
 
     use super::*;
     use crate::biz::tests::filled_caches;
-    use crate::k8sdao::{CacheSource, Source};
+    use crate::k8sdao::{CacheSource, DaoError, Source};
     use crate::model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
 
     fn workloads() -> (Arc<Workloads<Source>>, Arc<crate::k8scache::Caches>) {
