@@ -361,6 +361,11 @@ impl<S: WorkloadSource> Workloads<S> {
 
     pub async fn get_pod(&self, namespace: Option<&str>, name: &str) -> Result<PodView, BizError> {
         let record = self.pod_record(namespace, name).await?;
+        self.pod_view(record).await
+    }
+
+    /// One pod as answered, its Deployment looked up.
+    async fn pod_view(&self, record: Arc<PodRecord>) -> Result<PodView, BizError> {
         let mut views = self.with_deployments(vec![record]).await?;
         views
             .pop()

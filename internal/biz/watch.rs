@@ -9,7 +9,7 @@ use super::{
     BizError, DeploymentView, JsonAnswer, ListRequest, PodView, Workloads, check_name,
     object_namespace,
 };
-use crate::k8sdao::{WatchEvent, WorkloadSource};
+use crate::k8sdao::{DaoError, WatchEvent, WorkloadSource};
 use crate::model::{DEPLOYMENT_FIELDS, POD_FIELDS};
 
 /// The apiserver's watch event types.
@@ -105,13 +105,27 @@ impl Versioned for PodView {
 /// The frames of a watch.
 pub type WatchFrames = BoxStream<'static, WatchFrame>;
 
-/// A record's event as its type and the record.
-fn split<R>(event: WatchEvent<R>) -> Result<(WatchEventType, Arc<R>), String> {
-    match event {
-        WatchEvent::Added(r) => Ok((WatchEventType::Added, r)),
-        WatchEvent::Modified(r) => Ok((WatchEventType::Modified, r)),
-        WatchEvent::Deleted(r) => Ok((WatchEventType::Deleted, r)),
-        WatchEvent::Synced { resource_version } => Err(resource_version),
+/// The frame of one event, its record shown as `view` makes it.
+async fn frame<R, V, Fut>(
+    event: Result<WatchEvent<R>, DaoError>,
+    view: impl FnOnce(Arc<R>) -> Fut,
+) -> WatchFrame
+where
+    V: JsonAnswer + Versioned,
+    Fut: Future<Output = Result<V, BizError>>,
+{
+    let (kind, record) = match event {
+        Ok(WatchEvent::Added(r)) => (WatchEventType::Added, r),
+        Ok(WatchEvent::Modified(r)) => (WatchEventType::Modified, r),
+        Ok(WatchEvent::Deleted(r)) => (WatchEventType::Deleted, r),
+        Ok(WatchEvent::Synced { resource_version }) => {
+            return WatchFrame::bookmark(resource_version);
+        }
+        Err(e) => return WatchFrame::error(&e.into()),
+    };
+    match view(record).await {
+        Ok(view) => WatchFrame::of_view(kind, &view),
+        Err(e) => WatchFrame::error(&e),
     }
 }
 
@@ -151,13 +165,9 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
     pub async fn watch_deployments(&self, req: &ListRequest) -> Result<WatchFrames, BizError> {
         let query = req.watch_query(DEPLOYMENT_FIELDS)?;
         let events = self.source.watch_deployments(&query).await?;
-        Ok(until_error(events.map(
-            |event| match event.map_err(BizError::from).map(split) {
-                Ok(Ok((kind, record))) => WatchFrame::of_view(kind, &DeploymentView(record)),
-                Ok(Err(resource_version)) => WatchFrame::bookmark(resource_version),
-                Err(e) => WatchFrame::error(&e),
-            },
-        )))
+        Ok(until_error(events.then(|event| {
+            frame(event, |record| async { Ok(DeploymentView(record)) })
+        })))
     }
 
     /// The Pods the request selects, then each change to that set; each Pod names its
@@ -188,23 +198,11 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
         until_error(events.then(move |event| {
             let workloads = workloads.clone();
             async move {
-                match event.map_err(BizError::from).map(split) {
-                    Ok(Ok((kind, record))) => {
-                        match workloads.with_deployments(vec![record]).await {
-                            Ok(views) => views.first().map_or_else(
-                                || {
-                                    WatchFrame::error(&BizError::Internal(
-                                        "deployment lookup lost the pod".into(),
-                                    ))
-                                },
-                                |view| WatchFrame::of_view(kind, view),
-                            ),
-                            Err(e) => WatchFrame::error(&e),
-                        }
-                    }
-                    Ok(Err(resource_version)) => WatchFrame::bookmark(resource_version),
-                    Err(e) => WatchFrame::error(&e),
-                }
+                frame(
+                    event,
+                    |record| async move { workloads.pod_view(record).await },
+                )
+                .await
             }
         }))
     }
@@ -217,7 +215,7 @@ mod tests {
 
     use super::*;
     use crate::biz::tests::filled_caches;
-    use crate::k8sdao::{CacheSource, DaoError, Source};
+    use crate::k8sdao::{CacheSource, Source};
     use crate::model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
 
     fn workloads() -> (Arc<Workloads<Source>>, Arc<crate::k8scache::Caches>) {
