@@ -76,7 +76,8 @@ fn accesses(
     let asked = query.namespace.as_deref().filter(|ns| !ns.is_empty());
     let list_ns = asked.or(scope);
     let object_ns = Some(asked.unwrap_or(DEFAULT_NAMESPACE));
-    let watch = matches!(query.watch.as_deref(), Some("true" | "1"));
+    // An invalid `watch` is the handler's 400; here it is no watch.
+    let watch = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false);
     let list_verb = if watch { "watch" } else { "list" };
     Some(match (route, method.as_str()) {
         ("/ping", "GET") => Vec::new(),
