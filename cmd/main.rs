@@ -82,13 +82,28 @@ struct HttpServerArgs {
     /// Then, how long in-flight requests get to finish [default: 10s].
     #[arg(long, env = "K8SAILOR_SHUTDOWN_GRACE")]
     shutdown_grace: Option<String>,
-    /// CORS origins, comma-separated; "*" for any, without credentials [default: *].
+    /// CORS origins, comma-separated: http://host:port, http://host:* (any port), or "*" for
+    /// any, without credentials [default: the loopback origins on any port, http and https].
     #[arg(long, env = "K8SAILOR_CORS_ALLOWED_ORIGINS", value_delimiter = ',')]
     cors_allowed_origins: Option<Vec<String>>,
+    /// With auth none, Host names served besides loopback names and IP addresses,
+    /// comma-separated: name, .domain (and every name under it), or "*" for any [default: none].
+    #[arg(long, env = "K8SAILOR_ALLOWED_HOSTS", value_delimiter = ',')]
+    allowed_hosts: Option<Vec<String>>,
     /// Who may call the API: none (anyone who reaches the port) or delegated (a bearer token
     /// whose owner the cluster's RBAC allows each request) [default: none].
     #[arg(long, env = "K8SAILOR_AUTH")]
     auth: Option<AuthMode>,
+    /// Serve with auth none on an address other hosts can reach (otherwise refused at start)
+    /// [default: false].
+    #[arg(
+        long,
+        env = "K8SAILOR_ALLOW_UNAUTHENTICATED",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true"
+    )]
+    allow_unauthenticated: Option<bool>,
     /// Log format: plain or json [default: plain]; levels from RUST_LOG.
     #[arg(long, env = "K8SAILOR_LOG_FORMAT")]
     log_format: Option<LogFormat>,
@@ -112,7 +127,9 @@ impl HttpServerArgs {
             shutdown_delay: self.shutdown_delay,
             shutdown_grace: self.shutdown_grace,
             cors_allowed_origins: self.cors_allowed_origins,
+            allowed_hosts: self.allowed_hosts,
             auth: self.auth,
+            allow_unauthenticated: self.allow_unauthenticated,
             log_format: self.log_format,
         };
         Ok(Settings::resolve(flags.over(file))?)

@@ -8,7 +8,7 @@ use std::time::Duration;
 use confk8s::ClientOptions;
 use serde::Deserialize;
 
-use crate::apis::{AuthMode, HttpOptions};
+use crate::apis::{AllowedHosts, AllowedOrigins, AuthMode, HttpOptions};
 use crate::k8sdao::SourceKind;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8088";
@@ -29,7 +29,9 @@ pub struct SettingsLayer {
     pub shutdown_delay: Option<String>,
     pub shutdown_grace: Option<String>,
     pub cors_allowed_origins: Option<Vec<String>>,
+    pub allowed_hosts: Option<Vec<String>>,
     pub auth: Option<AuthMode>,
+    pub allow_unauthenticated: Option<bool>,
     pub log_format: Option<LogFormat>,
 }
 
@@ -55,6 +57,8 @@ pub struct Settings {
     /// Then, how long in-flight requests get to finish.
     pub shutdown_grace: Duration,
     pub log_format: LogFormat,
+    /// `auth: none` on an address other hosts can reach was asked for.
+    pub allow_unauthenticated: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +67,13 @@ pub enum ConfigError {
     Read { path: String, reason: String },
     #[error("invalid {key}: {reason}")]
     Invalid { key: &'static str, reason: String },
+    #[error(
+        "refusing to serve without authentication on {listen}, which other hosts can reach: \
+         use --auth delegated, listen on a loopback address, or pass --allow-unauthenticated \
+         (K8SAILOR_ALLOW_UNAUTHENTICATED=true) if anyone who reaches the port is meant to read \
+         and change what k8sailor's account may"
+    )]
+    Unauthenticated { listen: SocketAddr },
 }
 
 impl SettingsLayer {
@@ -92,7 +103,9 @@ impl SettingsLayer {
             shutdown_delay: self.shutdown_delay.or(lower.shutdown_delay),
             shutdown_grace: self.shutdown_grace.or(lower.shutdown_grace),
             cors_allowed_origins: self.cors_allowed_origins.or(lower.cors_allowed_origins),
+            allowed_hosts: self.allowed_hosts.or(lower.allowed_hosts),
             auth: self.auth.or(lower.auth),
+            allow_unauthenticated: self.allow_unauthenticated.or(lower.allow_unauthenticated),
             log_format: self.log_format.or(lower.log_format),
         }
     }
@@ -111,9 +124,34 @@ pub fn parse_duration(key: &'static str, value: &str) -> Result<Duration, Config
 impl Settings {
     pub fn resolve(layer: SettingsLayer) -> Result<Settings, ConfigError> {
         let listen_text = layer.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
-        let listen = listen_text.parse().map_err(|e| ConfigError::Invalid {
+        let listen: SocketAddr = listen_text.parse().map_err(|e| ConfigError::Invalid {
             key: "listen",
             reason: format!("{listen_text:?} is not an address like 127.0.0.1:8088 ({e})"),
+        })?;
+        let auth = layer.auth.unwrap_or_default();
+        let allow_unauthenticated = layer.allow_unauthenticated.unwrap_or(false);
+        // Checked before connecting: an open API on a reachable address is never an accident.
+        if auth == AuthMode::None
+            && !listen.ip().to_canonical().is_loopback()
+            && !allow_unauthenticated
+        {
+            return Err(ConfigError::Unauthenticated { listen });
+        }
+        let cors_allowed_origins = match &layer.cors_allowed_origins {
+            Some(origins) => AllowedOrigins::parse(origins.as_slice()),
+            None => Ok(AllowedOrigins::loopback()),
+        }
+        .map_err(|e| ConfigError::Invalid {
+            key: "corsAllowedOrigins",
+            reason: e.to_string(),
+        })?;
+        let allowed_hosts = match &layer.allowed_hosts {
+            Some(hosts) => AllowedHosts::parse(hosts.as_slice()),
+            None => Ok(AllowedHosts::default()),
+        }
+        .map_err(|e| ConfigError::Invalid {
+            key: "allowedHosts",
+            reason: e.to_string(),
         })?;
         let namespace = layer.namespace.filter(|ns| !ns.is_empty());
         if let Some(ns) = &namespace
@@ -133,14 +171,13 @@ impl Settings {
             listen,
             http: HttpOptions {
                 prefix: layer.prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_string()),
-                cors_allowed_origins: layer
-                    .cors_allowed_origins
-                    .unwrap_or_else(|| vec!["*".to_string()]),
+                cors_allowed_origins,
+                allowed_hosts,
                 request_timeout: parse_duration(
                     "requestTimeout",
                     layer.request_timeout.as_deref().unwrap_or("30s"),
                 )?,
-                auth: layer.auth.unwrap_or_default(),
+                auth,
             },
             namespace,
             source: layer.source.unwrap_or_default(),
@@ -157,6 +194,7 @@ impl Settings {
                 layer.shutdown_grace.as_deref().unwrap_or("10s"),
             )?,
             log_format: layer.log_format.unwrap_or_default(),
+            allow_unauthenticated,
         })
     }
 }
@@ -221,6 +259,86 @@ mod tests {
             let err = Settings::resolve(layer).unwrap_err().to_string();
             assert!(err.contains(key), "{err}");
         }
+    }
+
+    #[test]
+    fn the_defaults_let_loopback_pages_in_and_refuse_foreign_names() {
+        let s = Settings::resolve(SettingsLayer::default()).unwrap();
+        assert_eq!(s.http.cors_allowed_origins, AllowedOrigins::loopback());
+        assert!(s.http.cors_allowed_origins.allows(b"http://127.0.0.1:8080"));
+        assert!(!s.http.cors_allowed_origins.allows(b"http://evil.example"));
+        assert!(!s.http.allowed_hosts.allows("evil.example"));
+        assert_eq!(s.http.auth, AuthMode::None);
+        assert!(!s.allow_unauthenticated);
+    }
+
+    #[test]
+    fn no_auth_on_a_reachable_address_needs_allow_unauthenticated() {
+        let layer = |listen: &str, auth, allow| SettingsLayer {
+            listen: Some(listen.into()),
+            auth: Some(auth),
+            allow_unauthenticated: allow,
+            ..Default::default()
+        };
+        for listen in ["0.0.0.0:8088", "[::]:8088", "10.0.0.7:8088", "[fd00::7]:0"] {
+            let err = Settings::resolve(layer(listen, AuthMode::None, None))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("--allow-unauthenticated") && err.contains(listen),
+                "{err}"
+            );
+            assert!(!err.contains('\n'), "one line: {err}");
+            Settings::resolve(layer(listen, AuthMode::None, Some(false))).unwrap_err();
+            Settings::resolve(layer(listen, AuthMode::None, Some(true))).unwrap();
+            Settings::resolve(layer(listen, AuthMode::Delegated, None)).unwrap();
+        }
+        for listen in [
+            "127.0.0.1:8088",
+            "127.0.0.2:0",
+            "[::1]:8088",
+            "[::ffff:127.0.0.1]:8088",
+        ] {
+            Settings::resolve(layer(listen, AuthMode::None, None)).unwrap();
+        }
+    }
+
+    #[test]
+    fn origins_and_hosts_are_checked_before_start() {
+        for (layer, key) in [
+            (
+                SettingsLayer {
+                    cors_allowed_origins: Some(vec!["localhost:8080".into()]),
+                    ..Default::default()
+                },
+                "corsAllowedOrigins",
+            ),
+            (
+                SettingsLayer {
+                    cors_allowed_origins: Some(vec!["*".into(), "http://a.example".into()]),
+                    ..Default::default()
+                },
+                "corsAllowedOrigins",
+            ),
+            (
+                SettingsLayer {
+                    allowed_hosts: Some(vec!["http://a.example".into()]),
+                    ..Default::default()
+                },
+                "allowedHosts",
+            ),
+        ] {
+            let err = Settings::resolve(layer).unwrap_err().to_string();
+            assert!(err.contains(key), "{err}");
+        }
+        let open = Settings::resolve(SettingsLayer {
+            cors_allowed_origins: Some(vec!["*".into()]),
+            allowed_hosts: Some(vec!["*".into()]),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(open.http.cors_allowed_origins, AllowedOrigins::Any);
+        assert_eq!(open.http.allowed_hosts, AllowedHosts::Any);
     }
 
     #[test]

@@ -2,9 +2,11 @@
 //! envelope, and the middleware (tracing, gzip, timeout, CORS).
 
 mod auth;
+mod cors;
 mod docs;
 mod envelope;
 mod health;
+mod host_check;
 mod metrics;
 mod routes;
 mod watch;
@@ -14,22 +16,23 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio_util::sync::CancellationToken;
 use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
-use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tracing::Level;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use auth::AuthMode;
+pub use cors::{AllowedOrigins, OriginError};
 pub use envelope::{ApiError, Envelope};
 pub use health::Health;
+pub use host_check::{AllowedHosts, HostError};
 pub use metrics::Metrics;
 
 use crate::biz::Workloads;
@@ -40,7 +43,9 @@ pub struct HttpOptions {
     /// Where the API is mounted, e.g. `/k8sailor/v0`.
     pub prefix: String,
     /// Origins allowed by CORS: empty for none, `*` for any (then without credentials).
-    pub cors_allowed_origins: Vec<String>,
+    pub cors_allowed_origins: AllowedOrigins,
+    /// Names served besides loopback ones and IP addresses while auth is none.
+    pub allowed_hosts: AllowedHosts,
     pub request_timeout: Duration,
     /// Who may call the API; with `Delegated`, the state must hold a reviewer.
     pub auth: AuthMode,
@@ -50,10 +55,6 @@ pub struct HttpOptions {
 pub enum SetupError {
     #[error("invalid prefix {0:?}: it must start with '/' and not end with one")]
     Prefix(String),
-    #[error("invalid CORS origin {0:?}")]
-    CorsOrigin(String),
-    #[error("CORS origin '*' cannot be combined with other origins")]
-    CorsWildcard,
     #[error("cannot render the OpenAPI description: {0}")]
     OpenApi(String),
     #[error("auth delegated needs a Kubernetes client to review requests with")]
@@ -212,41 +213,12 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
     } else {
         app
     };
-    Ok(match cors(&opts.cors_allowed_origins)? {
+    let app = match cors::layer(&opts.cors_allowed_origins) {
         Some(cors) => app.layer(cors),
         None => app,
-    })
-}
-
-/// A wildcard never goes with credentials; named origins may send them.
-fn cors(origins: &[String]) -> Result<Option<CorsLayer>, SetupError> {
-    if origins.is_empty() {
-        return Ok(None);
-    }
-    let base = CorsLayer::new()
-        .allow_methods([
-            Method::GET,
-            Method::PUT,
-            Method::POST,
-            Method::DELETE,
-            Method::OPTIONS,
-        ])
-        .allow_headers([header::CONTENT_TYPE, header::AUTHORIZATION])
-        .max_age(Duration::from_secs(600));
-    if origins.iter().any(|o| o == "*") {
-        if origins.len() > 1 {
-            return Err(SetupError::CorsWildcard);
-        }
-        return Ok(Some(base.allow_origin(AllowOrigin::any())));
-    }
-    let list = origins
-        .iter()
-        .map(|o| HeaderValue::from_str(o).map_err(|_| SetupError::CorsOrigin(o.clone())))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Some(
-        base.allow_origin(AllowOrigin::list(list))
-            .allow_credentials(true),
-    ))
+    };
+    // Outermost: a request for a foreign name gets nothing, not even a preflight answer.
+    Ok(host_check::guard(app, &opts.allowed_hosts, opts.auth))
 }
 
 #[cfg(test)]

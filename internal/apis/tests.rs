@@ -15,7 +15,8 @@ use crate::k8sdao::{CacheSource, Source};
 fn options(origins: &[&str]) -> HttpOptions {
     HttpOptions {
         prefix: "/k8sailor/v0".into(),
-        cors_allowed_origins: origins.iter().map(|o| o.to_string()).collect(),
+        cors_allowed_origins: AllowedOrigins::parse(origins).unwrap(),
+        allowed_hosts: AllowedHosts::default(),
         request_timeout: Duration::from_secs(5),
         auth: AuthMode::None,
     }
@@ -215,11 +216,118 @@ async fn cors_wildcard_never_allows_credentials() {
         .unwrap();
     let (_, headers, _) = call(named, other).await;
     assert!(headers.get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none());
+}
 
-    assert!(matches!(
-        cors(&["*".into(), "http://a".into()]),
-        Err(SetupError::CorsWildcard)
-    ));
+/// A browser's preflight for `method` from `origin`: the CORS headers of the answer.
+async fn preflight(app: Router, origin: &str, method: &str) -> axum::http::HeaderMap {
+    let req = Request::options("/k8sailor/v0/deployments/web")
+        .header(header::ORIGIN, origin)
+        .header(header::ACCESS_CONTROL_REQUEST_METHOD, method)
+        .header(header::ACCESS_CONTROL_REQUEST_HEADERS, "content-type")
+        .body(Body::empty())
+        .unwrap();
+    call(app, req).await.1
+}
+
+#[tokio::test]
+async fn loopback_pages_on_any_port_pass_cors_and_others_do_not() {
+    let loopback = app_with(
+        Arc::new(Caches::default()),
+        Vec::new(),
+        &cors::LOOPBACK_ORIGINS,
+    );
+    for origin in [
+        "http://127.0.0.1:8080",
+        "http://localhost:5173",
+        "http://[::1]:3000",
+    ] {
+        let headers = preflight(loopback.clone(), origin, "DELETE").await;
+        assert_eq!(headers[header::ACCESS_CONTROL_ALLOW_ORIGIN], origin);
+        assert_eq!(headers[header::ACCESS_CONTROL_ALLOW_CREDENTIALS], "true");
+        let methods = headers[header::ACCESS_CONTROL_ALLOW_METHODS]
+            .to_str()
+            .unwrap();
+        assert!(methods.contains("DELETE"), "{methods}");
+    }
+    let headers = preflight(loopback, "http://evil.example", "DELETE").await;
+    assert!(headers.get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none());
+}
+
+async fn status_for_host(app: Router, path: &str, host: &str) -> (StatusCode, Vec<u8>) {
+    let req = Request::get(path)
+        .header(header::HOST, host)
+        .body(Body::empty())
+        .unwrap();
+    let (status, _, body) = call(app, req).await;
+    (status, body)
+}
+
+#[tokio::test]
+async fn with_auth_none_foreign_host_names_are_refused_but_probes_answer() {
+    let (status, body) = status_for_host(app(), "/k8sailor/v0/ping", "evil.example:8088").await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST);
+    let json: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(json["code"], 421);
+    assert!(json["data"].is_null());
+    let error = json["error"].as_str().unwrap();
+    assert!(
+        error.contains("evil.example") && error.contains("allowedHosts"),
+        "{error}"
+    );
+    for path in ["/livez", "/readyz"] {
+        let (status, _) = status_for_host(app(), path, "evil.example").await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+    }
+    let (status, _) = status_for_host(app(), "/metrics", "evil.example").await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST);
+    for host in [
+        "localhost:8088",
+        "127.0.0.1:8088",
+        "[::1]:8088",
+        "10.244.0.7:8088",
+    ] {
+        let (status, _) = status_for_host(app(), "/k8sailor/v0/ping", host).await;
+        assert_eq!(status, StatusCode::OK, "{host}");
+    }
+    let two_hosts = Request::get("/k8sailor/v0/ping")
+        .header(header::HOST, "localhost")
+        .header(header::HOST, "evil.example")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(call(app(), two_hosts).await.0, StatusCode::BAD_REQUEST);
+    // An absolute-form target names the host, whatever the Host header says.
+    let absolute = Request::get("http://evil.example/k8sailor/v0/ping")
+        .header(header::HOST, "localhost")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(
+        call(app(), absolute).await.0,
+        StatusCode::MISDIRECTED_REQUEST
+    );
+}
+
+#[tokio::test]
+async fn allowed_hosts_open_the_check_and_delegated_auth_needs_none() {
+    let state = || {
+        AppState::new(
+            Arc::new(Workloads::new(Source::from_cache(
+                CacheSource::new(crate::biz::tests::filled_caches(), Vec::new()),
+                None,
+            ))),
+            None,
+        )
+    };
+    let mut opts = options(&["*"]);
+    opts.allowed_hosts = AllowedHosts::parse(&["evil.example"]).unwrap();
+    let named = router(state(), &opts).unwrap();
+    let (status, _) = status_for_host(named.clone(), "/k8sailor/v0/ping", "evil.example").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = status_for_host(named, "/k8sailor/v0/ping", "other.example").await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST);
+    opts.allowed_hosts = AllowedHosts::Any;
+    let any = router(state(), &opts).unwrap();
+    let (status, _) = status_for_host(any, "/k8sailor/v0/ping", "other.example").await;
+    assert_eq!(status, StatusCode::OK);
 }
 
 #[tokio::test]

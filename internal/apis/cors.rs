@@ -1,0 +1,285 @@
+//! Which web pages may call the API from a browser (CORS), as configured by
+//! `corsAllowedOrigins`: an origin (`http://127.0.0.1:8080`), an origin with any port
+//! (`http://localhost:*`), or `*` alone for any page. The default is the loopback origins on
+//! any port: the original web client runs on another loopback port, and a page from anywhere
+//! else must not drive the API from the operator's browser.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderValue, Method, header};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use super::host_check::Host;
+
+/// The default of `corsAllowedOrigins`: pages served from this machine, on any port.
+pub const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AllowedOrigins {
+    /// `*`: any page, never with credentials (a browser refuses the pair, and it would hand
+    /// every page the user's credentials).
+    Any,
+    /// These origins, with credentials; empty: CORS off.
+    Listed(Vec<OriginPattern>),
+}
+
+/// `scheme://host[:port]`, or `scheme://host:*` for any port (the default port included).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OriginPattern {
+    scheme: String,
+    host: Host,
+    port: PortPattern,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PortPattern {
+    Any,
+    /// None: the scheme's default port, which browsers leave out of `Origin`.
+    Is(Option<u16>),
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum OriginError {
+    #[error("{0:?} is not an origin like http://127.0.0.1:8080 or http://localhost:* (any port)")]
+    Malformed(String),
+    #[error(
+        "\"null\" is the origin of sandboxed and file pages, which anyone can make: it cannot be allowed"
+    )]
+    Null,
+    #[error("\"*\" allows every origin and cannot be combined with others")]
+    WildcardAmongOthers,
+}
+
+impl AllowedOrigins {
+    pub fn parse<S: AsRef<str>>(entries: &[S]) -> Result<AllowedOrigins, OriginError> {
+        if entries.iter().any(|e| e.as_ref().trim() == "*") {
+            return match entries.len() {
+                1 => Ok(AllowedOrigins::Any),
+                _ => Err(OriginError::WildcardAmongOthers),
+            };
+        }
+        entries
+            .iter()
+            .map(|e| OriginPattern::parse(e.as_ref()))
+            .collect::<Result<_, _>>()
+            .map(AllowedOrigins::Listed)
+    }
+
+    pub fn loopback() -> AllowedOrigins {
+        AllowedOrigins::parse(&LOOPBACK_ORIGINS).expect("the loopback origins parse")
+    }
+
+    /// Whether a request's `Origin` header is allowed.
+    pub fn allows(&self, origin: &[u8]) -> bool {
+        match self {
+            AllowedOrigins::Any => true,
+            AllowedOrigins::Listed(patterns) => std::str::from_utf8(origin)
+                .ok()
+                .and_then(Origin::parse)
+                .is_some_and(|origin| patterns.iter().any(|p| p.matches(&origin))),
+        }
+    }
+}
+
+/// A parsed origin, normalized for comparison.
+struct Origin {
+    scheme: String,
+    host: Host,
+    port: Option<u16>,
+}
+
+impl Origin {
+    /// `scheme://host[:port]` and nothing more: a path, user or query is not an origin. The
+    /// scheme's default port is no port, as browsers write it.
+    fn parse(text: &str) -> Option<Origin> {
+        let (scheme, rest) = text.split_once("://")?;
+        let valid_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.');
+        if !valid_scheme {
+            return None;
+        }
+        let scheme = scheme.to_ascii_lowercase();
+        let (host, port) = Host::parse_with_port(rest)?;
+        let default = match scheme.as_str() {
+            "http" => Some(80),
+            "https" => Some(443),
+            _ => None,
+        };
+        let port = port.filter(|p| Some(*p) != default);
+        Some(Origin { scheme, host, port })
+    }
+}
+
+impl OriginPattern {
+    pub fn parse(entry: &str) -> Result<OriginPattern, OriginError> {
+        let entry = entry.trim();
+        if entry.eq_ignore_ascii_case("null") {
+            return Err(OriginError::Null);
+        }
+        let malformed = || OriginError::Malformed(entry.to_string());
+        let (text, any_port) = match entry.strip_suffix(":*") {
+            Some(text) => (text, true),
+            None => (entry, false),
+        };
+        let origin = Origin::parse(text).ok_or_else(malformed)?;
+        let port = if any_port {
+            // `http://localhost:8080:*` would otherwise parse as "any port".
+            if origin.port.is_some() {
+                return Err(malformed());
+            }
+            PortPattern::Any
+        } else {
+            PortPattern::Is(origin.port)
+        };
+        Ok(OriginPattern {
+            scheme: origin.scheme,
+            host: origin.host,
+            port,
+        })
+    }
+
+    fn matches(&self, origin: &Origin) -> bool {
+        self.scheme == origin.scheme
+            && self.host == origin.host
+            && match self.port {
+                PortPattern::Any => true,
+                PortPattern::Is(port) => port == origin.port,
+            }
+    }
+}
+
+/// The CORS layer for `origins`; None when CORS is off. Named origins may send credentials,
+/// `*` never.
+pub fn layer(origins: &AllowedOrigins) -> Option<CorsLayer> {
+    let base = CorsLayer::new()
+        .allow_methods([
+            Method::GET,
+            Method::PUT,
+            Method::POST,
+            Method::DELETE,
+            Method::OPTIONS,
+        ])
+        .allow_headers([header::CONTENT_TYPE, header::AUTHORIZATION])
+        .max_age(Duration::from_secs(600));
+    match origins {
+        AllowedOrigins::Any => Some(base.allow_origin(AllowOrigin::any())),
+        AllowedOrigins::Listed(patterns) if patterns.is_empty() => None,
+        AllowedOrigins::Listed(_) => {
+            let origins = Arc::new(origins.clone());
+            Some(
+                base.allow_origin(AllowOrigin::predicate(move |origin: &HeaderValue, _| {
+                    origins.allows(origin.as_bytes())
+                }))
+                .allow_credentials(true),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allows(patterns: &[&str], origin: &str) -> bool {
+        AllowedOrigins::parse(patterns)
+            .unwrap()
+            .allows(origin.as_bytes())
+    }
+
+    #[test]
+    fn the_default_allows_loopback_pages_on_any_port_and_nothing_else() {
+        let loopback = AllowedOrigins::loopback();
+        for origin in [
+            "http://127.0.0.1:8080",
+            "http://localhost:5173",
+            "http://localhost",
+            "https://localhost:8443",
+            "http://[::1]:8080",
+            "http://[0:0:0:0:0:0:0:1]:8080",
+            "HTTP://LocalHost:8080",
+            "http://localhost.:8080",
+        ] {
+            assert!(loopback.allows(origin.as_bytes()), "{origin}");
+        }
+        for origin in [
+            "http://evil.example",
+            "http://localhost.evil.example:8080",
+            "http://127.0.0.1.evil.example",
+            "http://evil.example/http://localhost:8080",
+            "http://localhost:8080/",
+            "http://localhost:8080/path",
+            "http://user@localhost:8080",
+            "ws://localhost:8080",
+            "null",
+            "",
+            "localhost:8080",
+            "http://[::2]:8080",
+            "http://[::1",
+            "http://127.0.0.2:8080",
+        ] {
+            assert!(!loopback.allows(origin.as_bytes()), "{origin}");
+        }
+        assert!(!loopback.allows(b"http://localhost:\xff"));
+    }
+
+    #[test]
+    fn a_named_port_matches_that_port_only_and_the_default_port_is_implied() {
+        let patterns = ["http://127.0.0.1:8080", "https://dash.example.com"];
+        assert!(allows(&patterns, "http://127.0.0.1:8080"));
+        assert!(!allows(&patterns, "http://127.0.0.1:8081"));
+        assert!(!allows(&patterns, "http://127.0.0.1"));
+        assert!(!allows(&patterns, "https://127.0.0.1:8080"));
+        assert!(allows(&patterns, "https://dash.example.com"));
+        assert!(allows(&patterns, "https://dash.example.com:443"));
+        assert!(allows(&patterns, "https://Dash.Example.com."));
+        assert!(!allows(&patterns, "https://dash.example.com:8443"));
+        assert!(!allows(&patterns, "http://dash.example.com"));
+        assert!(allows(&["http://localhost:80"], "http://localhost"));
+        assert!(allows(&["http://[::1]:*"], "http://[::1]"));
+    }
+
+    #[test]
+    fn a_wildcard_stands_alone_and_bad_entries_say_why() {
+        assert_eq!(AllowedOrigins::parse(&["*"]), Ok(AllowedOrigins::Any));
+        assert!(allows(&["*"], "http://evil.example"));
+        assert_eq!(
+            AllowedOrigins::parse(&["*", "http://localhost:*"]),
+            Err(OriginError::WildcardAmongOthers)
+        );
+        assert_eq!(AllowedOrigins::parse(&["null"]), Err(OriginError::Null));
+        for bad in [
+            "localhost:8080",
+            "http://",
+            "http://localhost/",
+            "http://localhost:8080:*",
+            "http://localhost:*:*",
+            "http://localhost:",
+            "http://*.example.com",
+            "http://user@localhost",
+            "http://localhost?x",
+        ] {
+            assert!(
+                matches!(
+                    AllowedOrigins::parse(&[bad]),
+                    Err(OriginError::Malformed(_))
+                ),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            AllowedOrigins::parse::<&str>(&[]),
+            Ok(AllowedOrigins::Listed(Vec::new()))
+        );
+        assert!(layer(&AllowedOrigins::Listed(Vec::new())).is_none());
+    }
+}

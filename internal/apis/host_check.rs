@@ -1,0 +1,338 @@
+//! Against DNS rebinding: while the API needs no token (`auth: none`), a request is served only
+//! when its `Host` is a name that cannot be an attacker's. A page on `evil.example` whose name
+//! the attacker then points at 127.0.0.1 reaches k8sailor from the operator's browser as
+//! same-origin (CORS never applies) but still says `Host: evil.example`. Served: loopback names
+//! (`localhost`, `*.localhost`, which browsers resolve to loopback themselves), any IP address
+//! (a browser sends an IP as `Host` only when the page's own origin is that address, so no
+//! name was rebound: this also serves the kubelet's probes and Prometheus, which address the
+//! pod by IP), and the names in `allowedHosts` (`*`: any). With `auth: delegated` a rebinding
+//! page has no token to send, so the check is off. `/livez` and `/readyz` are never checked:
+//! they tell nothing, and a probe may name any host.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::uri::Authority;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::AuthMode;
+use super::envelope::ApiError;
+
+/// Answered whatever the `Host`: a probe tells nothing.
+const UNCHECKED_PATHS: [&str; 2] = ["/livez", "/readyz"];
+
+/// The names `allowedHosts` adds to the loopback names and IP addresses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AllowedHosts {
+    /// `*`: any `Host`, the check is off.
+    Any,
+    Listed(Vec<HostPattern>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostPattern {
+    /// `k8sailor.example.com`: that name.
+    Name(String),
+    /// `.example.com`: `example.com` and every name under it.
+    Domain(String),
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum HostError {
+    #[error(
+        "{0:?} is not a host name like k8sailor.example.com or .example.com (itself and every name under it), without scheme or port"
+    )]
+    Malformed(String),
+    #[error("\"*\" allows every host and cannot be combined with others")]
+    WildcardAmongOthers,
+}
+
+impl Default for AllowedHosts {
+    fn default() -> Self {
+        AllowedHosts::Listed(Vec::new())
+    }
+}
+
+impl AllowedHosts {
+    pub fn parse<S: AsRef<str>>(entries: &[S]) -> Result<AllowedHosts, HostError> {
+        if entries.iter().any(|e| e.as_ref().trim() == "*") {
+            return match entries.len() {
+                1 => Ok(AllowedHosts::Any),
+                _ => Err(HostError::WildcardAmongOthers),
+            };
+        }
+        entries
+            .iter()
+            .map(|e| HostPattern::parse(e.as_ref()))
+            .collect::<Result<_, _>>()
+            .map(AllowedHosts::Listed)
+    }
+
+    /// Whether a `Host` value (a name or address, with or without port) may be served.
+    pub fn allows(&self, host: &str) -> bool {
+        let Some((host, _)) = Host::parse_with_port(host) else {
+            return false;
+        };
+        match host {
+            Host::Ip(_) => true,
+            Host::Name(name) => {
+                name == "localhost"
+                    || name.ends_with(".localhost")
+                    || match self {
+                        AllowedHosts::Any => true,
+                        AllowedHosts::Listed(patterns) => patterns.iter().any(|p| p.matches(&name)),
+                    }
+            }
+        }
+    }
+}
+
+impl HostPattern {
+    fn parse(entry: &str) -> Result<HostPattern, HostError> {
+        let malformed = || HostError::Malformed(entry.to_string());
+        let entry = entry.trim();
+        let (name, domain) = match entry.strip_prefix('.') {
+            Some(name) => (name, true),
+            None => (entry, false),
+        };
+        let name = normalize_name(name).ok_or_else(malformed)?;
+        Ok(if domain {
+            HostPattern::Domain(name)
+        } else {
+            HostPattern::Name(name)
+        })
+    }
+
+    fn matches(&self, name: &str) -> bool {
+        match self {
+            HostPattern::Name(n) => name == n,
+            HostPattern::Domain(d) => {
+                name == d
+                    || name
+                        .strip_suffix(d.as_str())
+                        .is_some_and(|head| head.ends_with('.'))
+            }
+        }
+    }
+}
+
+/// A host as a request or an origin names it: an address, or a name in lower case without
+/// the trailing dot (`LocalHost.` is `localhost`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Host {
+    Ip(IpAddr),
+    Name(String),
+}
+
+impl Host {
+    /// `name`, `1.2.3.4` or `[v6]`, with an optional `:port`; nothing else (no user, path,
+    /// or port that is not a number).
+    pub(super) fn parse_with_port(text: &str) -> Option<(Host, Option<u16>)> {
+        let authority: Authority = text.parse().ok()?;
+        if text.contains('@') {
+            return None;
+        }
+        let host = authority.host();
+        let port = match text.get(host.len()..)? {
+            "" => None,
+            rest => {
+                let digits = rest.strip_prefix(':')?;
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                Some(digits.parse().ok()?)
+            }
+        };
+        let host = if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            Host::Ip(v6.parse::<Ipv6Addr>().ok()?.into())
+        } else if let Ok(v4) = host.parse::<Ipv4Addr>() {
+            Host::Ip(v4.into())
+        } else {
+            Host::Name(normalize_name(host)?)
+        };
+        Some((host, port))
+    }
+}
+
+fn normalize_name(name: &str) -> Option<String> {
+    let name = name.strip_suffix('.').unwrap_or(name);
+    let valid = !name.is_empty()
+        && !name.starts_with('.')
+        && !name.contains("..")
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_');
+    valid.then(|| name.to_ascii_lowercase())
+}
+
+/// `app` behind the check, unless auth makes it pointless or `allowedHosts` is `*`.
+pub(super) fn guard(app: Router, allowed: &AllowedHosts, auth: AuthMode) -> Router {
+    match (auth, allowed) {
+        (AuthMode::Delegated, _) | (_, AllowedHosts::Any) => app,
+        (AuthMode::None, _) => app.layer(axum::middleware::from_fn_with_state(
+            Arc::new(allowed.clone()),
+            check,
+        )),
+    }
+}
+
+/// The middleware: refuses a request whose `Host` is not allowed with 421 Misdirected Request
+/// (this server does not answer for that name), in the envelope.
+async fn check(State(allowed): State<Arc<AllowedHosts>>, request: Request, next: Next) -> Response {
+    if UNCHECKED_PATHS.contains(&request.uri().path()) {
+        return next.run(request).await;
+    }
+    // HTTP/2 and absolute-form requests name the host in the target, which then wins over
+    // any Host header (RFC 9112 3.2.2).
+    let host = match request.uri().authority() {
+        Some(authority) => Some(authority.as_str().to_string()),
+        None => {
+            let mut hosts = request.headers().get_all(header::HOST).iter();
+            let first = hosts.next();
+            if hosts.next().is_some() {
+                return ApiError::new(StatusCode::BAD_REQUEST, "more than one Host header")
+                    .into_response();
+            }
+            match first.map(|h| h.to_str()) {
+                None => None,
+                Some(Ok(host)) => Some(host.to_string()),
+                Some(Err(_)) => {
+                    return ApiError::new(StatusCode::BAD_REQUEST, "the Host header is not text")
+                        .into_response();
+                }
+            }
+        }
+    };
+    // No Host at all is an HTTP/1.0 client, never a browser, so never a rebound page.
+    match host {
+        Some(host) if !allowed.allows(&host) => ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            format!(
+                "Host {host:?} is not a name this server answers to: without authentication it \
+                 serves only loopback names and IP addresses, so that a web page cannot reach \
+                 it through a name of its own (DNS rebinding); add the name to allowedHosts \
+                 (--allowed-hosts) or use --auth delegated"
+            ),
+        )
+        .into_response(),
+        _ => next.run(request).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defaults() -> AllowedHosts {
+        AllowedHosts::default()
+    }
+
+    #[test]
+    fn loopback_names_and_ip_addresses_pass_by_default() {
+        for host in [
+            "localhost",
+            "localhost:8088",
+            "LOCALHOST:8088",
+            "localhost.:8088",
+            "localhost.",
+            "app.localhost:5173",
+            "127.0.0.1",
+            "127.0.0.1:8088",
+            "127.1.2.3:8088",
+            "[::1]",
+            "[::1]:8088",
+            "[0:0:0:0:0:0:0:1]:8088",
+            "[::ffff:127.0.0.1]:8088",
+            // The kubelet's probes and Prometheus address the pod by IP.
+            "10.244.1.7:8088",
+            "[fd00::7]:8088",
+        ] {
+            assert!(defaults().allows(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn other_names_are_refused_by_default() {
+        for host in [
+            "evil.example",
+            "evil.example:8088",
+            "evil.example.",
+            "localhost.evil.example",
+            "127.0.0.1.evil.example",
+            "localhostx",
+            "xlocalhost",
+            "k8sailor.k8sailor.svc",
+            // Not canonical addresses, so names to a resolver, and not ours.
+            "0x7f.0.0.1",
+            "2130706433x",
+            "",
+            ":8088",
+            "[::1",
+            "::1",
+            "[evil]:8088",
+            "user@localhost",
+            "localhost:",
+            "local host",
+            "localhost:8088/x",
+            "..localhost",
+        ] {
+            assert!(!defaults().allows(host), "{host:?}");
+        }
+    }
+
+    #[test]
+    fn allowed_hosts_add_names_and_domains() {
+        let allowed = AllowedHosts::parse(&["k8sailor.k8sailor.svc", ".Example.COM."]).unwrap();
+        for host in [
+            "k8sailor.k8sailor.svc",
+            "K8sailor.K8sailor.Svc.:8088",
+            "example.com",
+            "dash.example.com:443",
+            "a.b.example.com",
+            "localhost",
+        ] {
+            assert!(allowed.allows(host), "{host}");
+        }
+        for host in [
+            "k8sailor",
+            "svc",
+            "evil-example.com",
+            "notexample.com",
+            "example.com.evil",
+        ] {
+            assert!(!allowed.allows(host), "{host}");
+        }
+        assert!(
+            AllowedHosts::parse(&["*"])
+                .unwrap()
+                .allows("evil.example:1")
+        );
+        assert!(!AllowedHosts::parse(&["*"]).unwrap().allows("local host"));
+    }
+
+    #[test]
+    fn bad_entries_say_why() {
+        assert_eq!(
+            AllowedHosts::parse(&["*", "a"]),
+            Err(HostError::WildcardAmongOthers)
+        );
+        for bad in [
+            "",
+            ".",
+            "http://a.example",
+            "a.example:8088",
+            "a..example",
+            "*.example.com",
+            "a b",
+        ] {
+            assert!(
+                matches!(AllowedHosts::parse(&[bad]), Err(HostError::Malformed(_))),
+                "{bad:?}"
+            );
+        }
+    }
+}
