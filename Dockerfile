@@ -29,4 +29,6 @@ USER 65532:65532
 EXPOSE 8088
 ENTRYPOINT ["/k8sailor", "httpserver"]
 # Arguments given to the container replace these, so keep --listen when passing your own.
-CMD ["--listen", "0.0.0.0:8088"]
+# Listening on every address, it authenticates callers: without auth, k8sailor refuses a
+# reachable address unless --allow-unauthenticated says so.
+CMD ["--listen", "0.0.0.0:8088", "--auth", "delegated"]
