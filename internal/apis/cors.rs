@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderValue, Method, header};
-use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::cors::{AllowCredentials, AllowOrigin, CorsLayer};
 
 use super::host_check::Host;
 
@@ -176,11 +176,11 @@ pub fn layer(origins: &AllowedOrigins) -> Option<CorsLayer> {
         AllowedOrigins::Listed(patterns) if patterns.is_empty() => None,
         AllowedOrigins::Listed(_) => {
             let origins = Arc::new(origins.clone());
+            let allowed = move |origin: &HeaderValue, _: &_| origins.allows(origin.as_bytes());
+            // Only an allowed origin is told it may send credentials.
             Some(
-                base.allow_origin(AllowOrigin::predicate(move |origin: &HeaderValue, _| {
-                    origins.allows(origin.as_bytes())
-                }))
-                .allow_credentials(true),
+                base.allow_origin(AllowOrigin::predicate(allowed.clone()))
+                    .allow_credentials(AllowCredentials::predicate(allowed)),
             )
         }
     }

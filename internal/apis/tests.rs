@@ -251,6 +251,11 @@ async fn loopback_pages_on_any_port_pass_cors_and_others_do_not() {
     }
     let headers = preflight(loopback, "http://evil.example", "DELETE").await;
     assert!(headers.get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none());
+    assert!(
+        headers
+            .get(header::ACCESS_CONTROL_ALLOW_CREDENTIALS)
+            .is_none()
+    );
 }
 
 async fn status_for_host(app: Router, path: &str, host: &str) -> (StatusCode, Vec<u8>) {

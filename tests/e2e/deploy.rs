@@ -368,8 +368,99 @@ fn the_shipped_cluster_role_only_reads_what_k8sailor_needs() {
     assert_eq!(granted, expected);
 }
 
+/// `kubectl apply --dry-run=server -k dir` (dir under the repository): the objects the
+/// apiserver would create, after checking that it accepted them without warnings.
+fn dry_run(dir: &str) -> Vec<Value> {
+    let out = Command::new(kubectl())
+        .arg("--kubeconfig")
+        .arg(&cluster().kubeconfig)
+        .args(["apply", "--dry-run=server", "-o", "json", "-k"])
+        .arg(repo().join(dir))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run kubectl");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "kubectl apply --dry-run=server -k {dir} failed: {stderr}"
+    );
+    // kubectl warns that a namespace created above lacks its last-applied annotation: harmless.
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("Warning:") && !l.contains("last-applied-configuration"))
+        .collect();
+    assert!(
+        warnings.is_empty(),
+        "the apiserver warned about {dir}: {warnings:#?}"
+    );
+
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("kubectl -o json");
+    match answer["kind"].as_str() {
+        Some("List") => answer["items"].as_array().unwrap().clone(),
+        _ => vec![answer],
+    }
+}
+
+/// `kind/namespace/name`, or `kind/name` for cluster-scoped objects.
+fn object_names(items: &[Value]) -> BTreeSet<String> {
+    items
+        .iter()
+        .map(|o| {
+            let m = &o["metadata"];
+            match m["namespace"].as_str() {
+                Some(ns) => format!("{}/{ns}/{}", o["kind"], m["name"]),
+                None => format!("{}/{}", o["kind"], m["name"]),
+            }
+        })
+        .map(|s| s.replace('"', ""))
+        .collect()
+}
+
+fn of_kind<'a>(items: &'a [Value], kind: &str) -> &'a Value {
+    items
+        .iter()
+        .find(|o| o["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind}"))
+}
+
+/// The k8sailor container's arguments in a Deployment.
+fn container_args(deployment: &Value) -> Vec<String> {
+    serde_json::from_value(deployment["spec"]["template"]["spec"]["containers"][0]["args"].clone())
+        .expect("string arguments")
+}
+
+/// `kubectl kustomize dir`: the objects `kubectl apply -k dir` would send.
+fn kustomize(dir: &str) -> Vec<Value> {
+    let out = Command::new(kubectl())
+        .arg("kustomize")
+        .arg(repo().join(dir))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run kubectl kustomize");
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {dir} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_saphyr::from_multiple::<Value>(&String::from_utf8_lossy(&out.stdout))
+        .expect("kustomize's YAML")
+        .into_iter()
+        .filter(|doc| !doc.is_null())
+        .collect()
+}
+
+const SHIPPED_OBJECTS: [&str; 7] = [
+    "Namespace/k8sailor",
+    "ServiceAccount/k8sailor/k8sailor",
+    "ClusterRole/k8sailor-reader",
+    "ClusterRoleBinding/k8sailor-reader",
+    "ClusterRoleBinding/k8sailor-auth-delegator",
+    "Deployment/k8sailor/k8sailor",
+    "Service/k8sailor/k8sailor",
+];
+
 #[tokio::test]
-async fn the_manifests_pass_a_server_side_dry_run() {
+async fn the_manifests_and_the_no_auth_overlay_pass_a_server_side_dry_run() {
     let client = cluster().client().await;
     let mut cleanup = ClusterScoped::default();
 
@@ -396,60 +487,15 @@ async fn the_manifests_pass_a_server_side_dry_run() {
         cleanup.namespaces.push(ns_name.clone());
     }
 
-    let out = Command::new(kubectl())
-        .arg("--kubeconfig")
-        .arg(&cluster().kubeconfig)
-        .args(["apply", "--dry-run=server", "-o", "json", "-k"])
-        .arg(repo().join("config"))
-        .stdin(Stdio::null())
-        .output()
-        .expect("run kubectl");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "kubectl apply --dry-run=server -k config/ failed: {stderr}"
-    );
-    // kubectl warns that a namespace created above lacks its last-applied annotation: harmless.
-    let warnings: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("Warning:") && !l.contains("last-applied-configuration"))
-        .collect();
-    assert!(warnings.is_empty(), "the apiserver warned: {warnings:#?}");
-
-    let answer: Value = serde_json::from_slice(&out.stdout).expect("kubectl -o json");
-    let items = match answer["kind"].as_str() {
-        Some("List") => answer["items"].as_array().unwrap().clone(),
-        _ => vec![answer],
-    };
-    let objects: BTreeSet<String> = items
-        .iter()
-        .map(|o| {
-            let m = &o["metadata"];
-            match m["namespace"].as_str() {
-                Some(ns) => format!("{}/{ns}/{}", o["kind"], m["name"]),
-                None => format!("{}/{}", o["kind"], m["name"]),
-            }
-        })
-        .map(|s| s.replace('"', ""))
-        .collect();
-    let expected: BTreeSet<String> = [
-        "Namespace/k8sailor",
-        "ServiceAccount/k8sailor/k8sailor",
-        "ClusterRole/k8sailor-reader",
-        "ClusterRoleBinding/k8sailor-reader",
-        "Deployment/k8sailor/k8sailor",
-        "Service/k8sailor/k8sailor",
-    ]
-    .into_iter()
-    .map(String::from)
-    .collect();
-    assert_eq!(objects, expected);
+    let items = dry_run("config");
+    let expected: BTreeSet<String> = SHIPPED_OBJECTS.into_iter().map(String::from).collect();
+    assert_eq!(object_names(&items), expected);
 
     // The pieces fit: the pod runs as the bound account, the probes and the Service reach the
     // port k8sailor listens on.
-    let of_kind = |kind: &str| items.iter().find(|o| o["kind"] == kind).unwrap();
-    let pod = &of_kind("Deployment")["spec"]["template"];
-    let service = &of_kind("Service")["spec"];
+    let deployment = of_kind(&items, "Deployment");
+    let pod = &deployment["spec"]["template"];
+    let service = &of_kind(&items, "Service")["spec"];
     assert_eq!(pod["spec"]["serviceAccountName"], "k8sailor");
     for (key, value) in service["selector"].as_object().unwrap() {
         assert_eq!(&pod["metadata"]["labels"][key], value, "selector {key}");
@@ -461,18 +507,113 @@ async fn the_manifests_pass_a_server_side_dry_run() {
     );
     assert_eq!(service["ports"][0]["targetPort"], "http");
     assert_eq!(service["ports"][0]["port"], 8088);
+    // Reachable by every pod through the Service, so callers authenticate.
     assert_eq!(
-        container["args"],
-        json!([
+        container_args(deployment),
+        [
             "--listen=0.0.0.0:8088",
+            "--auth=delegated",
             "--log-format=json",
             "--shutdown-delay=5s"
-        ])
+        ]
     );
     for (probe, path) in [("livenessProbe", "/livez"), ("readinessProbe", "/readyz")] {
         assert_eq!(container[probe]["httpGet"]["path"], path, "{probe}");
         assert_eq!(container[probe]["httpGet"]["port"], "http", "{probe}");
     }
+    // Delegated auth needs the account to review tokens and requests.
+    let delegator = items
+        .iter()
+        .find(|o| o["metadata"]["name"] == "k8sailor-auth-delegator")
+        .unwrap();
+    assert_eq!(delegator["roleRef"]["name"], "system:auth-delegator");
+    assert_eq!(
+        delegator["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "k8sailor", "namespace": "k8sailor"}])
+    );
+
+    // The opt-out: no auth, said so explicitly, no delegator binding, and a NetworkPolicy
+    // that lets only the namespace's own pods in.
+    let items = dry_run("overlays/no-auth");
+    let mut expected = expected;
+    expected.remove("ClusterRoleBinding/k8sailor-auth-delegator");
+    expected.insert("NetworkPolicy/k8sailor/k8sailor-no-auth".into());
+    assert_eq!(object_names(&items), expected);
+    let args = container_args(of_kind(&items, "Deployment"));
+    for arg in [
+        "--listen=0.0.0.0:8088",
+        "--auth=none",
+        "--allow-unauthenticated",
+    ] {
+        assert!(args.iter().any(|a| a == arg), "{arg} in {args:?}");
+    }
+    assert!(!args.iter().any(|a| a == "--auth=delegated"), "{args:?}");
+    let policy = &of_kind(&items, "NetworkPolicy")["spec"];
+    assert_eq!(
+        policy["podSelector"]["matchLabels"],
+        pod["metadata"]["labels"]
+    );
+    assert_eq!(policy["policyTypes"], json!(["Ingress"]));
+    assert_eq!(
+        policy["ingress"],
+        json!([{"from": [{"podSelector": {}}], "ports": [{"port": "http", "protocol": "TCP"}]}])
+    );
+}
+
+/// The k8sailor container's arguments in `kubectl kustomize dir`, but listening on a free
+/// loopback port (as [`Server::start_with`] does) instead of 0.0.0.0:8088.
+fn shipped_args_on_loopback(dir: &str) -> Vec<String> {
+    let items = kustomize(dir);
+    container_args(of_kind(&items, "Deployment"))
+        .into_iter()
+        .filter(|a| !a.starts_with("--listen"))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_shipped_arguments_need_a_token_and_the_overlays_serve_the_service_names() {
+    let kubeconfig = cluster().kubeconfig.to_str().unwrap();
+    let args = shipped_args_on_loopback("config");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start_with(kubeconfig, &args)
+        .unwrap_or_else(|e| panic!("k8sailor with the shipped arguments {args:?}: {e}"));
+    let (status, _, body) = server.request("GET", "/k8sailor/v0/pods", &[]).await;
+    assert_eq!(status, 401, "{body}");
+    // With a token to check, the Host check has nothing to add: a rebound page has none.
+    let (status, _, body) = server
+        .request("GET", "/k8sailor/v0/pods", &[("Host", "evil.example")])
+        .await;
+    assert_eq!(status, 401, "{body}");
+    let (status, _, body) = server
+        .request(
+            "GET",
+            "/k8sailor/v0/ping",
+            &[("Host", "k8sailor.k8sailor.svc")],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    drop(server);
+
+    let args = shipped_args_on_loopback("overlays/no-auth");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start_with(kubeconfig, &args)
+        .unwrap_or_else(|e| panic!("k8sailor with the no-auth overlay's arguments {args:?}: {e}"));
+    for host in [
+        "k8sailor:8088",
+        "k8sailor.k8sailor:8088",
+        "k8sailor.k8sailor.svc:8088",
+        "k8sailor.k8sailor.svc.cluster.local:8088",
+        "localhost:8088",
+    ] {
+        let (status, _, body) = server
+            .request("GET", "/k8sailor/v0/pods", &[("Host", host)])
+            .await;
+        assert_eq!(status, 200, "{host}: {body}");
+    }
+    let (status, _, body) = server
+        .request("GET", "/k8sailor/v0/pods", &[("Host", "evil.example")])
+        .await;
+    assert_eq!(status, 421, "{body}");
 }
 
 #[tokio::test]

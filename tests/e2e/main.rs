@@ -5,6 +5,7 @@
 mod support;
 
 mod deploy;
+mod exposure;
 mod operations;
 mod read_path;
 mod selectors;

@@ -355,3 +355,28 @@ impl Server {
         panic!("k8sailor still running {timeout:?} after SIGTERM");
     }
 }
+
+impl Server {
+    /// `http://127.0.0.1:PORT`, without the API prefix.
+    pub fn root(&self) -> &str {
+        self.base.trim_end_matches("/k8sailor/v0")
+    }
+
+    /// A request to `path` under [`Server::root`] with these headers (a `Host` given here is
+    /// sent as given): status, headers and body text.
+    pub async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> (u16, reqwest::header::HeaderMap, String) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut req = self.http.request(method, format!("{}{path}", self.root()));
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        let res = req.send().await.expect("k8sailor answers");
+        let (status, headers) = (res.status().as_u16(), res.headers().clone());
+        (status, headers, res.text().await.expect("a body"))
+    }
+}
