@@ -46,7 +46,9 @@ pub fn describe(openapi: &mut utoipa::openapi::OpenApi) {
          {code, data, error}: code 0 on success, the HTTP status otherwise. A server started \
          with --auth delegated needs 'Authorization: Bearer <token>' on every API route but \
          /ping: 401 without a token the apiserver accepts, 403 when the token's owner may \
-         not, under the cluster's RBAC, do what the route does."
+         not, under the cluster's RBAC, do what the route does. Without --auth, a request \
+         whose Host is not localhost, *.localhost, an IP address or a name in allowedHosts is \
+         a 421 (against DNS rebinding; /livez and /readyz answer any Host)."
             .into(),
     );
 }
