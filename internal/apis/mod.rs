@@ -1,5 +1,5 @@
 //! The HTTP API: axum routes under the configured prefix (default `/k8sailor/v0`), the answer
-//! envelope, and the middleware (tracing, gzip, timeout, CORS).
+//! envelope, and the middleware (tracing, gzip, timeout, CORS, the Host check).
 
 mod auth;
 mod cors;
