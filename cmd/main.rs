@@ -104,6 +104,16 @@ struct HttpServerArgs {
         default_missing_value = "true"
     )]
     allow_unauthenticated: Option<bool>,
+    /// With --auth delegated: TokenReviews per second for bearer tokens not in the cache;
+    /// beyond it (and the burst) a new token gets 429 [default: 20].
+    #[arg(long, env = "K8SAILOR_TOKEN_REVIEW_RATE")]
+    token_review_rate: Option<u32>,
+    /// TokenReviews allowed at once after a quiet spell [default: 40].
+    #[arg(long, env = "K8SAILOR_TOKEN_REVIEW_BURST")]
+    token_review_burst: Option<u32>,
+    /// TokenReviews waiting for the apiserver at one time [default: 8].
+    #[arg(long, env = "K8SAILOR_TOKEN_REVIEWS_IN_FLIGHT")]
+    token_reviews_in_flight: Option<u32>,
     /// Log format: plain or json [default: plain]; levels from RUST_LOG.
     #[arg(long, env = "K8SAILOR_LOG_FORMAT")]
     log_format: Option<LogFormat>,
@@ -130,6 +140,9 @@ impl HttpServerArgs {
             allowed_hosts: self.allowed_hosts,
             auth: self.auth,
             allow_unauthenticated: self.allow_unauthenticated,
+            token_review_rate: self.token_review_rate,
+            token_review_burst: self.token_review_burst,
+            token_reviews_in_flight: self.token_reviews_in_flight,
             log_format: self.log_format,
         };
         Ok(Settings::resolve(flags.over(file))?)

@@ -2,10 +2,11 @@
 //! variables (one layer, as clap reads them), then the config file, then defaults.
 
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use confk8s::ClientOptions;
+use confk8s::{ClientOptions, TokenReviewLimits};
 use serde::Deserialize;
 
 use crate::apis::{AllowedHosts, AllowedOrigins, AuthMode, HttpOptions};
@@ -32,6 +33,9 @@ pub struct SettingsLayer {
     pub allowed_hosts: Option<Vec<String>>,
     pub auth: Option<AuthMode>,
     pub allow_unauthenticated: Option<bool>,
+    pub token_review_rate: Option<u32>,
+    pub token_review_burst: Option<u32>,
+    pub token_reviews_in_flight: Option<u32>,
     pub log_format: Option<LogFormat>,
 }
 
@@ -56,6 +60,8 @@ pub struct Settings {
     pub shutdown_delay: Duration,
     /// Then, how long in-flight requests get to finish.
     pub shutdown_grace: Duration,
+    /// With `--auth delegated`: how many TokenReviews unknown tokens may cost.
+    pub token_reviews: TokenReviewLimits,
     pub log_format: LogFormat,
     /// `auth: none` on an address other hosts can reach was asked for.
     pub allow_unauthenticated: bool,
@@ -106,9 +112,27 @@ impl SettingsLayer {
             allowed_hosts: self.allowed_hosts.or(lower.allowed_hosts),
             auth: self.auth.or(lower.auth),
             allow_unauthenticated: self.allow_unauthenticated.or(lower.allow_unauthenticated),
+            token_review_rate: self.token_review_rate.or(lower.token_review_rate),
+            token_review_burst: self.token_review_burst.or(lower.token_review_burst),
+            token_reviews_in_flight: self
+                .token_reviews_in_flight
+                .or(lower.token_reviews_in_flight),
             log_format: self.log_format.or(lower.log_format),
         }
     }
+}
+
+/// A count that must be at least 1.
+fn positive(
+    key: &'static str,
+    value: Option<u32>,
+    default: u32,
+) -> Result<NonZeroU32, ConfigError> {
+    let value = value.unwrap_or(default);
+    NonZeroU32::new(value).ok_or(ConfigError::Invalid {
+        key,
+        reason: "must be at least 1".into(),
+    })
 }
 
 /// `30s`, `2m`, `1h 30m`: the friendly format Kubernetes users write.
@@ -193,6 +217,27 @@ impl Settings {
                 "shutdownGrace",
                 layer.shutdown_grace.as_deref().unwrap_or("10s"),
             )?,
+            token_reviews: {
+                let defaults = TokenReviewLimits::default();
+                TokenReviewLimits {
+                    per_second: positive(
+                        "tokenReviewRate",
+                        layer.token_review_rate,
+                        defaults.per_second.get(),
+                    )?,
+                    burst: positive(
+                        "tokenReviewBurst",
+                        layer.token_review_burst,
+                        defaults.burst.get(),
+                    )?,
+                    in_flight: positive(
+                        "tokenReviewsInFlight",
+                        layer.token_reviews_in_flight,
+                        defaults.in_flight as u32,
+                    )?
+                    .get() as usize,
+                }
+            },
             log_format: layer.log_format.unwrap_or_default(),
             allow_unauthenticated,
         })

@@ -39,7 +39,8 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
     let reviewer = match settings.http.auth {
         AuthMode::None => None,
         AuthMode::Delegated => {
-            let reviewer = Reviewer::new(connection.client.clone(), ReviewTtls::default());
+            let reviewer = Reviewer::new(connection.client.clone(), ReviewTtls::default())
+                .with_token_review_limits(settings.token_reviews);
             reviewer.check_own_access().await?;
             Some(Arc::new(reviewer))
         }

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use axum::extract::rejection::RawPathParamsRejection;
 use axum::extract::{MatchedPath, RawPathParams, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
@@ -123,6 +124,38 @@ fn bearer_token(request: &Request) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
+/// The methods some rule allows on `route`: a request with another one is a 405, not a 403,
+/// since no token would make it valid.
+fn methods_with_rules(route: &str, query: &AccessQuery, scope: Option<&str>) -> Vec<Method> {
+    [
+        Method::GET,
+        Method::POST,
+        Method::PUT,
+        Method::PATCH,
+        Method::DELETE,
+    ]
+    .into_iter()
+    .filter(|m| accesses(route, m, None, query, scope).is_some())
+    .collect()
+}
+
+fn method_not_allowed(method: &Method, route: &str, allowed: &[Method]) -> Response {
+    let allow = allowed
+        .iter()
+        .map(Method::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut response = ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("method {method} is not allowed on {route}: use {allow}"),
+    )
+    .into_response();
+    if let Ok(value) = HeaderValue::from_str(&allow) {
+        response.headers_mut().insert(header::ALLOW, value);
+    }
+    response
+}
+
 fn unauthenticated(reason: String) -> Response {
     let mut response = ApiError::new(StatusCode::UNAUTHORIZED, reason).into_response();
     response
@@ -134,10 +167,20 @@ fn unauthenticated(reason: String) -> Response {
 /// Refuses the request unless its token's owner may do everything it does.
 pub(super) async fn check(
     State(auth): State<AuthLayer>,
-    params: RawPathParams,
+    params: Result<RawPathParams, RawPathParamsRejection>,
     request: Request,
     next: Next,
 ) -> Response {
+    let params = match params {
+        Ok(params) => params,
+        Err(e) => {
+            return ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("invalid path: {}", e.body_text()),
+            )
+            .into_response();
+        }
+    };
     let template = request
         .extensions()
         .get::<MatchedPath>()
@@ -147,11 +190,23 @@ pub(super) async fn check(
         .strip_prefix(auth.prefix.as_str())
         .unwrap_or(&template);
     let name = params.iter().find(|(k, _)| *k == "name").map(|(_, v)| v);
-    let query = axum::extract::Query::<AccessQuery>::try_from_uri(request.uri())
-        .map(|q| q.0)
-        .unwrap_or_default();
-    let Some(required) = accesses(route, request.method(), name, &query, auth.scope.as_deref())
-    else {
+    let query = match axum::extract::Query::<AccessQuery>::try_from_uri(request.uri()) {
+        Ok(query) => query.0,
+        Err(e) => {
+            return ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("invalid query: {}", e.body_text()),
+            )
+            .into_response();
+        }
+    };
+    let scope = auth.scope.as_deref();
+    let Some(required) = accesses(route, request.method(), name, &query, scope) else {
+        let allowed = methods_with_rules(route, &query, scope);
+        if !allowed.is_empty() {
+            return method_not_allowed(request.method(), route, &allowed);
+        }
+        // A route served without a rule is refused: fail closed.
         return ApiError::new(
             StatusCode::FORBIDDEN,
             format!("no access rule for {} {route}", request.method()),
@@ -175,6 +230,15 @@ pub(super) async fn check(
                 }
                 ReviewError::Unavailable(_) => {
                     ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()).into_response()
+                }
+                ReviewError::Throttled { retry_after } => {
+                    let mut response =
+                        ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()).into_response();
+                    response.headers_mut().insert(
+                        header::RETRY_AFTER,
+                        HeaderValue::from(retry_after.as_secs()),
+                    );
+                    response
                 }
             };
         }
@@ -272,6 +336,16 @@ mod tests {
             accesses("/pods/{name}", &Method::PATCH, None, &ns(), None).is_none(),
             "a route without a rule is refused"
         );
+        assert_eq!(
+            methods_with_rules("/pods", &ns(), None),
+            [Method::GET],
+            "PUT /pods is a 405 naming GET"
+        );
+        assert_eq!(
+            methods_with_rules("/deployments/{name}", &ns(), None),
+            [Method::GET, Method::POST, Method::DELETE]
+        );
+        assert!(methods_with_rules("/secrets", &ns(), None).is_empty());
     }
 
     #[test]

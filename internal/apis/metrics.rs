@@ -189,8 +189,48 @@ impl Collector for InformerCollector {
     }
 }
 
+/// Reads what `--auth delegated` has asked the apiserver, on each scrape.
+struct ReviewCollector(Arc<confk8s::Reviewer>);
+
+impl std::fmt::Debug for ReviewCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReviewCollector")
+    }
+}
+
+impl Collector for ReviewCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let counts = self.0.counts();
+        for (name, help, value) in [
+            (
+                "auth_token_reviews",
+                "TokenReviews sent to the apiserver for bearer tokens not in the cache",
+                &counts.token_reviews,
+            ),
+            (
+                "auth_token_reviews_throttled",
+                "Requests answered 429 because the bound on TokenReviews was reached",
+                &counts.token_reviews_throttled,
+            ),
+            (
+                "auth_access_reviews",
+                "SubjectAccessReviews sent to the apiserver",
+                &counts.access_reviews,
+            ),
+        ] {
+            let family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            ConstCounter::new(value.load(Relaxed)).encode(family)?;
+        }
+        Ok(())
+    }
+}
+
 impl Metrics {
-    pub fn new(workloads: Arc<Workloads<Source>>) -> Metrics {
+    pub fn new(
+        workloads: Arc<Workloads<Source>>,
+        reviewer: Option<Arc<confk8s::Reviewer>>,
+    ) -> Metrics {
         let mut registry = Registry::with_prefix("k8sailor");
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register("http_requests", "HTTP requests answered", requests.clone());
@@ -223,6 +263,9 @@ impl Metrics {
             )]),
         );
         registry.register_collector(Box::new(InformerCollector(workloads)));
+        if let Some(reviewer) = reviewer {
+            registry.register_collector(Box::new(ReviewCollector(reviewer)));
+        }
         Metrics {
             registry,
             requests,

@@ -89,7 +89,7 @@ impl AppState {
         reviewer: Option<Arc<confk8s::Reviewer>>,
     ) -> AppState {
         AppState(Arc::new(Shared {
-            metrics: Metrics::new(workloads.clone()),
+            metrics: Metrics::new(workloads.clone(), reviewer.clone()),
             workloads,
             health: Arc::new(Health::default()),
             streams: CancellationToken::new(),

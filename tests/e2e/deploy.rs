@@ -870,7 +870,7 @@ async fn namespace_pod_reader(ns: &TestNamespace, verbs: &[&str]) -> String {
 }
 
 /// The test cluster's admin token, from its kubeconfig.
-fn admin_token() -> String {
+pub(crate) fn admin_token() -> String {
     let text =
         std::fs::read_to_string(&cluster().kubeconfig).expect("the test cluster's kubeconfig");
     let kubeconfig: Value = serde_saphyr::from_str(&text).expect("kubeconfig YAML");

@@ -5,7 +5,14 @@
 //! authorizer does), keyed by a SHA-256 of the token, never the token itself.
 
 use std::hash::Hash;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use tokio::sync::Semaphore;
 
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use k8s_openapi::api::authorization::v1::{
@@ -31,6 +38,41 @@ impl Default for ReviewTtls {
             denied: Duration::from_secs(30),
         }
     }
+}
+
+/// How many TokenReviews may be sent for tokens not in the cache. Every distinct bogus token
+/// costs one review, so without a bound a flood of them is a flood on the apiserver; beyond
+/// the bound a caller is told to come back later ([`ReviewError::Throttled`]). Known tokens
+/// are answered from the cache and never wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenReviewLimits {
+    /// Sustained reviews per second.
+    pub per_second: NonZeroU32,
+    /// Reviews allowed at once after a quiet spell (a dashboard's first page, many users).
+    pub burst: NonZeroU32,
+    /// Reviews waiting for the apiserver at one time.
+    pub in_flight: usize,
+}
+
+impl Default for TokenReviewLimits {
+    fn default() -> Self {
+        TokenReviewLimits {
+            per_second: NonZeroU32::new(20).expect("non-zero"),
+            burst: NonZeroU32::new(40).expect("non-zero"),
+            in_flight: 8,
+        }
+    }
+}
+
+/// What the reviewer has asked the apiserver, for metrics.
+#[derive(Debug, Default)]
+pub struct ReviewCounts {
+    /// TokenReviews sent.
+    pub token_reviews: AtomicU64,
+    /// Unknown tokens refused because the bound on TokenReviews was reached.
+    pub token_reviews_throttled: AtomicU64,
+    /// SubjectAccessReviews sent.
+    pub access_reviews: AtomicU64,
 }
 
 /// Who a token belongs to, as the apiserver says.
@@ -87,6 +129,12 @@ pub enum ReviewError {
     },
     #[error("cannot review the request with the Kubernetes API: {0}")]
     Unavailable(String),
+    /// Too many unknown tokens are being reviewed; the caller may try again after the wait.
+    #[error(
+        "too many new bearer tokens are being checked with the Kubernetes API: try again in {}s",
+        retry_after.as_secs()
+    )]
+    Throttled { retry_after: Duration },
 }
 
 fn reason_suffix(reason: &str) -> String {
@@ -136,6 +184,9 @@ pub struct Reviewer {
     ttls: ReviewTtls,
     users: AnswerCache<TokenHash, UserInfo, String>,
     decisions: AnswerCache<(TokenHash, Access), (), ReviewError>,
+    token_review_rate: DefaultDirectRateLimiter,
+    token_reviews_in_flight: Arc<Semaphore>,
+    counts: ReviewCounts,
 }
 
 impl std::fmt::Debug for Reviewer {
@@ -144,6 +195,10 @@ impl std::fmt::Debug for Reviewer {
             .field("ttls", &self.ttls)
             .finish()
     }
+}
+
+fn rate_limiter(limits: TokenReviewLimits) -> DefaultDirectRateLimiter {
+    RateLimiter::direct(Quota::per_second(limits.per_second).allow_burst(limits.burst))
 }
 
 fn token_hash(token: &str) -> TokenHash {
@@ -162,7 +217,46 @@ impl Reviewer {
             ttls,
             users: answer_cache(ttls.authenticated, ttls.unauthenticated),
             decisions: answer_cache(ttls.allowed, ttls.denied),
+            token_review_rate: rate_limiter(TokenReviewLimits::default()),
+            token_reviews_in_flight: Arc::new(Semaphore::new(
+                TokenReviewLimits::default().in_flight,
+            )),
+            counts: ReviewCounts::default(),
         }
+    }
+
+    /// Bounds the TokenReviews sent for tokens not in the cache.
+    pub fn with_token_review_limits(mut self, limits: TokenReviewLimits) -> Self {
+        self.token_review_rate = rate_limiter(limits);
+        self.token_reviews_in_flight = Arc::new(Semaphore::new(limits.in_flight));
+        self
+    }
+
+    /// What has been asked of the apiserver so far.
+    pub fn counts(&self) -> &ReviewCounts {
+        &self.counts
+    }
+
+    /// A permit to send one TokenReview now, or how long to wait for one.
+    fn token_review_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ReviewError> {
+        let throttled = |retry_after: Duration| {
+            self.counts
+                .token_reviews_throttled
+                .fetch_add(1, Ordering::Relaxed);
+            // Retry-After is whole seconds; never tell a client to come back at once.
+            let retry_after = Duration::from_secs(retry_after.as_secs_f64().ceil().max(1.0) as u64);
+            ReviewError::Throttled { retry_after }
+        };
+        // The slot first: a request refused for concurrency must not spend the rate.
+        let permit = self
+            .token_reviews_in_flight
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| throttled(Duration::from_secs(1)))?;
+        self.token_review_rate.check().map_err(|not_until| {
+            throttled(not_until.wait_time_from(DefaultClock::default().now()))
+        })?;
+        Ok(permit)
     }
 
     /// Creates a review (they are never stored); the apiserver's answer fills its status.
@@ -237,6 +331,8 @@ impl Reviewer {
             },
             ..Default::default()
         };
+        let _permit = self.token_review_permit()?;
+        self.counts.token_reviews.fetch_add(1, Ordering::Relaxed);
         let answer = self.ask(&review).await?;
         let status = answer.status.unwrap_or_default();
         let user = match (status.authenticated, status.user) {
@@ -281,6 +377,7 @@ impl Reviewer {
             },
             ..Default::default()
         };
+        self.counts.access_reviews.fetch_add(1, Ordering::Relaxed);
         let answer = self.ask(&review).await?;
         let status = answer.status.unwrap_or_default();
         Ok(if status.allowed {
@@ -427,6 +524,79 @@ mod tests {
             .await
             .expect("an expired refusal is asked about again")
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn unknown_tokens_beyond_the_rate_are_throttled_without_asking() {
+        let (reviewer, server) = reviewer_with(vec![
+            (TOKEN_REVIEWS, token_answer(None)),
+            (TOKEN_REVIEWS, token_answer(Some("alice"))),
+        ]);
+        let one = NonZeroU32::new(1).unwrap();
+        let reviewer = reviewer.with_token_review_limits(TokenReviewLimits {
+            per_second: one,
+            burst: NonZeroU32::new(2).unwrap(),
+            in_flight: 4,
+        });
+        assert!(matches!(
+            reviewer.review("bogus-1", &list_pods(None)).await,
+            Err(ReviewError::Unauthenticated(_))
+        ));
+        let alice = token_hash("alice-token");
+        let user = reviewer.authenticate(alice, "alice-token").await;
+        assert_eq!(user.unwrap().username, "alice");
+        for n in 2..10 {
+            let err = reviewer
+                .review(&format!("bogus-{n}"), &list_pods(None))
+                .await
+                .unwrap_err();
+            let ReviewError::Throttled { retry_after } = err else {
+                panic!("expected Throttled, got {err:?}");
+            };
+            assert!(retry_after >= Duration::from_secs(1), "{retry_after:?}");
+        }
+        let counts = reviewer.counts();
+        assert_eq!(counts.token_reviews.load(Ordering::Relaxed), 2);
+        assert_eq!(counts.token_reviews_throttled.load(Ordering::Relaxed), 8);
+        // A known token is answered from the cache, throttled or not.
+        assert!(reviewer.authenticate(alice, "alice-token").await.is_ok());
+        assert_eq!(
+            server.await.unwrap().len(),
+            2,
+            "the throttled never reached the apiserver"
+        );
+    }
+
+    #[tokio::test]
+    async fn reviews_in_flight_are_bounded() {
+        let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let reviewer = Arc::new(
+            Reviewer::new(Client::new(service, "default"), ReviewTtls::default())
+                .with_token_review_limits(TokenReviewLimits {
+                    in_flight: 1,
+                    ..TokenReviewLimits::default()
+                }),
+        );
+        let first = tokio::spawn({
+            let reviewer = reviewer.clone();
+            async move { reviewer.review("slow", &list_pods(None)).await }
+        });
+        // The first review is now waiting for the apiserver and holds the only slot.
+        let (_, send) = handle.next_request().await.expect("a review");
+        let err = reviewer
+            .review("second", &list_pods(None))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ReviewError::Throttled { .. }), "{err:?}");
+        send.send_response(
+            Response::builder()
+                .body(Body::from(serde_json::to_vec(&token_answer(None)).unwrap()))
+                .unwrap(),
+        );
+        assert!(matches!(
+            first.await.unwrap(),
+            Err(ReviewError::Unauthenticated(_))
+        ));
     }
 
     #[test]
