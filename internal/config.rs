@@ -176,7 +176,8 @@ impl Settings {
         .map_err(|e| ConfigError::Invalid {
             key: "allowedHosts",
             reason: e.to_string(),
-        })?;
+        })?
+        .serving(listen.ip());
         let namespace = layer.namespace.filter(|ns| !ns.is_empty());
         if let Some(ns) = &namespace
             && !selector::validation::is_dns1123_label(ns)

@@ -2,10 +2,9 @@
 //! when its `Host` is a name that cannot be an attacker's. A page on `evil.example` whose name
 //! the attacker then points at 127.0.0.1 reaches k8sailor from the operator's browser as
 //! same-origin (CORS never applies) but still says `Host: evil.example`. Served: loopback names
-//! (`localhost`, `*.localhost`, which browsers resolve to loopback themselves), any IP address
-//! (a browser sends an IP as `Host` only when the page's own origin is that address, so no
-//! name was rebound: this also serves the kubelet's probes and Prometheus, which address the
-//! pod by IP), and the names in `allowedHosts` (`*`: any). With `auth: delegated` a rebinding
+//! (`localhost`, `*.localhost`, which browsers resolve to loopback themselves), loopback
+//! addresses, the address k8sailor listens on (any of the machine's when that is 0.0.0.0, so
+//! Prometheus may scrape a pod by its IP), and the names in `allowedHosts` (`*`: any). With `auth: delegated` a rebinding
 //! page has no token to send, so the check is off. `/livez` and `/readyz` are never checked:
 //! they tell nothing, and a probe may name any host.
 
@@ -39,6 +38,8 @@ pub enum HostPattern {
     Name(String),
     /// `.example.com`: `example.com` and every name under it.
     Domain(String),
+    /// The address k8sailor listens on (every address when it is 0.0.0.0 or ::).
+    Listen(IpAddr),
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -72,13 +73,39 @@ impl AllowedHosts {
             .map(AllowedHosts::Listed)
     }
 
+    /// Also serves `Host` set to the address k8sailor listens on; on 0.0.0.0 or ::, any of the
+    /// machine's addresses (a pod's IP, as Prometheus and the kubelet address it).
+    pub fn serving(self, listen: IpAddr) -> AllowedHosts {
+        match self {
+            AllowedHosts::Any => AllowedHosts::Any,
+            AllowedHosts::Listed(mut patterns) => {
+                patterns.push(HostPattern::Listen(listen));
+                AllowedHosts::Listed(patterns)
+            }
+        }
+    }
+
     /// Whether a `Host` value (a name or address, with or without port) may be served.
     pub fn allows(&self, host: &str) -> bool {
         let Some((host, _)) = Host::parse_with_port(host) else {
             return false;
         };
         match host {
-            Host::Ip(_) => true,
+            // An address is never a rebound name; only ours are served, as the rule
+            // says: loopback, or the one k8sailor listens on.
+            Host::Ip(ip) => {
+                ip.is_loopback()
+                    || ip.to_canonical().is_loopback()
+                    || match self {
+                        AllowedHosts::Any => true,
+                        AllowedHosts::Listed(patterns) => patterns.iter().any(|p| match p {
+                            HostPattern::Listen(listen) => {
+                                listen.is_unspecified() || *listen == ip.to_canonical()
+                            }
+                            _ => false,
+                        }),
+                    }
+            }
             Host::Name(name) => {
                 name == "localhost"
                     || name.ends_with(".localhost")
@@ -109,6 +136,7 @@ impl HostPattern {
 
     fn matches(&self, name: &str) -> bool {
         match self {
+            HostPattern::Listen(_) => false,
             HostPattern::Name(n) => name == n,
             HostPattern::Domain(d) => {
                 name == d
@@ -232,7 +260,7 @@ mod tests {
     }
 
     #[test]
-    fn loopback_names_and_ip_addresses_pass_by_default() {
+    fn loopback_names_and_addresses_pass_by_default() {
         for host in [
             "localhost",
             "localhost:8088",
@@ -247,12 +275,25 @@ mod tests {
             "[::1]:8088",
             "[0:0:0:0:0:0:0:1]:8088",
             "[::ffff:127.0.0.1]:8088",
-            // The kubelet's probes and Prometheus address the pod by IP.
-            "10.244.1.7:8088",
-            "[fd00::7]:8088",
         ] {
             assert!(defaults().allows(host), "{host}");
         }
+    }
+
+    #[test]
+    fn other_addresses_pass_only_where_k8sailor_listens_on_them() {
+        let on_loopback = defaults().serving(Ipv4Addr::LOCALHOST.into());
+        let on_pod_ip = defaults().serving("10.244.1.7".parse().unwrap());
+        // In a pod (0.0.0.0), the kubelet and Prometheus address it by the pod's IP.
+        let everywhere = defaults().serving(Ipv4Addr::UNSPECIFIED.into());
+        for host in ["10.244.1.7:8088", "[fd00::7]:8088", "192.168.1.5"] {
+            assert!(!on_loopback.allows(host), "{host}");
+            assert!(everywhere.allows(host), "{host}");
+        }
+        assert!(on_pod_ip.allows("10.244.1.7:8088"));
+        assert!(!on_pod_ip.allows("10.244.1.8:8088"));
+        assert!(on_pod_ip.allows("127.0.0.1:8088"));
+        assert!(!on_pod_ip.allows("evil.example"));
     }
 
     #[test]

@@ -285,12 +285,7 @@ async fn with_auth_none_foreign_host_names_are_refused_but_probes_answer() {
     }
     let (status, _) = status_for_host(app(), "/metrics", "evil.example").await;
     assert_eq!(status, StatusCode::MISDIRECTED_REQUEST);
-    for host in [
-        "localhost:8088",
-        "127.0.0.1:8088",
-        "[::1]:8088",
-        "10.244.0.7:8088",
-    ] {
+    for host in ["localhost:8088", "127.0.0.1:8088", "[::1]:8088"] {
         let (status, _) = status_for_host(app(), "/k8sailor/v0/ping", host).await;
         assert_eq!(status, StatusCode::OK, "{host}");
     }

@@ -159,11 +159,11 @@ async fn without_auth_a_request_for_a_foreign_host_name_is_refused() {
             assert_eq!(status, 200, "{path} for {host}: {body}");
         }
     }
-    // Prometheus scrapes the pod by IP.
+    // An address that is not where it listens (127.0.0.1 here) is refused like a name.
     let (status, _, _) = server
         .request("GET", "/metrics", &[("Host", "10.244.3.7:8088")])
         .await;
-    assert_eq!(status, 200);
+    assert_eq!(status, 421);
 }
 
 #[tokio::test]
@@ -218,4 +218,13 @@ async fn no_auth_on_a_reachable_address_needs_allow_unauthenticated() {
     assert!(server.base.contains("//0.0.0.0:"), "{}", server.base);
     server.base = server.base.replace("//0.0.0.0:", "//127.0.0.1:");
     assert_eq!(server.get_text("/ping").await, (200, "pong".to_string()));
+    // On 0.0.0.0 every address of the machine is its own: a pod's IP, as Prometheus scrapes.
+    let (status, _, body) = server
+        .request("GET", "/metrics", &[("Host", "10.244.3.7:8088")])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _, _) = server
+        .request("GET", "/metrics", &[("Host", "evil.example")])
+        .await;
+    assert_eq!(status, 421);
 }
