@@ -384,6 +384,33 @@ impl DeploymentRecord {
     }
 }
 
+impl PodStatusDto {
+    /// The original k8sailor's meaning, which its web client relies on: the reason and message
+    /// of the first container that is waiting without being ready (ImagePullBackOff,
+    /// CrashLoopBackOff, ...), init containers first, else the Pod's own. The client asks for
+    /// a Pod's event only when `reason` is set, and the Pod-level fields are empty in exactly
+    /// those common cases.
+    fn of(status: &k8s_openapi::api::core::v1::PodStatus) -> PodStatusDto {
+        let waiting = status
+            .init_container_statuses
+            .iter()
+            .chain(status.container_statuses.iter())
+            .flatten()
+            .filter(|c| !c.ready)
+            .find_map(|c| c.state.as_ref()?.waiting.as_ref());
+        let text = |s: &Option<String>| s.clone().unwrap_or_default();
+        let (reason, message) = match waiting {
+            Some(w) => (text(&w.reason), text(&w.message)),
+            None => (text(&status.reason), text(&status.message)),
+        };
+        PodStatusDto {
+            phase: text(&status.phase),
+            reason,
+            message,
+        }
+    }
+}
+
 impl PodRecord {
     pub fn from_pod(pod: &Pod) -> Arc<Self> {
         let meta = &pod.metadata;
@@ -414,11 +441,7 @@ impl PodRecord {
             node_ip: text(&status.host_ip),
             pod_ip: text(&status.pod_ip),
             create_time: rfc3339(&meta.creation_timestamp),
-            status: PodStatusDto {
-                phase: text(&status.phase),
-                reason: text(&status.reason),
-                message: text(&status.message),
-            },
+            status: PodStatusDto::of(status),
             labels: meta.labels.clone().unwrap_or_default(),
             uid: meta.uid.clone().unwrap_or_default(),
             creation_timestamp: rfc3339(&meta.creation_timestamp),
@@ -618,6 +641,44 @@ mod tests {
         let raw: serde_json::Value = serde_json::from_slice(&json).unwrap();
         assert_eq!(raw["kind"], "Pod");
         assert_eq!(raw["metadata"]["name"], "web-1");
+    }
+
+    #[test]
+    fn a_pods_reason_is_its_first_waiting_containers_then_its_own() {
+        // The status alone: a whole record would make these odd pods the compression
+        // dictionary for the other tests.
+        let status_of = |status: serde_json::Value| {
+            serde_json::to_value(PodStatusDto::of(&serde_json::from_value(status).unwrap()))
+                .unwrap()
+        };
+        let waiting = |name: &str, reason: &str| {
+            serde_json::json!({"name": name, "image": "x", "imageID": "", "ready": false,
+                "restartCount": 0, "state": {"waiting": {"reason": reason, "message": format!("{name}: {reason}")}}})
+        };
+        let running = serde_json::json!({"name": "ok", "image": "x", "imageID": "", "ready": true,
+            "restartCount": 0, "state": {"running": {}}});
+        let s = status_of(serde_json::json!({"phase": "Pending",
+            "containerStatuses": [running, waiting("app", "ImagePullBackOff"), waiting("side", "ErrImagePull")]}));
+        assert_eq!(s["reason"], "ImagePullBackOff");
+        assert_eq!(s["message"], "app: ImagePullBackOff");
+        let s = status_of(serde_json::json!({"phase": "Pending",
+            "initContainerStatuses": [waiting("init", "CrashLoopBackOff")],
+            "containerStatuses": [waiting("app", "PodInitializing")]}));
+        assert_eq!(
+            s["reason"], "CrashLoopBackOff",
+            "the init container holds the Pod up"
+        );
+        let s = status_of(serde_json::json!({"phase": "Failed", "reason": "Evicted",
+            "message": "low on memory", "containerStatuses": [running]}));
+        assert_eq!(
+            (s["reason"].as_str(), s["message"].as_str()),
+            (Some("Evicted"), Some("low on memory"))
+        );
+        let s = status_of(serde_json::json!({"phase": "Running", "containerStatuses": [running]}));
+        assert_eq!(
+            (s["reason"].as_str(), s["message"].as_str()),
+            (Some(""), Some(""))
+        );
     }
 
     #[test]

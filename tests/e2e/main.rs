@@ -8,6 +8,7 @@ mod auth_limits;
 mod deploy;
 mod exposure;
 mod operations;
+mod parity;
 mod read_path;
 mod selectors;
 mod watch;
