@@ -267,6 +267,16 @@ pub struct EventDto {
 }
 
 impl EventDto {
+    /// What `/pods/{name}/event` answers for a Pod without events: its names, the rest empty.
+    pub fn none_about(namespace: &str, name: &str) -> Self {
+        EventDto {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            count: 0,
+            ..EventDto::default()
+        }
+    }
+
     pub fn from_event(e: &k8s_openapi::api::core::v1::Event) -> Self {
         let last = e
             .last_timestamp

@@ -316,7 +316,7 @@ async fn delete_pod(
 #[utoipa::path(get, path = "/pods/{name}/event", tag = "pods",
     params(("name" = String, Path, description = "Pod name"), ObjectParams),
     responses(
-        (status = 200, description = "The Pod's newest event, or null if it has none", body = Envelope<Option<EventDto>>),
+        (status = 200, description = "The Pod's newest event; for a Pod without events, its namespace and name with empty message and reason (never null)", body = Envelope<EventDto>),
         (status = 400, description = "Invalid namespace or name", body = ErrorEnvelope),
         (status = 404, description = "No such Pod", body = ErrorEnvelope),
     ))]

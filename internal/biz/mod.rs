@@ -383,13 +383,17 @@ impl<S: WorkloadSource> Workloads<S> {
         Ok(self.source.pod_events(ns, name).await?)
     }
 
-    /// The Pod's newest event, as the original `/pods/{name}/event` answered; None if it has none.
+    /// The Pod's newest event, as the original `/pods/{name}/event` answered: a Pod without
+    /// events has one with empty `message` and `reason`, never null (the original client
+    /// reads `data.message` unguarded).
     pub async fn latest_pod_event(
         &self,
         namespace: Option<&str>,
         name: &str,
-    ) -> Result<Option<EventDto>, BizError> {
-        Ok(self.pod_events(namespace, name).await?.into_iter().next())
+    ) -> Result<EventDto, BizError> {
+        let ns = object_namespace(namespace)?;
+        let newest = self.pod_events(Some(ns), name).await?.into_iter().next();
+        Ok(newest.unwrap_or_else(|| EventDto::none_about(ns, name)))
     }
 
     /// The Pod as kubectl prints it with `-o json` or `-o yaml`.

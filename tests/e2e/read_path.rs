@@ -377,4 +377,26 @@ async fn pod_events_are_read_live_newest_first() {
         .get(&format!("/pods/ghost/events?namespace={}", ns.name))
         .await;
     assert_eq!(status, 404);
+    let (status, _) = server
+        .get(&format!("/pods/ghost/event?namespace={}", ns.name))
+        .await;
+    assert_eq!(status, 404);
+
+    // A pod without events: never null, the original client reads data.message unguarded.
+    ns.api::<Pod>()
+        .create(&PostParams::default(), &crate::support::pod("quiet", &[]))
+        .await
+        .unwrap();
+    let quiet = format!("/pods/quiet/event?namespace={}", ns.name);
+    let (latest, _) = eventually(SOON, "the quiet pod", || async {
+        let (status, body) = server.get(&quiet).await;
+        (status == 200).then_some(body)
+    })
+    .await;
+    assert_eq!(
+        latest["data"],
+        json!({"namespace": ns.name, "name": "quiet", "message": "", "reason": "", "type": "",
+               "count": 0, "firstTimestamp": null, "lastTimestamp": null, "source": ""}),
+        "{latest}"
+    );
 }
