@@ -4,6 +4,7 @@
 
 mod support;
 
+mod access;
 mod deploy;
 mod operations;
 mod read_path;

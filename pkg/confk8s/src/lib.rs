@@ -41,7 +41,7 @@ mod status;
 pub use client::{ClientError, ClientOptions, ConfigSource, Connection, connect, load_config};
 pub use delta::{Delta, DeltaTracker, ObjectKey, Step, strip_noise};
 pub use informer::{FactoryError, Handler, InformerFactory, RelistBatch, Watched};
-pub use review::{Access, ReviewError, ReviewTtls, Reviewer, UserInfo};
+pub use review::{Access, ReviewError, ReviewTtls, Reviewer, UserInfo, caller_key};
 pub use signals::{WatchSignalLayer, WatchSignals};
 pub use slim::SlimPod;
 pub use status::{InformerState, InformerStatus};
