@@ -350,7 +350,8 @@ impl World {
             TestNamespace::new("access-b").await,
             TestNamespace::new("access-c").await,
         ];
-        let solo_label = format!("access-solo-{}", std::process::id());
+        // Unique to this world: the tests run at once in one process.
+        let solo_label = format!("solo-{}", namespaces[0].name);
         for ns in &namespaces {
             create(&ns.api::<Deployment>(), &deployment("web", 1, &[])).await;
             create(
