@@ -46,7 +46,9 @@ pub fn describe(openapi: &mut utoipa::openapi::OpenApi) {
          {code, data, error}: code 0 on success, the HTTP status otherwise. A server started \
          with --auth delegated needs 'Authorization: Bearer <token>' on every API route but \
          /ping: 401 without a token the apiserver accepts, 403 when the token's owner may \
-         not, under the cluster's RBAC, do what the route does."
+         not, under the cluster's RBAC, do what the route does. A list or watch without \
+         namespace shows the namespaces where the owner may list (watch) the kind, and says \
+         metadata.accessFiltered (a watch: in its BOOKMARK) when some were left out."
             .into(),
     );
 }

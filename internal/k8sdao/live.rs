@@ -78,9 +78,10 @@ impl LiveSource {
     }
 }
 
-/// Whether the caller may see the object, by its namespace.
+/// Whether the caller may see the object, by its namespace. The kinds served are namespaced;
+/// an object without one is in no namespace a filter names, so only an open filter shows it.
 fn visible<K: kube::Resource>(filter: &NamespaceFilter, object: &K) -> bool {
-    filter.allows(object.meta().namespace.as_deref().unwrap_or_default())
+    filter.allows(object.meta().namespace.as_deref().unwrap_or(""))
 }
 
 /// How long one watch request lasts before a live watch makes it again from the last

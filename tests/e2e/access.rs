@@ -445,8 +445,17 @@ async fn settle(server: &Server, world: &World) {
 
 #[tokio::test]
 async fn each_user_sees_exactly_what_the_apiserver_lets_it_list() {
+    list_matrix("cache").await;
+}
+
+#[tokio::test]
+async fn each_user_sees_exactly_what_the_apiserver_lets_it_list_from_the_live_source() {
+    list_matrix("live").await;
+}
+
+async fn list_matrix(source: &str) {
     let world = World::new().await;
-    let server = Server::start(&["--auth", "delegated"]);
+    let server = Server::start(&["--auth", "delegated", "--source", source]);
     settle(&server, &world).await;
     let mine = world.mine();
 
@@ -712,8 +721,17 @@ async fn single_objects_events_and_writes_need_the_users_own_rights() {
 
 #[tokio::test]
 async fn a_restricted_watch_never_sends_an_object_of_a_forbidden_namespace() {
+    restricted_watch("cache").await;
+}
+
+#[tokio::test]
+async fn a_restricted_live_watch_never_sends_an_object_of_a_forbidden_namespace() {
+    restricted_watch("live").await;
+}
+
+async fn restricted_watch(source: &str) {
     let world = World::new().await;
-    let server = Server::start(&["--auth", "delegated"]);
+    let server = Server::start(&["--auth", "delegated", "--source", source]);
     settle(&server, &world).await;
     let pods_two = world.user("pods-two");
     let allowed: BTreeSet<String> = world.namespaces[..2]
