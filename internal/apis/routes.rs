@@ -38,7 +38,8 @@ pub fn api() -> OpenApiRouter<AppState> {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub(super) struct ListParams {
-    /// Namespace to list; absent or empty: all namespaces.
+    /// Namespace to list; absent or empty: all namespaces (with `--auth delegated`, those
+    /// where the caller may list (watch) the kind; `metadata.accessFiltered` says so).
     namespace: Option<String>,
     /// Label selector in kubectl syntax: `a=b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a`, `a>1`.
     label_selector: Option<String>,
