@@ -60,6 +60,7 @@ struct AccessQuery {
 }
 
 const APPS: &str = "apps";
+const WATCH: &str = "watch";
 const CORE: &str = "";
 
 fn access(
@@ -130,7 +131,7 @@ fn rule(
     let object_ns = Some(asked.unwrap_or(DEFAULT_NAMESPACE));
     // An invalid `watch` is the handler's 400; here it is no watch.
     let watch = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false);
-    let list_verb = if watch { "watch" } else { "list" };
+    let list_verb = if watch { WATCH } else { "list" };
     let required = match (route, method.as_str()) {
         ("/ping", "GET") => Vec::new(),
         ("/deployments", "GET") => {
@@ -220,11 +221,23 @@ async fn visible_namespaces(
         Err(ReviewError::Forbidden { .. }) => {}
         Err(e) => return Err(refusal(e)),
     }
-    let candidates = auth
-        .workloads
-        .namespaces_holding(kind)
-        .await
-        .map_err(|e| ApiError::from(e).into_response())?;
+    // A watch's namespaces are fixed when it starts, so it also takes those holding the
+    // other kind: a Deployment scaled to zero keeps its namespace in, and its new pods show.
+    let kinds: &[ObjectKind] = if access.verb == WATCH {
+        &[ObjectKind::Deployment, ObjectKind::Pod]
+    } else {
+        std::slice::from_ref(&kind)
+    };
+    let mut candidates = std::collections::BTreeSet::new();
+    for kind in kinds {
+        let holding = auth
+            .workloads
+            .namespaces_holding(*kind)
+            .await
+            .map_err(|e| ApiError::from(e).into_response())?;
+        candidates.extend(holding);
+    }
+    let candidates = candidates.into_iter().collect();
     let allowed = auth
         .reviewer
         .namespaces_allowed(token, access, candidates, NAMESPACE_REVIEWS_AT_ONCE)

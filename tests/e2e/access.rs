@@ -734,8 +734,22 @@ async fn restricted_watch(source: &str) {
     let server = Server::start(&["--auth", "delegated", "--source", source]);
     settle(&server, &world).await;
     let pods_two = world.user("pods-two");
+    // A namespace where pods-two may read pods but that holds none yet: a Deployment scaled
+    // to zero.
+    let idle = TestNamespace::new("access-idle").await;
+    let rules = vec![rule("", &["pods"], &["get", "list", "watch"])];
+    grant(&idle, &world.namespaces[0], pods_two, rules).await;
+    create(&idle.api::<Deployment>(), &deployment("idle", 0, &[])).await;
+    let idle_deployment = format!("/deployments/idle?namespace={}", idle.name);
+    let everything = world.user("everything");
+    eventually(SOON, "the idle Deployment in the cache", || async {
+        let (status, _) = ask(&server, "GET", &idle_deployment, &everything.token).await;
+        (status == 200).then_some(())
+    })
+    .await;
     let allowed: BTreeSet<String> = world.namespaces[..2]
         .iter()
+        .chain([&idle])
         .map(|n| n.name.clone())
         .collect();
 
@@ -789,4 +803,24 @@ async fn restricted_watch(source: &str) {
     }
     let quiet = tokio::time::timeout(Duration::from_millis(500), none.next()).await;
     assert!(quiet.is_err(), "a watch of nothing sent {quiet:?}");
+
+    // The idle Deployment scaled up: its pod joins pods-two's watch.
+    let scale = serde_json::json!({"spec": {"replicas": 1}});
+    idle.api::<Deployment>()
+        .patch(
+            "idle",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&scale),
+        )
+        .await
+        .expect("scale the idle Deployment");
+    loop {
+        let event = watch.next().await;
+        let key = key_of(&event["object"]);
+        assert!(allowed.contains(&key.0), "LEAK: {event}");
+        if key.0 == idle.name {
+            assert_eq!(event["type"], "ADDED", "{event}");
+            break;
+        }
+    }
 }
