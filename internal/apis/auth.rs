@@ -81,7 +81,7 @@ fn access(
 }
 
 /// What a request needs in RBAC terms.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Rule {
     /// Each must be allowed, or the request is refused.
     required: Vec<Access>,
@@ -98,7 +98,8 @@ impl Rule {
         }
     }
 
-    /// A list of `resource` in `namespace`, or across the namespaces the caller may list it in.
+    /// A list or watch of `kind`: in the namespace `access` names, if it names one (refused
+    /// without the right there), else across the namespaces where `access` is allowed.
     fn list(kind: ObjectKind, access: Access) -> Rule {
         if access.namespace.is_some() {
             Rule::all(vec![access])
