@@ -276,10 +276,16 @@ async fn paging_walks_every_item_once_and_old_tokens_are_gone() {
     }
     assert_eq!(seen, ["web-1a2b-y", "web-1a2b-x", "bare"]);
 
+    // A token we never issued is the request's fault, not an expiry.
     let (status, json) = get("/k8sailor/v0/pods?limit=1&continue=ffff.1").await;
-    assert_eq!(status, StatusCode::GONE);
-    assert_eq!(json["code"], 410);
-    assert!(json["error"].as_str().unwrap().contains("restart the list"));
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(json["code"], 400);
+    assert!(
+        json["error"]
+            .as_str()
+            .unwrap()
+            .contains("not issued by this server")
+    );
     for bad in [
         "/k8sailor/v0/pods?continue=garbage",
         "/k8sailor/v0/pods?sort=age",

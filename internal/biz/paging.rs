@@ -101,6 +101,9 @@ struct Snapshot<R> {
 /// The snapshots behind live continue tokens, for one kind.
 pub struct PageStore<R> {
     snapshots: Mutex<VecDeque<Snapshot<R>>>,
+    /// Ids issued are `first_id..next_id`; the first is random, so a token this process never
+    /// issued (forged, or from another process) is told apart from an expired one.
+    first_id: u64,
     next_id: std::sync::atomic::AtomicU64,
     ttl: Duration,
     capacity: usize,
@@ -149,9 +152,14 @@ pub fn fingerprint(parts: &impl Hash) -> u64 {
 
 impl<R> PageStore<R> {
     pub fn new(ttl: Duration, capacity: usize) -> Self {
+        // std's per-process random hasher keys: random enough to tell processes apart, no
+        // crate needed. Between 2^32 and 2^48, so ids never wrap.
+        let random = std::hash::BuildHasher::build_hasher(&std::hash::RandomState::new()).finish();
+        let first_id = (random >> 16) | (1 << 32);
         PageStore {
             snapshots: Mutex::new(VecDeque::new()),
-            next_id: std::sync::atomic::AtomicU64::new(1),
+            first_id,
+            next_id: std::sync::atomic::AtomicU64::new(first_id),
             ttl,
             capacity,
         }
@@ -208,6 +216,12 @@ impl<R> PageStore<R> {
         limit: Option<usize>,
     ) -> Result<PageSlice<R>, BizError> {
         let token = Token::decode(token)?;
+        let issued = self.first_id..self.next_id.load(std::sync::atomic::Ordering::Relaxed);
+        if !issued.contains(&token.id) {
+            return Err(BizError::Query(
+                "the continue token was not issued by this server (or it restarted since): start the list without it".into(),
+            ));
+        }
         let found = self
             .lock()
             .iter()
@@ -342,6 +356,15 @@ mod tests {
             store.next("zz", 1, None, Some(1)),
             Err(BizError::Query(_))
         ));
+        // Well-formed but never issued here: not "expired", a bad request.
+        let other = PageStore::<PodRecord>::default();
+        for forged in ["ffff.1".to_string(), b.clone()] {
+            let refused = other.next(&forged, 1, None, Some(1)).unwrap_err();
+            assert!(
+                matches!(&refused, BizError::Query(m) if m.contains("not issued by this server")),
+                "{forged}: {refused}"
+            );
+        }
     }
 
     #[test]

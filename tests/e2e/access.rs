@@ -546,6 +546,15 @@ async fn a_continue_token_gives_another_user_nothing() {
     let world = World::new().await;
     let server = Server::start(&["--auth", "delegated"]);
     settle(&server, &world).await;
+    // Forged tokens (well-formed, never issued by this server) are the caller's fault: a 400,
+    // not a 410 that tells them it once existed.
+    let everything = world.user("everything");
+    for forged in ["1.1", "ffff.1", "7fffffffffff.0"] {
+        let path = format!("/pods?limit=1&continue={forged}");
+        let (status, body) = ask(&server, "GET", &path, &everything.token).await;
+        assert_eq!(status, 400, "{path}: {body}");
+        assert!(body["data"].is_null(), "{body}");
+    }
     let selector = format!("access-e2e={}", world.solo_label);
     // In one namespace both may list (the snapshot holds nothing the other may not see, yet
     // the token is not theirs), and across namespaces.
