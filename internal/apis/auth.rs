@@ -2,6 +2,14 @@
 //! must be allowed by the cluster's RBAC to do what the request reads or writes, exactly as if
 //! it asked the apiserver itself (TokenReview, then SubjectAccessReview, both cached). Probes,
 //! metrics and the OpenAPI description stay open, as the apiserver's own are.
+//!
+//! A list or watch across all namespaces is not refused for want of cluster-wide rights: it
+//! shows the objects of the namespaces where the caller may list (watch) the kind. Which
+//! those are is decided here, with SubjectAccessReviews: one cluster-wide review (a caller
+//! allowed everywhere costs no more), else one per namespace that holds objects of the kind
+//! (the only ones a list could show anything of), answers cached per token and namespace,
+//! at most [`NAMESPACE_REVIEWS_AT_ONCE`] under way at a time. biz gets the decision as a plain
+//! [`NamespaceFilter`], and the continue tokens a caller gets are bound to its token.
 
 use std::sync::Arc;
 
@@ -14,7 +22,13 @@ use confk8s::{Access, ReviewError, Reviewer};
 use serde::Deserialize;
 
 use super::ApiError;
-use crate::biz::DEFAULT_NAMESPACE;
+use crate::biz::{DEFAULT_NAMESPACE, NamespaceFilter, ObjectKind, Visibility, Workloads};
+use crate::k8sdao::Source;
+
+/// SubjectAccessReviews one filtered list may have under way at once: a cold cache with
+/// thousands of namespaces is answered in a few round trips' time per batch, without a burst
+/// of thousands of requests at the apiserver.
+const NAMESPACE_REVIEWS_AT_ONCE: usize = 16;
 
 /// Who may call the API.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -36,6 +50,8 @@ pub(super) struct AuthLayer {
     /// The one namespace served, if the server is scoped: a list without `namespace` is a
     /// list of that namespace.
     pub scope: Option<String>,
+    /// Where the candidate namespaces of a filtered list come from.
+    pub workloads: Arc<Workloads<Source>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -45,6 +61,7 @@ struct AccessQuery {
 }
 
 const APPS: &str = "apps";
+const WATCH: &str = "watch";
 const CORE: &str = "";
 
 fn access(
@@ -64,25 +81,67 @@ fn access(
     }
 }
 
-/// What a request to `route` (a template under the prefix) does in RBAC terms, every access
-/// required; None for a route without a rule, which is refused (fail closed).
-fn accesses(
+/// What a request needs in RBAC terms.
+#[derive(Debug)]
+struct Rule {
+    /// Each must be allowed, or the request is refused.
+    required: Vec<Access>,
+    /// A list or watch across namespaces: it shows the objects of this kind in the namespaces
+    /// where this access (its namespace left open) is allowed.
+    per_namespace: Option<(ObjectKind, Access)>,
+}
+
+impl Rule {
+    fn all(required: Vec<Access>) -> Rule {
+        Rule {
+            required,
+            per_namespace: None,
+        }
+    }
+
+    /// A list or watch of `kind`: in the namespace `access` names, if it names one (refused
+    /// without the right there), else across the namespaces where `access` is allowed.
+    fn list(kind: ObjectKind, access: Access) -> Rule {
+        if access.namespace.is_some() {
+            Rule::all(vec![access])
+        } else {
+            Rule {
+                required: Vec::new(),
+                per_namespace: Some((kind, access)),
+            }
+        }
+    }
+
+    /// Needs no token at all.
+    fn is_open(&self) -> bool {
+        self.required.is_empty() && self.per_namespace.is_none()
+    }
+}
+
+/// What a request to `route` (a template under the prefix) does in RBAC terms; None for a
+/// route without a rule, which is refused (fail closed).
+fn rule(
     route: &str,
     method: &Method,
     name: Option<&str>,
     query: &AccessQuery,
     scope: Option<&str>,
-) -> Option<Vec<Access>> {
+) -> Option<Rule> {
     // Lists: the namespace asked for, else the served one, else all; objects: kubectl's default.
     let asked = query.namespace.as_deref().filter(|ns| !ns.is_empty());
     let list_ns = asked.or(scope);
     let object_ns = Some(asked.unwrap_or(DEFAULT_NAMESPACE));
     // An invalid `watch` is the handler's 400; here it is no watch.
     let watch = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false);
-    let list_verb = if watch { "watch" } else { "list" };
-    Some(match (route, method.as_str()) {
+    let list_verb = if watch { WATCH } else { "list" };
+    let required = match (route, method.as_str()) {
         ("/ping", "GET") => Vec::new(),
-        ("/deployments", "GET") => vec![access(list_verb, APPS, "deployments", list_ns, None)],
+        ("/deployments", "GET") => {
+            return Some(Rule::list(
+                ObjectKind::Deployment,
+                access(list_verb, APPS, "deployments", list_ns, None),
+            ));
+        }
         ("/deployments/{name}", "GET") => {
             vec![access("get", APPS, "deployments", object_ns, name)]
         }
@@ -100,7 +159,12 @@ fn accesses(
             access("get", APPS, "deployments", object_ns, name),
             access(list_verb, CORE, "pods", object_ns, None),
         ],
-        ("/pods", "GET") => vec![access(list_verb, CORE, "pods", list_ns, None)],
+        ("/pods", "GET") => {
+            return Some(Rule::list(
+                ObjectKind::Pod,
+                access(list_verb, CORE, "pods", list_ns, None),
+            ));
+        }
         ("/pods/{name}" | "/pods/{name}/output", "GET") => {
             vec![access("get", CORE, "pods", object_ns, name)]
         }
@@ -110,7 +174,8 @@ fn accesses(
             access("list", CORE, "events", object_ns, None),
         ],
         _ => return None,
-    })
+    };
+    Some(Rule::all(required))
 }
 
 fn bearer_token(request: &Request) -> Option<&str> {
@@ -135,7 +200,7 @@ fn methods_with_rules(route: &str, query: &AccessQuery, scope: Option<&str>) -> 
         Method::DELETE,
     ]
     .into_iter()
-    .filter(|m| accesses(route, m, None, query, scope).is_some())
+    .filter(|m| rule(route, m, None, query, scope).is_some())
     .collect()
 }
 
@@ -164,11 +229,72 @@ fn unauthenticated(reason: String) -> Response {
     response
 }
 
-/// Refuses the request unless its token's owner may do everything it does.
+fn refusal(e: ReviewError) -> Response {
+    match e {
+        ReviewError::Unauthenticated(reason) => unauthenticated(reason),
+        ReviewError::Forbidden { .. } => {
+            ApiError::new(StatusCode::FORBIDDEN, e.to_string()).into_response()
+        }
+        ReviewError::Unavailable(_) => {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()).into_response()
+        }
+        ReviewError::Throttled { retry_after } => {
+            let mut response =
+                ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()).into_response();
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(retry_after.as_secs()),
+            );
+            response
+        }
+    }
+}
+
+/// The namespaces whose objects of `kind` the caller may see by `access`.
+async fn visible_namespaces(
+    auth: &AuthLayer,
+    token: &str,
+    kind: ObjectKind,
+    access: &Access,
+) -> Result<NamespaceFilter, Response> {
+    // Cluster-wide first: a caller allowed everywhere costs one (cached) review, and sees
+    // namespaces created later too.
+    match auth.reviewer.review(token, access).await {
+        Ok(()) => return Ok(NamespaceFilter::All),
+        Err(ReviewError::Forbidden { .. }) => {}
+        Err(e) => return Err(refusal(e)),
+    }
+    // A watch's namespaces are fixed when it starts, so it also takes those holding the
+    // other kind: a Deployment scaled to zero keeps its namespace in, and its new pods show.
+    let kinds: &[ObjectKind] = if access.verb == WATCH {
+        &[ObjectKind::Deployment, ObjectKind::Pod]
+    } else {
+        std::slice::from_ref(&kind)
+    };
+    let mut candidates = std::collections::BTreeSet::new();
+    for kind in kinds {
+        let holding = auth
+            .workloads
+            .namespaces_holding(*kind)
+            .await
+            .map_err(|e| ApiError::from(e).into_response())?;
+        candidates.extend(holding);
+    }
+    let candidates = candidates.into_iter().collect();
+    let allowed = auth
+        .reviewer
+        .namespaces_allowed(token, access, candidates, NAMESPACE_REVIEWS_AT_ONCE)
+        .await
+        .map_err(refusal)?;
+    Ok(NamespaceFilter::only(allowed))
+}
+
+/// Refuses the request unless its token's owner may do everything it does; for a list across
+/// namespaces, tells the handler which namespaces it may show ([`Visibility`]).
 pub(super) async fn check(
     State(auth): State<AuthLayer>,
     params: Result<RawPathParams, RawPathParamsRejection>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let params = match params {
@@ -201,7 +327,7 @@ pub(super) async fn check(
         }
     };
     let scope = auth.scope.as_deref();
-    let Some(required) = accesses(route, request.method(), name, &query, scope) else {
+    let Some(rule) = rule(route, request.method(), name, &query, scope) else {
         let allowed = methods_with_rules(route, &query, scope);
         if !allowed.is_empty() {
             return method_not_allowed(request.method(), route, &allowed);
@@ -213,7 +339,7 @@ pub(super) async fn check(
         )
         .into_response();
     };
-    if required.is_empty() {
+    if rule.is_open() {
         return next.run(request).await;
     }
     let Some(token) = bearer_token(&request) else {
@@ -221,28 +347,23 @@ pub(super) async fn check(
             "a bearer token is required: send 'Authorization: Bearer <token>' (e.g. from kubectl create token)".into(),
         );
     };
-    for access in &required {
+    for access in &rule.required {
         if let Err(e) = auth.reviewer.review(token, access).await {
-            return match e {
-                ReviewError::Unauthenticated(reason) => unauthenticated(reason),
-                ReviewError::Forbidden { .. } => {
-                    ApiError::new(StatusCode::FORBIDDEN, e.to_string()).into_response()
-                }
-                ReviewError::Unavailable(_) => {
-                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()).into_response()
-                }
-                ReviewError::Throttled { retry_after } => {
-                    let mut response =
-                        ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()).into_response();
-                    response.headers_mut().insert(
-                        header::RETRY_AFTER,
-                        HeaderValue::from(retry_after.as_secs()),
-                    );
-                    response
-                }
-            };
+            return refusal(e);
         }
     }
+    let namespaces = match &rule.per_namespace {
+        None => NamespaceFilter::All,
+        Some((kind, access)) => match visible_namespaces(&auth, token, *kind, access).await {
+            Ok(namespaces) => namespaces,
+            Err(refused) => return refused,
+        },
+    };
+    let visibility = Visibility {
+        viewer: Some(confk8s::caller_key(token)),
+        namespaces,
+    };
+    request.extensions_mut().insert(visibility);
     next.run(request).await
 }
 
@@ -257,12 +378,17 @@ mod tests {
         }
     }
 
-    /// Each access as `verb resource[/sub][.group] [name] in namespace`.
+    /// Each access as `verb resource[/sub][.group] [name] in namespace`; a filter by rights
+    /// as `<kind>s where <access>`.
     fn shown(route: &str, method: Method, q: AccessQuery, scope: Option<&str>) -> Vec<String> {
-        accesses(route, &method, Some("web"), &q, scope)
-            .unwrap()
+        let rule = rule(route, &method, Some("web"), &q, scope).unwrap();
+        rule.required
             .iter()
             .map(ToString::to_string)
+            .chain(
+                rule.per_namespace
+                    .map(|(kind, access)| format!("{kind}s where {access}")),
+            )
             .collect()
     }
 
@@ -273,9 +399,14 @@ mod tests {
             shown("/ping", Method::GET, ns(), None),
             Vec::<String>::new()
         );
+        // Across namespaces: no refusal, the objects of the namespaces where it is allowed.
         assert_eq!(
             shown("/deployments", Method::GET, query(None, None), None),
-            ["list deployments.apps in all namespaces"]
+            ["deployments where list deployments.apps in all namespaces"]
+        );
+        assert_eq!(
+            shown("/pods", Method::GET, query(Some(""), Some("true")), None),
+            ["pods where watch pods in all namespaces"]
         );
         assert_eq!(
             shown(
@@ -333,7 +464,7 @@ mod tests {
             ["delete pods \"web\" in namespace \"shop\""]
         );
         assert!(
-            accesses("/pods/{name}", &Method::PATCH, None, &ns(), None).is_none(),
+            rule("/pods/{name}", &Method::PATCH, None, &ns(), None).is_none(),
             "a route without a rule is refused"
         );
         assert_eq!(

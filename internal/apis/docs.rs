@@ -48,7 +48,9 @@ pub fn describe(openapi: &mut utoipa::openapi::OpenApi) {
          /ping: 401 without a token the apiserver accepts, 403 when the token's owner may \
          not, under the cluster's RBAC, do what the route does. Without --auth, a request \
          whose Host is not localhost, *.localhost, an IP address or a name in allowedHosts is \
-         a 421 (against DNS rebinding; /livez and /readyz answer any Host)."
+         a 421 (against DNS rebinding; /livez and /readyz answer any Host). A list or watch \
+         without namespace shows the namespaces where the owner may list (watch) the kind, and \
+         says metadata.accessFiltered (a watch: in its BOOKMARK) when some were left out."
             .into(),
     );
 }

@@ -40,6 +40,10 @@ pub struct ListMeta {
     pub continue_token: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remaining_item_count: Option<usize>,
+    /// Present (true) when objects in namespaces the caller may not list were left out
+    /// (`--auth delegated`, a list across namespaces); counts cover what is shown only.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub access_filtered: bool,
 }
 
 /// `code` 0 and the data, as JSON.
@@ -64,6 +68,7 @@ pub fn ok_page_json<T: JsonAnswer>(page: crate::biz::Page<T>) -> Response {
         resource_version: page.resource_version,
         continue_token: page.continue_token,
         remaining_item_count: page.remaining,
+        access_filtered: page.access_filtered,
     };
     enveloped(&page.items, Some(&metadata))
 }

@@ -161,6 +161,7 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
                 reviewer: state.reviewer.clone().ok_or(SetupError::NoReviewer)?,
                 prefix: opts.prefix.clone(),
                 scope: state.workloads.source().scope().map(str::to_string),
+                workloads: state.workloads.clone(),
             };
             routes::api().route_layer(axum::middleware::from_fn_with_state(layer, auth::check))
         }

@@ -1,3 +1,4 @@
+use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
@@ -11,7 +12,7 @@ use super::envelope::{
     ApiError, ApiJson, ApiPath, ApiQuery, Envelope, ErrorEnvelope, ok, ok_json, ok_page_json,
 };
 use super::{AppState, watch};
-use crate::biz::{CreateDeployment, ListRequest};
+use crate::biz::{CreateDeployment, ListRequest, Visibility};
 use crate::model::EventDto;
 
 /// Every API route: each is registered together with its OpenAPI description.
@@ -37,7 +38,8 @@ pub fn api() -> OpenApiRouter<AppState> {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub(super) struct ListParams {
-    /// Namespace to list; absent or empty: all namespaces.
+    /// Namespace to list; absent or empty: all namespaces (with `--auth delegated`, those
+    /// where the caller may list (watch) the kind; `metadata.accessFiltered` says so).
     namespace: Option<String>,
     /// Label selector in kubectl syntax: `a=b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a`, `a>1`.
     label_selector: Option<String>,
@@ -69,7 +71,17 @@ impl From<ListParams> for ListRequest {
             limit: p.limit,
             continue_token: p.continue_token,
             sort: p.sort,
+            visibility: Visibility::default(),
         }
+    }
+}
+
+/// The list request, with what the access check decided the caller may see (none without
+/// authentication: everything).
+fn list_request(q: ListParams, visibility: Option<Extension<Visibility>>) -> ListRequest {
+    ListRequest {
+        visibility: visibility.map(|v| v.0).unwrap_or_default(),
+        ..q.into()
     }
 }
 
@@ -108,14 +120,17 @@ async fn ping() -> &'static str {
 async fn list_deployments(
     State(s): State<AppState>,
     headers: HeaderMap,
+    visibility: Option<Extension<Visibility>>,
     ApiQuery(q): ApiQuery<ListParams>,
 ) -> Result<Response, ApiError> {
-    if watch::is_watch(q.watch.as_deref())? {
-        let frames = s.workloads.watch_deployments(&q.into()).await?;
+    let is_watch = watch::is_watch(q.watch.as_deref())?;
+    let req = list_request(q, visibility);
+    if is_watch {
+        let frames = s.workloads.watch_deployments(&req).await?;
         let guard = s.metrics.watch_opened("Deployment");
         return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
     }
-    Ok(ok_page_json(s.workloads.list_deployments(&q.into()).await?))
+    Ok(ok_page_json(s.workloads.list_deployments(&req).await?))
 }
 
 #[utoipa::path(get, path = "/deployments/{name}", tag = "deployments",
@@ -265,14 +280,17 @@ async fn pods_of_deployment(
 async fn list_pods(
     State(s): State<AppState>,
     headers: HeaderMap,
+    visibility: Option<Extension<Visibility>>,
     ApiQuery(q): ApiQuery<ListParams>,
 ) -> Result<Response, ApiError> {
-    if watch::is_watch(q.watch.as_deref())? {
-        let frames = s.workloads.watch_pods(&q.into()).await?;
+    let is_watch = watch::is_watch(q.watch.as_deref())?;
+    let req = list_request(q, visibility);
+    if is_watch {
+        let frames = s.workloads.watch_pods(&req).await?;
         let guard = s.metrics.watch_opened("Pod");
         return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
     }
-    Ok(ok_page_json(s.workloads.list_pods(&q.into()).await?))
+    Ok(ok_page_json(s.workloads.list_pods(&req).await?))
 }
 
 #[utoipa::path(get, path = "/pods/{name}", tag = "pods",

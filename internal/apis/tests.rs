@@ -384,10 +384,16 @@ async fn paging_walks_every_item_once_and_old_tokens_are_gone() {
     }
     assert_eq!(seen, ["web-1a2b-y", "web-1a2b-x", "bare"]);
 
+    // A token we never issued is the request's fault, not an expiry.
     let (status, json) = get("/k8sailor/v0/pods?limit=1&continue=ffff.1").await;
-    assert_eq!(status, StatusCode::GONE);
-    assert_eq!(json["code"], 410);
-    assert!(json["error"].as_str().unwrap().contains("restart the list"));
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(json["code"], 400);
+    assert!(
+        json["error"]
+            .as_str()
+            .unwrap()
+            .contains("not issued by this server")
+    );
     for bad in [
         "/k8sailor/v0/pods?continue=garbage",
         "/k8sailor/v0/pods?sort=age",
@@ -813,20 +819,26 @@ async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
     use kube::client::Body as KubeBody;
     let (service, mut handle) =
         tower_test::mock::pair::<http::Request<KubeBody>, http::Response<KubeBody>>();
+    // alice may list pods in ns-a and deployments in ns-b, nothing else.
     let apiserver = tokio::spawn(async move {
-        let answers = [
-            serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {},
-                "status": {"authenticated": true, "user": {"username": "alice", "groups": ["devs"]}}}),
-            serde_json::json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {},
-                "status": {"allowed": true}}),
-            serde_json::json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {},
-                "status": {"allowed": false, "reason": "no RBAC policy matched"}}),
-        ];
         let mut asked = Vec::new();
-        for answer in answers {
-            let (request, send) = handle.next_request().await.expect("a review");
+        while let Some((request, send)) = handle.next_request().await {
             let body = request.into_body().collect_bytes().await.unwrap();
-            asked.push(serde_json::from_slice::<Value>(&body).unwrap());
+            let body: Value = serde_json::from_slice(&body).unwrap();
+            let answer = if body["kind"] == "TokenReview" {
+                serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {},
+                    "status": {"authenticated": true, "user": {"username": "alice", "groups": ["devs"]}}})
+            } else {
+                let attributes = &body["spec"]["resourceAttributes"];
+                let asked_for = (
+                    attributes["resource"].as_str().unwrap_or(""),
+                    attributes["namespace"].as_str().unwrap_or("*"),
+                );
+                let allowed = matches!(asked_for, ("pods", "ns-a") | ("deployments", "ns-b"));
+                serde_json::json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {},
+                    "status": {"allowed": allowed, "reason": if allowed { "" } else { "no RBAC policy matched" }}})
+            };
+            asked.push(body);
             send.send_response(
                 http::Response::builder()
                     .body(KubeBody::from(serde_json::to_vec(&answer).unwrap()))
@@ -863,34 +875,60 @@ async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
     assert_eq!(headers[header::WWW_AUTHENTICATE], "Bearer");
     let body: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(body["code"], 401);
+    let (status, _, _) = get("/k8sailor/v0/pods", None).await;
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "a filtered list needs a token"
+    );
     for open in ["/k8sailor/v0/ping", "/livez", "/metrics", "/openapi.json"] {
         assert_eq!(get(open, None).await.0, StatusCode::OK, "{open}");
     }
 
-    let (status, _, _) = get("/k8sailor/v0/pods?namespace=ns-a", Some("t")).await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, _, body) = get("/k8sailor/v0/deployments", Some("t")).await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
-    let body: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(
-        body["error"],
-        "alice may not list deployments.apps in all namespaces: no RBAC policy matched"
-    );
-    // Both answers are cached: no further review reaches the apiserver.
-    assert_eq!(
-        get("/k8sailor/v0/pods?namespace=ns-a", Some("t")).await.0,
-        StatusCode::OK
-    );
-    assert_eq!(
-        get("/k8sailor/v0/deployments", Some("t")).await.0,
-        StatusCode::FORBIDDEN
-    );
+    for _ in 0..2 {
+        let (status, _, _) = get("/k8sailor/v0/pods?namespace=ns-a", Some("t")).await;
+        assert_eq!(status, StatusCode::OK);
+        // Across namespaces: what alice may list, and said to be filtered.
+        let (status, _, body) = get("/k8sailor/v0/deployments", Some("t")).await;
+        assert_eq!(status, StatusCode::OK);
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["data"].as_array().unwrap().len(), 1, "{body}");
+        assert_eq!(body["data"][0]["name"], "api");
+        assert_eq!(body["metadata"]["accessFiltered"], true);
+        // One namespace asked for: its own right, as the apiserver would ask.
+        let (status, _, body) = get("/k8sailor/v0/deployments?namespace=ns-a", Some("t")).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            body["error"],
+            "alice may not list deployments.apps in namespace \"ns-a\": no RBAC policy matched"
+        );
+    }
 
+    drop(app);
     let asked = apiserver.await.unwrap();
     assert_eq!(asked[0]["spec"]["token"], "t");
     assert_eq!(
         asked[1]["spec"]["resourceAttributes"],
         serde_json::json!({"verb": "list", "group": "", "resource": "pods", "namespace": "ns-a"})
+    );
+    // Every answer is cached: the second round asked nothing. The filtered list cost a
+    // cluster-wide review and one per namespace holding Deployments (ns-a, ns-b).
+    let namespaces: Vec<&str> = asked[2..]
+        .iter()
+        .map(|a| {
+            a["spec"]["resourceAttributes"]["namespace"]
+                .as_str()
+                .unwrap_or("*")
+        })
+        .collect();
+    assert_eq!(asked.len(), 6, "{namespaces:?}");
+    let (filtered, direct) = namespaces.split_at(3);
+    let mut filtered = filtered.to_vec();
+    filtered.sort();
+    assert_eq!(
+        (filtered.as_slice(), direct),
+        (&["*", "ns-a", "ns-b"][..], &["ns-a"][..])
     );
 }
 

@@ -17,6 +17,7 @@ pub use watch::{WatchEventType, WatchFrame, WatchFrames};
 pub use writes::{ContainerRequest, CreateDeployment};
 
 use crate::k8sdao::{DaoError, ListQuery, WorkloadSource};
+pub use crate::k8sdao::{NamespaceFilter, ObjectKind};
 use crate::model::{DEPLOYMENT_FIELDS, DeploymentRecord, EventDto, Keyed, POD_FIELDS, PodRecord};
 
 /// kubectl's namespace when none is given for a single object.
@@ -118,7 +119,19 @@ fn object_namespace(ns: Option<&str>) -> Result<&str, BizError> {
     Ok(ns)
 }
 
-/// The raw query parameters of a list request.
+/// Who asks, as an opaque key (a hash of its credentials): a continue token is honoured only
+/// for the caller it was issued to.
+pub type ViewerKey = [u8; 32];
+
+/// What the caller of a list or watch may see, as the API layer decided from its rights.
+#[derive(Clone, Debug, Default)]
+pub struct Visibility {
+    /// None without authentication: then anyone may continue anyone's list.
+    pub viewer: Option<ViewerKey>,
+    pub namespaces: NamespaceFilter,
+}
+
+/// The raw query parameters of a list request, and what its caller may see.
 #[derive(Clone, Debug, Default)]
 pub struct ListRequest {
     /// Absent or empty: all namespaces.
@@ -131,6 +144,7 @@ pub struct ListRequest {
     pub continue_token: Option<String>,
     /// `name`, `namespace`, `creationTimestamp`, comma-separated, `-` for descending.
     pub sort: Option<String>,
+    pub visibility: Visibility,
 }
 
 impl ListRequest {
@@ -166,6 +180,7 @@ impl ListRequest {
             namespace,
             labels,
             fields: field_selector,
+            visible: self.visibility.namespaces.clone(),
         })
     }
 }
@@ -177,6 +192,8 @@ pub struct Page<T> {
     pub resource_version: String,
     pub continue_token: Option<String>,
     pub remaining: Option<usize>,
+    /// Objects in namespaces the caller may not see were left out (before paging and counting).
+    pub access_filtered: bool,
 }
 
 /// An answer written by copying the JSON its records keep, never by serializing objects.
@@ -285,19 +302,32 @@ impl<S: WorkloadSource> Workloads<S> {
             query.fields.to_string(),
             &sort,
         ));
+        let viewer = req.visibility.viewer;
         if let Some(token) = req.continue_token.as_deref().filter(|t| !t.is_empty()) {
-            return store.next(token, fingerprint, limit);
+            return store.next(token, fingerprint, viewer, limit);
         }
         let mut listing = list(query).await?;
         // Sources list in (namespace, name) order already; sorting a sorted list is linear.
         listing
             .items
             .sort_by(|a, b| sort.compare(a.as_ref(), b.as_ref()));
-        Ok(store.first(listing.items, listing.resource_version, fingerprint, limit))
+        Ok(store.first(
+            listing.items,
+            listing.resource_version,
+            fingerprint,
+            viewer,
+            limit,
+        ))
     }
 
     pub fn source(&self) -> &S {
         &self.source
+    }
+
+    /// The namespaces holding objects of `kind`: the only ones where an all-namespace list
+    /// of it can find anything, so the only ones whose rights need deciding.
+    pub async fn namespaces_holding(&self, kind: ObjectKind) -> Result<Vec<String>, BizError> {
+        Ok(self.source.namespaces_holding(kind).await?)
     }
 
     pub async fn list_deployments(
@@ -316,6 +346,7 @@ impl<S: WorkloadSource> Workloads<S> {
             resource_version: page.resource_version,
             continue_token: page.continue_token,
             remaining: page.remaining,
+            access_filtered: req.visibility.namespaces.is_restricted(),
         })
     }
 
@@ -356,6 +387,7 @@ impl<S: WorkloadSource> Workloads<S> {
             resource_version: page.resource_version,
             continue_token: page.continue_token,
             remaining: page.remaining,
+            access_filtered: req.visibility.namespaces.is_restricted(),
         })
     }
 

@@ -9,7 +9,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::BizError;
+use super::{BizError, ViewerKey};
 use crate::model::Keyed;
 
 /// How long a continue token stays valid: the apiserver's default compaction interval.
@@ -91,6 +91,8 @@ pub struct PageSlice<R> {
 struct Snapshot<R> {
     id: u64,
     fingerprint: u64,
+    /// Whom the items were selected for: they are filtered by that caller's rights.
+    viewer: Option<ViewerKey>,
     taken: Instant,
     items: Arc<[Arc<R>]>,
     resource_version: String,
@@ -99,6 +101,9 @@ struct Snapshot<R> {
 /// The snapshots behind live continue tokens, for one kind.
 pub struct PageStore<R> {
     snapshots: Mutex<VecDeque<Snapshot<R>>>,
+    /// Ids issued are `first_id..next_id`; the first is random, so a token this process never
+    /// issued (forged, or from another process) is told apart from an expired one.
+    first_id: u64,
     next_id: std::sync::atomic::AtomicU64,
     ttl: Duration,
     capacity: usize,
@@ -147,9 +152,14 @@ pub fn fingerprint(parts: &impl Hash) -> u64 {
 
 impl<R> PageStore<R> {
     pub fn new(ttl: Duration, capacity: usize) -> Self {
+        // std's per-process random hasher keys: random enough to tell processes apart, no
+        // crate needed. Between 2^32 and 2^48, so ids never wrap.
+        let random = std::hash::BuildHasher::build_hasher(&std::hash::RandomState::new()).finish();
+        let first_id = (random >> 16) | (1 << 32);
         PageStore {
             snapshots: Mutex::new(VecDeque::new()),
-            next_id: std::sync::atomic::AtomicU64::new(1),
+            first_id,
+            next_id: std::sync::atomic::AtomicU64::new(first_id),
             ttl,
             capacity,
         }
@@ -165,6 +175,7 @@ impl<R> PageStore<R> {
         items: Vec<Arc<R>>,
         resource_version: String,
         fingerprint: u64,
+        viewer: Option<ViewerKey>,
         limit: Option<usize>,
     ) -> PageSlice<R> {
         let Some(limit) = limit.filter(|l| *l < items.len()) else {
@@ -188,6 +199,7 @@ impl<R> PageStore<R> {
         snapshots.push_back(Snapshot {
             id,
             fingerprint,
+            viewer,
             taken: Instant::now(),
             items,
             resource_version,
@@ -195,22 +207,44 @@ impl<R> PageStore<R> {
         page
     }
 
-    /// The page a continue token points at.
+    /// The page a continue token points at, if `viewer` is the caller it was issued to.
     pub fn next(
         &self,
         token: &str,
         fingerprint: u64,
+        viewer: Option<ViewerKey>,
         limit: Option<usize>,
     ) -> Result<PageSlice<R>, BizError> {
         let token = Token::decode(token)?;
+        let issued = self.first_id..self.next_id.load(std::sync::atomic::Ordering::Relaxed);
+        if !issued.contains(&token.id) {
+            return Err(BizError::Query(
+                "the continue token was not issued by this server (or it restarted since): start the list without it".into(),
+            ));
+        }
         let found = self
             .lock()
             .iter()
             .find(|s| s.id == token.id && s.taken.elapsed() < self.ttl)
-            .map(|s| (s.fingerprint, s.items.clone(), s.resource_version.clone()));
-        let Some((issued_for, items, rv)) = found else {
+            .map(|s| {
+                (
+                    s.viewer,
+                    s.fingerprint,
+                    s.items.clone(),
+                    s.resource_version.clone(),
+                )
+            });
+        let Some((issued_to, issued_for, items, rv)) = found else {
             return Err(BizError::Expired);
         };
+        // Before anything else about the snapshot: its items were chosen by another caller's
+        // rights, so another caller learns nothing of them, not even their number.
+        if issued_to != viewer {
+            return Err(BizError::Query(
+                "the continue token was not issued to this caller: start the list without it"
+                    .into(),
+            ));
+        }
         if issued_for != fingerprint {
             return Err(BizError::Query(
                 "the continue token belongs to another query: keep namespace, selectors and sort of the first page".into(),
@@ -263,17 +297,17 @@ mod tests {
     #[test]
     fn pages_cover_the_snapshot_exactly_once_even_if_the_source_changes() {
         let store = PageStore::default();
-        let first = store.first(pods(5), "10".into(), 7, Some(2));
+        let first = store.first(pods(5), "10".into(), 7, None, Some(2));
         assert_eq!(names(&first), ["p00", "p01"]);
         assert_eq!(first.remaining, Some(3));
         // Whatever happens to the cache now, the next pages come from the snapshot.
         let second = store
-            .next(first.continue_token.as_deref().unwrap(), 7, Some(2))
+            .next(first.continue_token.as_deref().unwrap(), 7, None, Some(2))
             .unwrap();
         assert_eq!(names(&second), ["p02", "p03"]);
         assert_eq!(second.resource_version, "10");
         let last = store
-            .next(second.continue_token.as_deref().unwrap(), 7, Some(2))
+            .next(second.continue_token.as_deref().unwrap(), 7, None, Some(2))
             .unwrap();
         assert_eq!(names(&last), ["p04"]);
         assert_eq!((last.continue_token, last.remaining), (None, None));
@@ -282,46 +316,76 @@ mod tests {
     #[test]
     fn no_limit_or_a_large_one_keeps_no_snapshot() {
         let store = PageStore::default();
-        let page = store.first(pods(3), "1".into(), 1, Some(3));
+        let page = store.first(pods(3), "1".into(), 1, None, Some(3));
         assert_eq!(page.continue_token, None);
         assert!(store.lock().is_empty());
-        let page = store.first(pods(3), "1".into(), 1, None);
+        let page = store.first(pods(3), "1".into(), 1, None, None);
         assert_eq!(page.items.len(), 3);
     }
 
     #[test]
     fn expired_evicted_foreign_and_garbled_tokens_are_refused() {
         let store = PageStore::new(Duration::from_millis(1), 1);
-        let first = store.first(pods(3), "1".into(), 1, Some(1));
+        let first = store.first(pods(3), "1".into(), 1, None, Some(1));
         let token = first.continue_token.unwrap();
         std::thread::sleep(Duration::from_millis(5));
         assert!(matches!(
-            store.next(&token, 1, Some(1)),
+            store.next(&token, 1, None, Some(1)),
             Err(BizError::Expired)
         ));
 
         let store = PageStore::new(SNAPSHOT_TTL, 1);
         let a = store
-            .first(pods(3), "1".into(), 1, Some(1))
+            .first(pods(3), "1".into(), 1, None, Some(1))
             .continue_token
             .unwrap();
         let b = store
-            .first(pods(3), "1".into(), 1, Some(1))
+            .first(pods(3), "1".into(), 1, None, Some(1))
             .continue_token
             .unwrap();
         assert!(
-            matches!(store.next(&a, 1, Some(1)), Err(BizError::Expired)),
+            matches!(store.next(&a, 1, None, Some(1)), Err(BizError::Expired)),
             "evicted by capacity"
         );
-        assert!(store.next(&b, 1, Some(1)).is_ok());
+        assert!(store.next(&b, 1, None, Some(1)).is_ok());
         assert!(
-            matches!(store.next(&b, 2, Some(1)), Err(BizError::Query(_))),
+            matches!(store.next(&b, 2, None, Some(1)), Err(BizError::Query(_))),
             "another query"
         );
         assert!(matches!(
-            store.next("zz", 1, Some(1)),
+            store.next("zz", 1, None, Some(1)),
             Err(BizError::Query(_))
         ));
+        // Well-formed but never issued here: not "expired", a bad request.
+        let other = PageStore::<PodRecord>::default();
+        for forged in ["ffff.1".to_string(), b.clone()] {
+            let refused = other.next(&forged, 1, None, Some(1)).unwrap_err();
+            assert!(
+                matches!(&refused, BizError::Query(m) if m.contains("not issued by this server")),
+                "{forged}: {refused}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_token_is_honoured_only_for_the_caller_it_was_issued_to() {
+        let store = PageStore::default();
+        let alice = Some([1; 32]);
+        let token = store
+            .first(pods(3), "1".into(), 1, alice, Some(1))
+            .continue_token
+            .unwrap();
+        for other in [Some([2; 32]), None] {
+            let refused = store.next(&token, 1, other, Some(1)).unwrap_err();
+            assert!(
+                matches!(&refused, BizError::Query(m) if m.contains("not issued to this caller")),
+                "{refused}"
+            );
+        }
+        assert_eq!(
+            names(&store.next(&token, 1, alice, Some(1)).unwrap()),
+            ["p01"]
+        );
     }
 
     #[test]

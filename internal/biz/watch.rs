@@ -68,9 +68,14 @@ impl WatchFrame {
         WatchFrame::new(event, Some(view.resource_version().to_string()), &object)
     }
 
-    fn bookmark(resource_version: String) -> Self {
-        let object =
+    /// `access_filtered`: objects in namespaces the caller may not see are left out, as a
+    /// list's `metadata.accessFiltered` says.
+    fn bookmark(resource_version: String, access_filtered: bool) -> Self {
+        let mut object =
             serde_json::json!({"resourceVersion": resource_version, "initialEventsEnd": true});
+        if access_filtered {
+            object["accessFiltered"] = true.into();
+        }
         WatchFrame::new(
             WatchEventType::Bookmark,
             Some(resource_version),
@@ -108,6 +113,7 @@ pub type WatchFrames = BoxStream<'static, WatchFrame>;
 /// The frame of one event, its record shown as `view` makes it.
 async fn frame<R, V, Fut>(
     event: Result<WatchEvent<R>, DaoError>,
+    access_filtered: bool,
     view: impl FnOnce(Arc<R>) -> Fut,
 ) -> WatchFrame
 where
@@ -119,7 +125,7 @@ where
         Ok(WatchEvent::Modified(r)) => (WatchEventType::Modified, r),
         Ok(WatchEvent::Deleted(r)) => (WatchEventType::Deleted, r),
         Ok(WatchEvent::Synced { resource_version }) => {
-            return WatchFrame::bookmark(resource_version);
+            return WatchFrame::bookmark(resource_version, access_filtered);
         }
         Err(e) => return WatchFrame::error(&e.into()),
     };
@@ -164,9 +170,12 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
     /// The Deployments the request selects, then each change to that set.
     pub async fn watch_deployments(&self, req: &ListRequest) -> Result<WatchFrames, BizError> {
         let query = req.watch_query(DEPLOYMENT_FIELDS)?;
+        let filtered = query.visible.is_restricted();
         let events = self.source.watch_deployments(&query).await?;
-        Ok(until_error(events.then(|event| {
-            frame(event, |record| async { Ok(DeploymentView(record)) })
+        Ok(until_error(events.then(move |event| {
+            frame(event, filtered, |record| async {
+                Ok(DeploymentView(record))
+            })
         })))
     }
 
@@ -175,7 +184,7 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
     pub async fn watch_pods(self: &Arc<Self>, req: &ListRequest) -> Result<WatchFrames, BizError> {
         let query = req.watch_query(POD_FIELDS)?;
         let events = self.source.watch_pods(&query).await?;
-        Ok(self.pod_frames(events))
+        Ok(self.pod_frames(events, query.visible.is_restricted()))
     }
 
     /// The Pods the Deployment controls, then each change to that set.
@@ -187,21 +196,21 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
         let ns = object_namespace(namespace)?;
         check_name(name)?;
         let events = self.source.watch_pods_of_deployment(ns, name).await?;
-        Ok(self.pod_frames(events))
+        Ok(self.pod_frames(events, false))
     }
 
     fn pod_frames(
         self: &Arc<Self>,
         events: crate::k8sdao::WatchStream<crate::model::PodRecord>,
+        access_filtered: bool,
     ) -> WatchFrames {
         let workloads = self.clone();
         until_error(events.then(move |event| {
             let workloads = workloads.clone();
             async move {
-                frame(
-                    event,
-                    |record| async move { workloads.pod_view(record).await },
-                )
+                frame(event, access_filtered, |record| async move {
+                    workloads.pod_view(record).await
+                })
                 .await
             }
         }))
@@ -494,5 +503,47 @@ mod tests {
             .err()
             .unwrap();
         assert!(matches!(err, BizError::FieldSelector(_)), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_filtered_watch_sends_nothing_from_other_namespaces_even_new_ones() {
+        let (workloads, caches) = workloads();
+        let mut frames = workloads
+            .watch_pods(&ListRequest {
+                visibility: crate::biz::Visibility {
+                    viewer: Some([1; 32]),
+                    namespaces: crate::biz::NamespaceFilter::only(["ns-b".to_string()]),
+                },
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let (kind, bookmark) = next(&mut frames).await;
+        assert_eq!(kind, "BOOKMARK", "ns-a's pods are not sent");
+        assert_eq!(bookmark["accessFiltered"], true);
+        for ns in ["ns-a", "ns-new"] {
+            caches
+                .pods
+                .apply_deltas(&[Delta::Added(mk_pod(ns, "hidden", None, &[]))]);
+        }
+        caches
+            .pods
+            .apply_deltas(&[Delta::Added(mk_pod("ns-b", "shown", None, &[]))]);
+        let frame = next_frame(&mut frames).await;
+        let json: serde_json::Value = serde_json::from_str(&frame.json).unwrap();
+        assert_eq!(
+            (
+                frame.event,
+                &json["object"]["namespace"],
+                &json["object"]["name"]
+            ),
+            (WatchEventType::Added, &"ns-b".into(), &"shown".into())
+        );
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(100), frames.next())
+                .await
+                .is_err(),
+            "nothing more"
+        );
     }
 }

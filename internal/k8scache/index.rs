@@ -165,6 +165,18 @@ impl<R: Indexed> Index<R> {
         Box::new(ids.filter_map(|id| self.slot(*id)))
     }
 
+    /// The namespaces holding a record, in order: one lookup per namespace, not per record.
+    pub fn namespaces(&self) -> Vec<String> {
+        let mut namespaces = Vec::new();
+        let mut from = ObjectKey::new("", "");
+        while let Some((key, _)) = self.ids.range(&from..).next() {
+            namespaces.push(key.namespace.clone());
+            // The least key of any later namespace: names sort after "", namespaces after ns.
+            from = ObjectKey::new(format!("{}\0", key.namespace), "");
+        }
+        namespaces
+    }
+
     /// Records that have `term`, in (namespace, name) order.
     pub fn with_term(&self, term: &Term) -> Vec<&Arc<R>> {
         self.in_order(self.postings.get(term).into_iter().flatten().copied())
@@ -245,6 +257,8 @@ mod tests {
             names(idx.in_namespace(None)),
             ["a/9", "ab/1", "b/1", "b/2", "c/1"]
         );
+        assert_eq!(idx.namespaces(), ["a", "ab", "b", "c"]);
+        assert!(Index::<PodRecord>::default().namespaces().is_empty());
     }
 
     #[test]

@@ -7,8 +7,8 @@ use futures::StreamExt;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{
-    DaoError, ListQuery, Listing, LiveSource, ObjectKind, WatchEvent, WatchStream, WorkloadSource,
-    WriteEffect, member_event,
+    DaoError, ListQuery, Listing, LiveSource, NamespaceFilter, ObjectKind, WatchEvent, WatchStream,
+    WorkloadSource, WriteEffect, member_event,
 };
 use selector::{FieldOperator, Operator};
 
@@ -44,22 +44,34 @@ fn required_terms(q: &ListQuery) -> Vec<Vec<Term>> {
     labels.chain(fields).collect()
 }
 
-/// Whether `q` selects the record: its namespace, labels and fields.
+/// Whether `q` selects the record: its namespace, the caller's namespaces, labels and fields.
 fn selects<R: Keyed + Selectable>(q: &ListQuery, r: &R) -> bool {
     q.namespace
         .as_deref()
         .is_none_or(|ns| r.key().namespace == ns)
+        && q.visible.allows(&r.key().namespace)
         && q.labels.matches(r.labels())
         && q.fields.matches(|f| r.field(f))
 }
 
 /// The records of `index` that `q` selects, in (namespace, name) order: the index's
-/// candidates for the query's equality requirements when it has any, else a namespace scan.
+/// candidates for the query's equality requirements when it has any, else a scan of the
+/// namespace asked for, or of each namespace the caller may see (in order, so the result is
+/// in order too), or of all.
 fn select<R: Indexed + Selectable>(index: &Index<R>, q: &ListQuery) -> Vec<Arc<R>> {
     let matches = |r: &&Arc<R>| selects(q, r.as_ref());
-    match index.candidates(q.namespace.as_deref(), &required_terms(q)) {
-        Some(candidates) => candidates.into_iter().filter(matches).cloned().collect(),
-        None => index
+    match (
+        index.candidates(q.namespace.as_deref(), &required_terms(q)),
+        &q.visible,
+    ) {
+        (Some(candidates), _) => candidates.into_iter().filter(matches).cloned().collect(),
+        (None, NamespaceFilter::Only(visible)) if q.namespace.is_none() => visible
+            .iter()
+            .flat_map(|ns| index.in_namespace(Some(ns)))
+            .filter(matches)
+            .cloned()
+            .collect(),
+        (None, _) => index
             .in_namespace(q.namespace.as_deref())
             .filter(matches)
             .cloned()
@@ -315,6 +327,14 @@ impl WorkloadSource for CacheSource {
                 "no Kubernetes client to read events with".into(),
             )),
         }
+    }
+
+    async fn namespaces_holding(&self, kind: ObjectKind) -> Result<Vec<String>, DaoError> {
+        self.ensure_synced()?;
+        Ok(match kind {
+            ObjectKind::Deployment => self.caches.deployments.read().namespaces(),
+            ObjectKind::Pod => self.caches.pods.read().namespaces(),
+        })
     }
 
     async fn deployments_of_pods(

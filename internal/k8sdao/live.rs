@@ -13,8 +13,8 @@ use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 
 use super::{
-    DaoError, ListQuery, Listing, ObjectKind, WatchEvent, WatchStream, WorkloadSource, WriteEffect,
-    member_event,
+    DaoError, ListQuery, Listing, NamespaceFilter, ObjectKind, WatchEvent, WatchStream,
+    WorkloadSource, WriteEffect, member_event,
 };
 use crate::k8scache::Change;
 use crate::model::{DeploymentRecord, EventDto, NewDeployment, PodRecord, ReplicaSetRecord};
@@ -55,7 +55,9 @@ impl LiveSource {
         if !q.fields.is_empty() {
             params = params.fields(&q.fields.to_string());
         }
-        Ok(self.api::<K>(q.namespace.as_deref()).list(&params).await?)
+        let mut list = self.api::<K>(q.namespace.as_deref()).list(&params).await?;
+        list.items.retain(|o| visible(&q.visible, o));
+        Ok(list)
     }
 
     async fn get<K>(&self, kind: &'static str, namespace: &str, name: &str) -> Result<K, DaoError>
@@ -76,6 +78,12 @@ impl LiveSource {
     }
 }
 
+/// Whether the caller may see the object, by its namespace. The kinds served are namespaced;
+/// an object without one is in no namespace a filter names, so only an open filter shows it.
+fn visible<K: kube::Resource>(filter: &NamespaceFilter, object: &K) -> bool {
+    filter.allows(object.meta().namespace.as_deref().unwrap_or(""))
+}
+
 /// How long one watch request lasts before a live watch makes it again from the last
 /// resourceVersion it saw (kube's watcher uses the same, under the apiserver's own limit).
 const WATCH_REQUEST_SECS: u32 = 290;
@@ -88,6 +96,8 @@ struct LiveWatch<K, R> {
     resource_version: String,
     events: Option<BoxStream<'static, kube::Result<kube::core::WatchEvent<K>>>>,
     project: fn(K) -> Arc<R>,
+    /// Changes outside it are skipped (they still move the resourceVersion on).
+    visible: NamespaceFilter,
 }
 
 impl<K, R> LiveWatch<K, R>
@@ -124,6 +134,12 @@ where
                         code: status.code,
                         message: status.message,
                     });
+                }
+                Some(Ok(Api::Added(o) | Api::Modified(o) | Api::Deleted(o)))
+                    if !visible(&self.visible, &o) =>
+                {
+                    self.resource_version = o.meta().resource_version.clone().unwrap_or_default();
+                    continue;
                 }
                 Some(Ok(Api::Added(o))) => WatchEvent::Added(self.record(o)),
                 Some(Ok(Api::Modified(o))) => WatchEvent::Modified(self.record(o)),
@@ -274,6 +290,7 @@ impl LiveSource {
             resource_version,
             events: None,
             project,
+            visible: q.visible.clone(),
         };
         let changes = futures::stream::unfold(Some(watch), |watch| async move {
             let mut watch = watch?;
@@ -522,6 +539,30 @@ impl WorkloadSource for LiveSource {
     async fn pod_events(&self, namespace: &str, name: &str) -> Result<Vec<EventDto>, DaoError> {
         self.get::<Pod>("pod", namespace, name).await?;
         self.events_of_pod(namespace, name).await
+    }
+
+    /// One metadata list of the kind across namespaces.
+    async fn namespaces_holding(&self, kind: ObjectKind) -> Result<Vec<String>, DaoError> {
+        fn of<K: kube::Resource>(items: &[PartialObjectMeta<K>]) -> BTreeSet<String> {
+            items
+                .iter()
+                .filter_map(|o| o.metadata.namespace.clone())
+                .collect()
+        }
+        let params = ListParams::default();
+        let namespaces = match kind {
+            ObjectKind::Deployment => of(&self
+                .api::<PartialObjectMeta<Deployment>>(None)
+                .list(&params)
+                .await?
+                .items),
+            ObjectKind::Pod => of(&self
+                .api::<PartialObjectMeta<Pod>>(None)
+                .list(&params)
+                .await?
+                .items),
+        };
+        Ok(namespaces.into_iter().collect())
     }
 
     async fn deployments_of_pods(

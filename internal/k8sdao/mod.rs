@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 pub use cache::CacheSource;
 pub use live::LiveSource;
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use confk8s::ObjectKey;
 
@@ -32,6 +32,37 @@ pub struct ListQuery {
     pub labels: LabelSelector,
     /// Only fields the kind supports (biz checks them).
     pub fields: FieldSelector,
+    /// The namespaces whose objects the caller may see; sources apply it while selecting, so
+    /// nothing outside it is ever sorted, paged, counted or sent on a watch.
+    pub visible: NamespaceFilter,
+}
+
+/// The namespaces a caller may see objects of, as the API layer decided from its rights.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum NamespaceFilter {
+    /// No restriction (no authentication, or rights in every namespace).
+    #[default]
+    All,
+    /// These namespaces only, possibly none. Namespaces that appear later are not in it.
+    Only(Arc<BTreeSet<String>>),
+}
+
+impl NamespaceFilter {
+    pub fn only(namespaces: impl IntoIterator<Item = String>) -> NamespaceFilter {
+        NamespaceFilter::Only(Arc::new(namespaces.into_iter().collect()))
+    }
+
+    pub fn allows(&self, namespace: &str) -> bool {
+        match self {
+            NamespaceFilter::All => true,
+            NamespaceFilter::Only(set) => set.contains(namespace),
+        }
+    }
+
+    /// Whether some namespaces may be left out: what an answer says as `accessFiltered`.
+    pub fn is_restricted(&self) -> bool {
+        matches!(self, NamespaceFilter::Only(_))
+    }
 }
 
 /// One event of a watch, in the apiserver's watch terms.
@@ -154,6 +185,12 @@ pub trait WorkloadSource: Send + Sync {
         namespace: &str,
         name: &str,
     ) -> impl Future<Output = Result<Vec<EventDto>, DaoError>> + Send;
+    /// The namespaces that hold at least one object of `kind`, in order: where an
+    /// all-namespace list can find anything, so the only ones whose rights matter.
+    fn namespaces_holding(
+        &self,
+        kind: ObjectKind,
+    ) -> impl Future<Output = Result<Vec<String>, DaoError>> + Send;
     /// For each pod, the name of the Deployment controlling it, if any.
     fn deployments_of_pods(
         &self,
@@ -351,6 +388,7 @@ impl Source {
             namespace: self.scoped(q.namespace.as_deref())?,
             labels: q.labels.clone(),
             fields: q.fields.clone(),
+            visible: q.visible.clone(),
         })
     }
 }
@@ -401,6 +439,13 @@ impl WorkloadSource for Source {
     async fn pod_events(&self, namespace: &str, name: &str) -> Result<Vec<EventDto>, DaoError> {
         self.scoped(Some(namespace))?;
         dispatch!(self, pod_events(namespace, name))
+    }
+
+    async fn namespaces_holding(&self, kind: ObjectKind) -> Result<Vec<String>, DaoError> {
+        match &self.scope {
+            Some(served) => Ok(vec![served.clone()]),
+            None => dispatch!(self, namespaces_holding(kind)),
+        }
     }
 
     async fn deployments_of_pods(

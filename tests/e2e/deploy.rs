@@ -947,8 +947,19 @@ async fn delegated_auth_serves_each_caller_what_its_rbac_allows() {
     })
     .await;
     assert_eq!(body["code"], 0);
+    // Across namespaces it is no longer refused (issue 9): it sees its namespace's pods only,
+    // and the answer says it was filtered.
+    let (status, body) = ask("/pods".into(), Some(viewer.clone())).await;
+    assert_eq!(status, 200, "{body}");
+    let namespaces: BTreeSet<&str> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["namespace"].as_str().unwrap())
+        .collect();
+    assert_eq!(namespaces, BTreeSet::from([ns.name.as_str()]), "{body}");
+    assert_eq!(body["metadata"]["accessFiltered"], true, "{body}");
     for (path, why) in [
-        ("/pods".to_string(), "list pods in all namespaces"),
         (
             format!("/pods?namespace={}", other.name),
             "list pods in namespace",

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod access;
 mod auth_limits;
 mod deploy;
 mod exposure;

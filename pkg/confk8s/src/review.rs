@@ -4,6 +4,7 @@
 //! Answers are cached (allows longer than denials, as the apiserver's own webhook
 //! authorizer does), keyed by a SHA-256 of the token, never the token itself.
 
+use std::collections::BTreeSet;
 use std::hash::Hash;
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -187,6 +188,8 @@ pub struct Reviewer {
     token_review_rate: DefaultDirectRateLimiter,
     token_reviews_in_flight: Arc<Semaphore>,
     counts: ReviewCounts,
+    /// Per-namespace answers for lists filtered by rights, see [`Reviewer::namespaces_allowed`].
+    namespace_decisions: moka::sync::Cache<(TokenHash, Access), bool>,
 }
 
 impl std::fmt::Debug for Reviewer {
@@ -222,6 +225,7 @@ impl Reviewer {
                 TokenReviewLimits::default().in_flight,
             )),
             counts: ReviewCounts::default(),
+            namespace_decisions: namespace_decision_cache(ttls.allowed),
         }
     }
 
@@ -389,6 +393,90 @@ impl Reviewer {
                 reason: status.reason.unwrap_or_default(),
             })
         })
+    }
+}
+
+/// Answers per (token, namespace) kept for a filtered list: many per caller (one per namespace
+/// holding objects), so more of them than of single decisions.
+const NAMESPACE_CACHE_CAPACITY: u64 = 200_000;
+
+/// Both answers live as long as an allow: a denial kept only 30 s would make a caller who may
+/// read a few of thousands of namespaces cost thousands of reviews every 30 s while it polls.
+/// A namespace granted meanwhile shows in filtered lists once its denial expires.
+fn namespace_decision_cache(ttl: Duration) -> moka::sync::Cache<(TokenHash, Access), bool> {
+    moka::sync::Cache::builder()
+        .max_capacity(NAMESPACE_CACHE_CAPACITY)
+        .time_to_live(ttl)
+        .build()
+}
+
+/// Cached lookups between two yields to the runtime: about a millisecond of work.
+const LOOKUPS_BETWEEN_YIELDS: usize = 2048;
+
+/// The key a caller's token is known by (its SHA-256): to tie state, such as a continue
+/// token's snapshot, to the caller without keeping the token.
+pub fn caller_key(token: &str) -> [u8; 32] {
+    token_hash(token)
+}
+
+impl Reviewer {
+    /// The namespaces among `candidates` where the token's owner may do `access` (its
+    /// namespace is replaced by each candidate's), for a list across namespaces that shows
+    /// only what the caller may see. One review per candidate not answered within the allow
+    /// TTL, at most `concurrency` at a time; a caller allowed cluster-wide should be told so
+    /// with [`Reviewer::review`] first, which costs one. Unauthenticated and Unavailable are
+    /// errors; denials are not.
+    pub async fn namespaces_allowed(
+        &self,
+        token: &str,
+        access: &Access,
+        candidates: Vec<String>,
+        concurrency: usize,
+    ) -> Result<BTreeSet<String>, ReviewError> {
+        use futures::{StreamExt, TryStreamExt};
+        let hash = token_hash(token);
+        let user = self.authenticate(hash, token).await?;
+        // Cached answers first, without a future each: a polling dashboard over thousands of
+        // namespaces costs lookups only, one key reused so none allocates.
+        let mut allowed = BTreeSet::new();
+        let mut unknown = Vec::new();
+        let mut key = (hash, access.clone());
+        for (i, namespace) in candidates.into_iter().enumerate() {
+            key.1.namespace = Some(namespace);
+            let decision = self.namespace_decisions.get(&key);
+            if i % LOOKUPS_BETWEEN_YIELDS == LOOKUPS_BETWEEN_YIELDS - 1 {
+                tokio::task::yield_now().await;
+            }
+            // Set just above: taken back, not cloned.
+            let Some(namespace) = key.1.namespace.take() else {
+                continue;
+            };
+            match decision {
+                Some(true) => {
+                    allowed.insert(namespace);
+                }
+                Some(false) => {}
+                None => unknown.push(namespace),
+            }
+        }
+        let reviewed: Vec<Option<String>> = futures::stream::iter(unknown)
+            .map(|namespace| {
+                let user = &user;
+                let access = Access {
+                    namespace: Some(namespace.clone()),
+                    ..access.clone()
+                };
+                async move {
+                    let decision = self.authorize(user, &access).await?.is_ok();
+                    self.namespace_decisions.insert((hash, access), decision);
+                    Ok::<_, ReviewError>(decision.then_some(namespace))
+                }
+            })
+            .buffer_unordered(concurrency.max(1))
+            .try_collect()
+            .await?;
+        allowed.extend(reviewed.into_iter().flatten());
+        Ok(allowed)
     }
 }
 
@@ -597,6 +685,80 @@ mod tests {
             first.await.unwrap(),
             Err(ReviewError::Unauthenticated(_))
         ));
+    }
+
+    /// A fake apiserver: the token is alice's, who may list pods in `allowed` only; answers
+    /// until the client goes away, then tells each SubjectAccessReview's namespace (or "*").
+    fn reviewer_allowing(
+        allowed: &'static [&'static str],
+    ) -> (Reviewer, tokio::task::JoinHandle<Vec<String>>) {
+        let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let server = tokio::spawn(async move {
+            let mut asked = Vec::new();
+            while let Some((request, send)) = handle.next_request().await {
+                let path = request.uri().path().to_string();
+                let body = request.into_body().collect_bytes().await.unwrap();
+                let body: Value = serde_json::from_slice(&body).unwrap();
+                let answer = if path == TOKEN_REVIEWS {
+                    token_answer(Some("alice"))
+                } else {
+                    let ns = body["spec"]["resourceAttributes"]["namespace"]
+                        .as_str()
+                        .unwrap_or("*")
+                        .to_string();
+                    let answer = access_answer(allowed.contains(&ns.as_str()));
+                    asked.push(ns);
+                    answer
+                };
+                send.send_response(
+                    Response::builder()
+                        .body(Body::from(serde_json::to_vec(&answer).unwrap()))
+                        .unwrap(),
+                );
+            }
+            asked
+        });
+        let reviewer = Reviewer::new(Client::new(service, "default"), ReviewTtls::default());
+        (reviewer, server)
+    }
+
+    #[tokio::test]
+    async fn namespaces_are_reviewed_once_each_denials_included() {
+        let (reviewer, server) = reviewer_allowing(&["a", "c"]);
+        let candidates = || ["a", "b", "c", "d"].map(String::from).to_vec();
+        let everywhere = list_pods(None);
+        assert!(reviewer.review("t", &everywhere).await.is_err());
+        for _ in 0..3 {
+            let allowed = reviewer
+                .namespaces_allowed("t", &everywhere, candidates(), 2)
+                .await
+                .unwrap();
+            assert_eq!(allowed, BTreeSet::from(["a".into(), "c".into()]));
+        }
+        // A namespace seen for the first time costs one more review, and only that.
+        let allowed = reviewer
+            .namespaces_allowed("t", &everywhere, vec!["e".into(), "a".into()], 2)
+            .await
+            .unwrap();
+        assert_eq!(allowed, BTreeSet::from(["a".into()]));
+        drop(reviewer);
+        let mut asked = server.await.unwrap();
+        asked.sort();
+        assert_eq!(asked, ["*", "a", "b", "c", "d", "e"]);
+    }
+
+    #[tokio::test]
+    async fn namespace_reviews_are_per_token() {
+        let (reviewer, server) = reviewer_allowing(&["a"]);
+        for token in ["t1", "t2"] {
+            let allowed = reviewer
+                .namespaces_allowed(token, &list_pods(None), vec!["a".into()], 4)
+                .await
+                .unwrap();
+            assert_eq!(allowed.len(), 1);
+        }
+        drop(reviewer);
+        assert_eq!(server.await.unwrap(), ["a", "a"]);
     }
 
     #[test]
