@@ -276,6 +276,8 @@ impl CacheSource {
                 (WriteEffect::Gone, current) => current.is_none(),
                 (WriteEffect::Version(want), Some(have)) => have >= want,
                 (WriteEffect::Version(_), None) => false,
+                (WriteEffect::Deleting(want), Some(have)) => have >= want,
+                (WriteEffect::Deleting(_), None) => true,
             }
         };
         let deadline = tokio::time::Instant::now() + timeout;

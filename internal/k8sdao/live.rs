@@ -455,7 +455,10 @@ impl LiveSource {
         }
         .map_err(|e| write_error(e, kind, namespace, name))?;
         Ok(match remaining {
-            Some(meta) if meta.deletion_timestamp.is_some() => version_of(&meta),
+            Some(meta) if meta.deletion_timestamp.is_some() => match version_of(&meta) {
+                WriteEffect::Version(rv) => WriteEffect::Deleting(rv),
+                other => other,
+            },
             _ => WriteEffect::Gone,
         })
     }

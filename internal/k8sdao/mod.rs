@@ -251,6 +251,10 @@ pub enum WriteEffect {
     Version(u64),
     /// The object is gone.
     Gone,
+    /// The object was being deleted at this resourceVersion: it shows as terminating with it
+    /// (or a newer one) until its finalizers and grace period pass, or it is gone already (a
+    /// pod on no node goes at once, though the answer still carries a deletionTimestamp).
+    Deleting(u64),
 }
 
 #[derive(
