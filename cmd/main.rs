@@ -92,6 +92,23 @@ struct HttpServerArgs {
     /// Log format: plain or json [default: plain]; levels from RUST_LOG.
     #[arg(long, env = "K8SAILOR_LOG_FORMAT")]
     log_format: Option<LogFormat>,
+    /// Largest request body in bytes; larger is a 413 [default: 262144].
+    #[arg(long, env = "K8SAILOR_MAX_BODY_BYTES")]
+    max_body_bytes: Option<usize>,
+    /// Longest time a request body may take to arrive; then 408 [default: 30s].
+    #[arg(long, env = "K8SAILOR_BODY_READ_TIMEOUT")]
+    body_read_timeout: Option<String>,
+    /// Longest time from a connection's start, or from the first byte of a request, until
+    /// the request's headers are complete; then the connection is closed [default: 10s].
+    #[arg(long, env = "K8SAILOR_HEADER_READ_TIMEOUT")]
+    header_read_timeout: Option<String>,
+    /// How long a keep-alive connection may wait for its next request [default: 90s].
+    #[arg(long, env = "K8SAILOR_IDLE_TIMEOUT")]
+    idle_timeout: Option<String>,
+    /// Most connections open at once; beyond it the longest-waiting connection without a
+    /// request in progress is closed, or, if none, the new one [default: 1024].
+    #[arg(long, env = "K8SAILOR_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
 }
 
 impl HttpServerArgs {
@@ -114,6 +131,11 @@ impl HttpServerArgs {
             cors_allowed_origins: self.cors_allowed_origins,
             auth: self.auth,
             log_format: self.log_format,
+            max_body_bytes: self.max_body_bytes,
+            body_read_timeout: self.body_read_timeout,
+            header_read_timeout: self.header_read_timeout,
+            idle_timeout: self.idle_timeout,
+            max_connections: self.max_connections,
         };
         Ok(Settings::resolve(flags.over(file))?)
     }

@@ -8,11 +8,19 @@ use std::time::Duration;
 use confk8s::ClientOptions;
 use serde::Deserialize;
 
-use crate::apis::{AuthMode, HttpOptions};
+use crate::apis::{AuthMode, BodyLimits, HttpOptions};
+use crate::connections::ConnectionLimits;
 use crate::k8sdao::SourceKind;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8088";
 pub const DEFAULT_PREFIX: &str = "/k8sailor/v0";
+/// Covers the largest create request the per-field limits allow (about 175 KiB: 100
+/// containers of 100 ports and a 1 KiB image each) while keeping what open connections can
+/// make us buffer at once bounded (maxConnections times this).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
+/// Enough for thousands of dashboards and watches; the file descriptors it takes stay well
+/// under the usual limits (1024 soft on many hosts: see the start-up warning).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// One source of settings; every key optional. The config file's keys are these, in camelCase.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -31,6 +39,11 @@ pub struct SettingsLayer {
     pub cors_allowed_origins: Option<Vec<String>>,
     pub auth: Option<AuthMode>,
     pub log_format: Option<LogFormat>,
+    pub max_body_bytes: Option<usize>,
+    pub body_read_timeout: Option<String>,
+    pub header_read_timeout: Option<String>,
+    pub idle_timeout: Option<String>,
+    pub max_connections: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -55,6 +68,8 @@ pub struct Settings {
     /// Then, how long in-flight requests get to finish.
     pub shutdown_grace: Duration,
     pub log_format: LogFormat,
+    /// Bounds on connections: timeouts and how many may be open.
+    pub connections: ConnectionLimits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +109,11 @@ impl SettingsLayer {
             cors_allowed_origins: self.cors_allowed_origins.or(lower.cors_allowed_origins),
             auth: self.auth.or(lower.auth),
             log_format: self.log_format.or(lower.log_format),
+            max_body_bytes: self.max_body_bytes.or(lower.max_body_bytes),
+            body_read_timeout: self.body_read_timeout.or(lower.body_read_timeout),
+            header_read_timeout: self.header_read_timeout.or(lower.header_read_timeout),
+            idle_timeout: self.idle_timeout.or(lower.idle_timeout),
+            max_connections: self.max_connections.or(lower.max_connections),
         }
     }
 }
@@ -106,6 +126,28 @@ pub fn parse_duration(key: &'static str, value: &str) -> Result<Duration, Config
         .parse()
         .map_err(|e| invalid(format!("{value:?} is not a duration like 30s or 2m ({e})")))?;
     Duration::try_from(d).map_err(|_| invalid(format!("{value:?} must not be negative")))
+}
+
+/// A duration that must not be zero: a zero timeout would refuse every request.
+fn timeout(key: &'static str, value: &str) -> Result<Duration, ConfigError> {
+    let d = parse_duration(key, value)?;
+    if d.is_zero() {
+        return Err(ConfigError::Invalid {
+            key,
+            reason: format!("{value:?} must be more than zero"),
+        });
+    }
+    Ok(d)
+}
+
+fn positive(key: &'static str, value: usize) -> Result<usize, ConfigError> {
+    if value == 0 {
+        return Err(ConfigError::Invalid {
+            key,
+            reason: "must be more than zero".to_string(),
+        });
+    }
+    Ok(value)
 }
 
 impl Settings {
@@ -141,6 +183,30 @@ impl Settings {
                     layer.request_timeout.as_deref().unwrap_or("30s"),
                 )?,
                 auth: layer.auth.unwrap_or_default(),
+                body: BodyLimits {
+                    max_bytes: positive(
+                        "maxBodyBytes",
+                        layer.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES),
+                    )?,
+                    read_timeout: timeout(
+                        "bodyReadTimeout",
+                        layer.body_read_timeout.as_deref().unwrap_or("30s"),
+                    )?,
+                },
+            },
+            connections: ConnectionLimits {
+                header_read_timeout: timeout(
+                    "headerReadTimeout",
+                    layer.header_read_timeout.as_deref().unwrap_or("10s"),
+                )?,
+                idle_timeout: timeout(
+                    "idleTimeout",
+                    layer.idle_timeout.as_deref().unwrap_or("90s"),
+                )?,
+                max_connections: positive(
+                    "maxConnections",
+                    layer.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
+                )?,
             },
             namespace,
             source: layer.source.unwrap_or_default(),

@@ -3,6 +3,7 @@
 
 mod auth;
 mod docs;
+mod edge;
 mod envelope;
 mod health;
 mod metrics;
@@ -19,6 +20,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio_util::sync::CancellationToken;
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -28,6 +30,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use auth::AuthMode;
+pub use edge::{BodyLimits, MAX_QUERY_BYTES};
 pub use envelope::{ApiError, Envelope};
 pub use health::Health;
 pub use metrics::Metrics;
@@ -42,6 +45,8 @@ pub struct HttpOptions {
     /// Origins allowed by CORS: empty for none, `*` for any (then without credentials).
     pub cors_allowed_origins: Vec<String>,
     pub request_timeout: Duration,
+    /// Largest request body and longest time it may take to arrive.
+    pub body: BodyLimits,
     /// Who may call the API; with `Delegated`, the state must hold a reviewer.
     pub auth: AuthMode,
 }
@@ -177,9 +182,9 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
     let (app, mut openapi) = api
         .merge(
             OpenApiRouter::new()
-                .routes(routes!(health::livez))
-                .routes(routes!(health::readyz))
-                .routes(routes!(metrics::serve))
+                .routes(edge::enveloped_405(routes!(health::livez)))
+                .routes(edge::enveloped_405(routes!(health::readyz)))
+                .routes(edge::enveloped_405(routes!(metrics::serve)))
                 .route_layer(per_request_layer(false)),
         )
         .split_for_parts();
@@ -194,14 +199,20 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
         get(move || {
             let body = openapi.clone();
             async move { ([(header::CONTENT_TYPE, "application/json")], body) }
-        }),
+        })
+        .fallback(edge::method_not_allowed),
     );
     let app = app.with_state(state);
-    let app =
-        app.fallback(routes::no_route)
-            .layer(CompressionLayer::new().compress_when(
-                DefaultPredicate::new().and(NotForContentType::const_new(watch::NDJSON)),
-            ));
+    let app = app
+        .fallback(routes::no_route)
+        .layer(axum::middleware::from_fn_with_state(
+            opts.body,
+            edge::bounded,
+        ))
+        .layer(CompressionLayer::new().compress_when(
+            DefaultPredicate::new().and(NotForContentType::const_new(watch::NDJSON)),
+        ))
+        .layer(CatchPanicLayer::custom(edge::panicked));
     // The request log line is a debug event: with debug off the layer would only cost time.
     let app = if tracing::enabled!(target: "tower_http::trace::on_response", Level::DEBUG) {
         app.layer(

@@ -7,6 +7,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::docs::{DeploymentDoc, PodDoc};
+use super::edge::enveloped_405;
 use super::envelope::{
     ApiError, ApiJson, ApiPath, ApiQuery, Envelope, ErrorEnvelope, ok, ok_json, ok_page_json,
 };
@@ -17,20 +18,20 @@ use crate::model::EventDto;
 /// Every API route: each is registered together with its OpenAPI description.
 pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(ping))
-        .routes(routes!(list_deployments))
-        .routes(routes!(
+        .routes(enveloped_405(routes!(ping)))
+        .routes(enveloped_405(routes!(list_deployments)))
+        .routes(enveloped_405(routes!(
             get_deployment,
             create_deployment,
             delete_deployment
-        ))
-        .routes(routes!(scale_deployment))
-        .routes(routes!(pods_of_deployment))
-        .routes(routes!(list_pods))
-        .routes(routes!(get_pod, delete_pod))
-        .routes(routes!(pod_output))
-        .routes(routes!(latest_pod_event))
-        .routes(routes!(pod_events))
+        )))
+        .routes(enveloped_405(routes!(scale_deployment)))
+        .routes(enveloped_405(routes!(pods_of_deployment)))
+        .routes(enveloped_405(routes!(list_pods)))
+        .routes(enveloped_405(routes!(get_pod, delete_pod)))
+        .routes(enveloped_405(routes!(pod_output)))
+        .routes(enveloped_405(routes!(latest_pod_event)))
+        .routes(enveloped_405(routes!(pod_events)))
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -12,7 +12,7 @@ use selector::validation::{is_dns1123_label, is_dns1123_subdomain};
 use selector::{FieldSelector, LabelSelector};
 
 pub use output::OutputFormat;
-pub use paging::{PageStore, SortSpec};
+pub use paging::{PageStore, SNAPSHOT_CAPACITY, SortSpec};
 pub use watch::{WatchEventType, WatchFrame, WatchFrames};
 pub use writes::{ContainerRequest, CreateDeployment};
 
@@ -29,6 +29,14 @@ pub enum BizError {
         what: &'static str,
         value: String,
         rule: &'static str,
+    },
+    /// A part of the request over one of the limits that bound what a request may cost.
+    #[error("invalid {what}: {actual} {unit}, over the limit of {limit}")]
+    TooLarge {
+        what: &'static str,
+        actual: usize,
+        limit: usize,
+        unit: &'static str,
     },
     #[error("invalid labelSelector: {0}")]
     Selector(selector::ParseError),
@@ -54,6 +62,7 @@ impl BizError {
         use http::StatusCode;
         match self {
             BizError::Invalid { .. }
+            | BizError::TooLarge { .. }
             | BizError::Selector(_)
             | BizError::FieldSelector(_)
             | BizError::Query(_)
