@@ -19,6 +19,10 @@ pub use writes::{ContainerRequest, CreateDeployment};
 use crate::k8sdao::{DaoError, ListQuery, WorkloadSource};
 use crate::model::{DEPLOYMENT_FIELDS, DeploymentRecord, EventDto, Keyed, POD_FIELDS, PodRecord};
 
+/// Raw Pods up to this size are rendered on the runtime's worker (well under a millisecond);
+/// larger ones on the blocking pool.
+const RENDER_INLINE_BYTES: usize = 64 * 1024;
+
 /// kubectl's namespace when none is given for a single object.
 pub const DEFAULT_NAMESPACE: &str = "default";
 
@@ -411,7 +415,15 @@ impl<S: WorkloadSource> Workloads<S> {
         let format = OutputFormat::parse(format)?;
         let record = self.pod_record(namespace, name).await?;
         let json = record.raw_json().map_err(BizError::Internal)?;
-        Ok((format, format.render(&json)?))
+        if json.len() <= RENDER_INLINE_BYTES {
+            return Ok((format, format.render(&json)?));
+        }
+        // A Pod may be as large as etcd allows (1.5 MB): rendering that takes tens of
+        // milliseconds, which must not hold a runtime worker.
+        let rendered = tokio::task::spawn_blocking(move || format.render(&json))
+            .await
+            .map_err(|e| BizError::Internal(format!("rendering the pod failed: {e}")))??;
+        Ok((format, rendered))
     }
 
     async fn pod_record(

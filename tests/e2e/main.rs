@@ -5,6 +5,7 @@
 mod support;
 
 mod deploy;
+mod edge;
 mod operations;
 mod read_path;
 mod selectors;
