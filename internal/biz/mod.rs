@@ -131,6 +131,9 @@ fn object_namespace(ns: Option<&str>) -> Result<&str, BizError> {
     Ok(ns)
 }
 
+/// Requirements of one label or field selector; dashboards use a handful.
+pub const MAX_SELECTOR_REQUIREMENTS: usize = 32;
+
 /// The raw query parameters of a list request.
 #[derive(Clone, Debug, Default)]
 pub struct ListRequest {
@@ -163,6 +166,21 @@ impl ListRequest {
             }
             None => FieldSelector::everything(),
         };
+        // Every listed object is matched against every requirement: the cache's size times
+        // this bounds a list's cost.
+        for (what, count) in [
+            ("labelSelector", labels.requirements().len()),
+            ("fieldSelector", field_selector.terms().len()),
+        ] {
+            if count > MAX_SELECTOR_REQUIREMENTS {
+                return Err(BizError::TooLarge {
+                    what,
+                    actual: count,
+                    limit: MAX_SELECTOR_REQUIREMENTS,
+                    unit: "requirements",
+                });
+            }
+        }
         if let Some(term) = field_selector
             .terms()
             .iter()
