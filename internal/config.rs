@@ -283,6 +283,34 @@ mod tests {
                 },
                 "namespace",
             ),
+            (
+                SettingsLayer {
+                    max_connections: Some(0),
+                    ..Default::default()
+                },
+                "maxConnections",
+            ),
+            (
+                SettingsLayer {
+                    header_read_timeout: Some("0s".into()),
+                    ..Default::default()
+                },
+                "headerReadTimeout",
+            ),
+            (
+                SettingsLayer {
+                    idle_timeout: Some("soon".into()),
+                    ..Default::default()
+                },
+                "idleTimeout",
+            ),
+            (
+                SettingsLayer {
+                    max_body_bytes: Some(0),
+                    ..Default::default()
+                },
+                "maxBodyBytes",
+            ),
         ] {
             let err = Settings::resolve(layer).unwrap_err().to_string();
             assert!(err.contains(key), "{err}");

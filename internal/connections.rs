@@ -392,3 +392,68 @@ async fn run_connection(
     })
     .await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: ConnectionLimits = ConnectionLimits {
+        header_read_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(90),
+        max_connections: 2,
+    };
+
+    #[tokio::test(start_paused = true)]
+    async fn each_phase_has_its_own_deadline() {
+        let c = Arc::new(Connection::new());
+        let opened = Instant::now();
+        assert_eq!(
+            c.deadline(&LIMITS),
+            Some(opened + LIMITS.header_read_timeout)
+        );
+        let request = c.request_started();
+        assert_eq!(c.deadline(&LIMITS), None, "busy: never timed out here");
+        c.received();
+        assert_eq!(c.deadline(&LIMITS), None, "body bytes keep it busy");
+        tokio::time::advance(Duration::from_secs(60)).await;
+        drop(request);
+        let idle = Instant::now();
+        assert_eq!(c.deadline(&LIMITS), Some(idle + LIMITS.idle_timeout));
+        tokio::time::advance(Duration::from_secs(5)).await;
+        c.received();
+        let first_byte = Instant::now();
+        assert_eq!(
+            c.deadline(&LIMITS),
+            Some(first_byte + LIMITS.header_read_timeout),
+            "the next request's first byte starts its header deadline"
+        );
+        c.received();
+        assert_eq!(
+            c.deadline(&LIMITS),
+            Some(first_byte + LIMITS.header_read_timeout),
+            "more header bytes do not extend it"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_the_bound_the_longest_waiting_connection_makes_room() {
+        let registry = Registry::default();
+        let (_, busy) = registry.admit(LIMITS.max_connections).unwrap();
+        let _request = busy.request_started();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let (_, waiting) = registry.admit(LIMITS.max_connections).unwrap();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let (_, newest) = registry.admit(LIMITS.max_connections).unwrap();
+        assert!(waiting.evict.is_cancelled(), "the waiting one made room");
+        assert!(
+            !busy.evict.is_cancelled(),
+            "a request in progress is never cut"
+        );
+        let _request = newest.request_started();
+        assert!(
+            registry.admit(LIMITS.max_connections).is_none(),
+            "all busy: the new connection is refused"
+        );
+        assert_eq!(registry.lock().len(), 2);
+    }
+}

@@ -838,3 +838,51 @@ fn delegated_auth_without_a_reviewer_is_a_setup_error() {
         Err(SetupError::NoReviewer)
     ));
 }
+
+#[tokio::test]
+async fn a_panicking_handler_is_a_500_in_the_envelope() {
+    let app = Router::new()
+        .route(
+            "/boom",
+            axum::routing::get(|| async {
+                let nothing: Option<&'static str> = None;
+                nothing.expect("a handler bug")
+            }),
+        )
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            edge::panicked,
+        ));
+    let (status, _, body) = call(app, Request::get("/boom").body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    let json: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(json["code"], 500);
+    assert!(
+        !json["error"].as_str().unwrap().contains("a handler bug"),
+        "{json}"
+    );
+}
+
+#[tokio::test]
+async fn queries_and_bodies_over_their_limits_are_refused_in_the_envelope() {
+    let long = format!(
+        "/k8sailor/v0/pods?labelSelector={}",
+        "a".repeat(MAX_QUERY_BYTES)
+    );
+    let (status, json) = get(&long).await;
+    assert_eq!(
+        (status, &json["code"]),
+        (StatusCode::URI_TOO_LONG, &Value::from(414))
+    );
+    let req = Request::post("/k8sailor/v0/deployments/web")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(vec![b' '; 1025]))
+        .unwrap();
+    let (status, headers, body) = call(app(), req).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(headers[header::CONNECTION], "close");
+    let json: Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        json["error"].as_str().unwrap().contains("maxBodyBytes"),
+        "{json}"
+    );
+}

@@ -598,7 +598,7 @@ const PARAMETERS: &[&str] = &[
 #[tokio::test]
 async fn a_corpus_of_bad_requests_gets_4xx_envelopes_and_no_5xx() {
     let ns = TestNamespace::new("edge-corpus").await;
-    let server = Server::start(&["--namespace", &ns.name, "--body-read-timeout", "1s"]);
+    let server = Server::start(&["--namespace", &ns.name]);
     let addr = address(&server);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut requests = Vec::new();
