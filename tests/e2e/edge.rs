@@ -463,14 +463,15 @@ async fn a_continue_token_we_never_issued_is_400() {
     let token = first["metadata"]["continue"].as_str().unwrap().to_string();
     let (status, page) = server.get(&format!("{list}&continue={token}")).await;
     assert_eq!(status, 200, "{page}");
-    let (signed, tag) = token.rsplit_once('.').unwrap();
-    let (id, _) = signed.split_once('.').unwrap();
-    for forged in [
-        "1.1".to_string(),
-        format!("{id}.2.{tag}"),
-        format!("{signed}.{}", "0".repeat(tag.len())),
-        "eyJjb250aW51ZSI6IjEyMyJ9".to_string(),
-    ] {
+    // Guessed, from the apiserver, or ours with its offset or signature changed.
+    let mut forged = vec!["1.1".to_string(), "eyJjb250aW51ZSI6IjEyMyJ9".to_string()];
+    if let Some((signed, tag)) = token.rsplit_once('.')
+        && let Some((id, _)) = signed.split_once('.')
+    {
+        forged.push(format!("{id}.2.{tag}"));
+        forged.push(format!("{signed}.{}", "0".repeat(tag.len())));
+    }
+    for forged in forged {
         let (status, answer) = server.get(&format!("{list}&continue={forged}")).await;
         assert_eq!(status, 400, "{forged}: {answer}");
         assert_error_envelope(400, &answer, &forged);
