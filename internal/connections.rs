@@ -6,8 +6,9 @@
 //! - waiting for headers (from the connection's start, or from the first byte of a request
 //!   after an idle time): closed `headerReadTimeout` after it began;
 //! - idle between keep-alive requests: closed after `idleTimeout`;
-//! - busy, a request in progress until its answer is sent: never closed for time here (the
-//!   body has `bodyReadTimeout`, handlers `requestTimeout`, and streams are meant to last).
+//! - busy, a request in progress until its answer is sent: not closed for time while the
+//!   client takes what is sent (the body has `bodyReadTimeout`, handlers `requestTimeout`,
+//!   and streams are meant to last); a client that stops reading for `idleTimeout` is.
 //!
 //! hyper's own `header_read_timeout` runs from the end of the previous answer, so it would
 //! close idle keep-alive connections at the header deadline too; it is off, and this module
@@ -65,6 +66,8 @@ struct Inner {
     /// Requests whose answer is not sent yet; HTTP/1.1 serves one at a time, but an answer's
     /// end and the next request's start may overlap by a poll.
     in_flight: usize,
+    /// Since when the client has not taken what we have to send (the socket's buffer is full).
+    write_blocked_since: Option<Instant>,
 }
 
 /// One connection, as its task, the registry and the reads see it.
@@ -83,6 +86,7 @@ impl Connection {
                     since: Instant::now(),
                 },
                 in_flight: 0,
+                write_blocked_since: None,
             }),
             evict: CancellationToken::new(),
         }
@@ -110,11 +114,37 @@ impl Connection {
         InFlight(self.clone())
     }
 
+    /// A write made progress (true) or found the socket's buffer full (false). hyper takes
+    /// an answer's body before it has written it all, so a connection is idle only once
+    /// nothing moves: a slow reader still taking a large answer is not cut off.
+    fn wrote(&self, progressed: bool) {
+        let mut inner = self.lock();
+        if progressed {
+            inner.write_blocked_since = None;
+            if let Phase::Idle { .. } = inner.phase {
+                inner.phase = Phase::Idle {
+                    since: Instant::now(),
+                };
+            }
+        } else if inner.write_blocked_since.is_none() {
+            inner.write_blocked_since = Some(Instant::now());
+        }
+    }
+
+    /// When the connection is closed if nothing changes. A client that stops reading what
+    /// it asked for is idle in the other direction: it gets `idleTimeout` too, so a busy
+    /// connection is bounded by its reader, while a stream with nothing to send is not.
     fn deadline(&self, limits: &ConnectionLimits) -> Option<Instant> {
-        match self.lock().phase {
+        let inner = self.lock();
+        let phase = match inner.phase {
             Phase::Headers { since } => Some(since + limits.header_read_timeout),
             Phase::Idle { since } => Some(since + limits.idle_timeout),
             Phase::Busy => None,
+        };
+        let unread = inner.write_blocked_since.map(|t| t + limits.idle_timeout);
+        match (phase, unread) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 
@@ -196,7 +226,10 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.connection.wrote(polled.is_ready());
+        polled
     }
 
     fn poll_write_vectored(
@@ -204,7 +237,10 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        this.connection.wrote(polled.is_ready());
+        polled
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -432,6 +468,29 @@ mod tests {
             c.deadline(&LIMITS),
             Some(first_byte + LIMITS.header_read_timeout),
             "more header bytes do not extend it"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_stops_reading_gets_the_idle_timeout() {
+        let c = Arc::new(Connection::new());
+        let _request = c.request_started();
+        c.wrote(true);
+        assert_eq!(c.deadline(&LIMITS), None);
+        c.wrote(false);
+        let blocked = Instant::now();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        c.wrote(false);
+        assert_eq!(c.deadline(&LIMITS), Some(blocked + LIMITS.idle_timeout));
+        c.wrote(true);
+        assert_eq!(c.deadline(&LIMITS), None, "progress clears it");
+        drop(_request);
+        tokio::time::advance(Duration::from_secs(80)).await;
+        c.wrote(true);
+        assert_eq!(
+            c.deadline(&LIMITS),
+            Some(Instant::now() + LIMITS.idle_timeout),
+            "an answer still being written keeps the connection from idling out"
         );
     }
 

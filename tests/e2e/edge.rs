@@ -364,6 +364,39 @@ async fn idle_keep_alive_connections_are_closed_but_streams_are_not() {
 }
 
 #[tokio::test]
+async fn a_client_that_stops_reading_is_closed_after_the_idle_timeout() {
+    let server = Server::start(&["--idle-timeout", "1s", "--header-read-timeout", "5s"]);
+    let mut stream = connect(&server);
+    // Far more answers than the sockets' buffers hold, asked for at once and never read.
+    let asked = 2000;
+    stream
+        .write_all(get_request("/openapi.json").repeat(asked).as_bytes())
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    let mut received = Vec::new();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let ended = loop {
+        let mut chunk = [0u8; 65536];
+        match stream.read(&mut chunk) {
+            Ok(0) => break true,
+            Ok(n) => received.extend_from_slice(&chunk[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                break false;
+            }
+            Err(_) => break true,
+        }
+    };
+    let answered = received
+        .windows(12)
+        .filter(|w| *w == b"HTTP/1.1 200")
+        .count();
+    assert!(ended, "still open after {answered} answers");
+    assert!(answered < asked, "all {asked} answers were sent");
+}
+
+#[tokio::test]
 async fn at_the_connection_bound_waiting_connections_make_room() {
     let ns = TestNamespace::new("edge-bound").await;
     let server = Server::start(&["--namespace", &ns.name, "--max-connections", "4"]);
