@@ -447,6 +447,37 @@ async fn at_the_connection_bound_waiting_connections_make_room() {
 }
 
 #[tokio::test]
+async fn a_crowd_of_silent_connections_costs_others_no_latency_and_times_out() {
+    // The default bound (1024), half of them pushed out by the other half.
+    let server = Server::start(&["--header-read-timeout", "2s"]);
+    let started = Instant::now();
+    let mut silent: Vec<TcpStream> = (0..2000).map(|_| connect(&server)).collect();
+    let opened = Instant::now();
+    eprintln!("2,000 connections opened in {:?}", opened - started);
+    for _ in 0..10 {
+        let asked = Instant::now();
+        let mut stream = connect(&server);
+        stream.write_all(get_request("/livez").as_bytes()).unwrap();
+        let answer = read_answer(&mut stream, Duration::from_secs(2)).expect("an answer");
+        assert_eq!(answer.status, 200);
+        assert!(
+            asked.elapsed() < Duration::from_millis(300),
+            "{:?}",
+            asked.elapsed()
+        );
+    }
+    // Every one is closed: evicted by newer ones, or at its header deadline.
+    for (i, stream) in silent.iter_mut().enumerate() {
+        let left = (opened + Duration::from_secs(4)).saturating_duration_since(Instant::now());
+        assert!(
+            closed_within(stream, left.max(Duration::from_millis(10))),
+            "connection {i} still open {:?} after the last one opened",
+            opened.elapsed()
+        );
+    }
+}
+
+#[tokio::test]
 async fn wrong_methods_are_405_in_the_envelope_with_allow() {
     let server = Server::start(&[]);
     let root = server.base.trim_end_matches("/k8sailor/v0").to_string();
