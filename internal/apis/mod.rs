@@ -102,6 +102,11 @@ impl AppState {
     }
 }
 
+/// gzip's fastest level: each poll of a compressed answer compresses one output buffer's
+/// worth, which at the default level took up to 10 ms of a worker on a large list (measured
+/// over 50,000 pods); JSON lists still shrink several times over.
+const COMPRESSION: tower_http::CompressionLevel = tower_http::CompressionLevel::Fastest;
+
 /// Tells API clients how old the data is while a watch is failing.
 pub const STALE_HEADER: &str = "k8sailor-stale-seconds";
 
@@ -209,7 +214,7 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
             opts.body,
             edge::bounded,
         ))
-        .layer(CompressionLayer::new().compress_when(
+        .layer(CompressionLayer::new().quality(COMPRESSION).compress_when(
             DefaultPredicate::new().and(NotForContentType::const_new(watch::NDJSON)),
         ))
         .layer(CatchPanicLayer::custom(edge::panicked));
