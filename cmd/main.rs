@@ -117,6 +117,23 @@ struct HttpServerArgs {
     /// Log format: plain or json [default: plain]; levels from RUST_LOG.
     #[arg(long, env = "K8SAILOR_LOG_FORMAT")]
     log_format: Option<LogFormat>,
+    /// Largest request body in bytes; larger is a 413 [default: 262144].
+    #[arg(long, env = "K8SAILOR_MAX_BODY_BYTES")]
+    max_body_bytes: Option<usize>,
+    /// Longest time a request body may take to arrive; then 408 [default: 30s].
+    #[arg(long, env = "K8SAILOR_BODY_READ_TIMEOUT")]
+    body_read_timeout: Option<String>,
+    /// Longest time from a connection's start, or from the first byte of a request, until
+    /// the request's headers are complete; then the connection is closed [default: 10s].
+    #[arg(long, env = "K8SAILOR_HEADER_READ_TIMEOUT")]
+    header_read_timeout: Option<String>,
+    /// How long a keep-alive connection may wait for its next request [default: 90s].
+    #[arg(long, env = "K8SAILOR_IDLE_TIMEOUT")]
+    idle_timeout: Option<String>,
+    /// Most connections open at once; beyond it the longest-waiting connection without a
+    /// request in progress is closed, or, if none, the new one [default: 1024].
+    #[arg(long, env = "K8SAILOR_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
 }
 
 impl HttpServerArgs {
@@ -144,6 +161,11 @@ impl HttpServerArgs {
             token_review_burst: self.token_review_burst,
             token_reviews_in_flight: self.token_reviews_in_flight,
             log_format: self.log_format,
+            max_body_bytes: self.max_body_bytes,
+            body_read_timeout: self.body_read_timeout,
+            header_read_timeout: self.header_read_timeout,
+            idle_timeout: self.idle_timeout,
+            max_connections: self.max_connections,
         };
         Ok(Settings::resolve(flags.over(file))?)
     }
@@ -185,9 +207,50 @@ fn cancel_on_signal(token: CancellationToken) {
     });
 }
 
+/// File descriptors the process may need besides its connections: the apiserver's, the
+/// listener, the runtime's, logs.
+const OWN_FILE_DESCRIPTORS: usize = 64;
+
+/// Raises the soft limit on open files to what `max_connections` needs, up to the hard limit,
+/// as Go programs do at start: many hosts default the soft limit to 1024, which the default
+/// connection bound would exhaust before it takes effect.
+#[cfg(unix)]
+fn ensure_file_descriptors(max_connections: usize) {
+    let wanted = max_connections.saturating_add(OWN_FILE_DESCRIPTORS) as libc::rlim_t;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own; setrlimit only reads it.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return;
+    }
+    if limit.rlim_cur < wanted {
+        let raised = libc::rlimit {
+            rlim_cur: wanted.min(limit.rlim_max),
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit = raised;
+        }
+    }
+    if limit.rlim_cur < wanted {
+        tracing::warn!(
+            open_files = limit.rlim_cur,
+            max_connections,
+            "the open-file limit is lower than maxConnections needs: lower maxConnections or raise the limit (ulimit -n)"
+        );
+    }
+}
+
+#[cfg(not(unix))]
+fn ensure_file_descriptors(_max_connections: usize) {}
+
 async fn httpserver(args: HttpServerArgs) -> anyhow::Result<()> {
     let settings = args.settings()?;
     init_logging(settings.log_format);
+    ensure_file_descriptors(settings.connections.max_connections);
     let shutdown = CancellationToken::new();
     cancel_on_signal(shutdown.clone());
     k8sailor::server::run(settings, shutdown).await?;

@@ -2,18 +2,26 @@
 //! variables (one layer, as clap reads them), then the config file, then defaults.
 
 use std::net::SocketAddr;
-use std::num::NonZeroU32;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use confk8s::{ClientOptions, TokenReviewLimits};
 use serde::Deserialize;
 
-use crate::apis::{AllowedHosts, AllowedOrigins, AuthMode, HttpOptions};
+use crate::apis::{AllowedHosts, AllowedOrigins, AuthMode, BodyLimits, HttpOptions};
+use crate::connections::ConnectionLimits;
 use crate::k8sdao::SourceKind;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8088";
 pub const DEFAULT_PREFIX: &str = "/k8sailor/v0";
+/// Covers the largest create request the per-field limits allow (about 175 KiB: 100
+/// containers of 100 ports and a 1 KiB image each) while keeping what open connections can
+/// make us buffer at once bounded (maxConnections times this).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
+/// Enough for thousands of dashboards and watches; the file descriptors it takes stay well
+/// under the usual limits (1024 soft on many hosts: see the start-up warning).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// One source of settings; every key optional. The config file's keys are these, in camelCase.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -37,6 +45,11 @@ pub struct SettingsLayer {
     pub token_review_burst: Option<u32>,
     pub token_reviews_in_flight: Option<u32>,
     pub log_format: Option<LogFormat>,
+    pub max_body_bytes: Option<usize>,
+    pub body_read_timeout: Option<String>,
+    pub header_read_timeout: Option<String>,
+    pub idle_timeout: Option<String>,
+    pub max_connections: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -65,6 +78,8 @@ pub struct Settings {
     pub log_format: LogFormat,
     /// `auth: none` on an address other hosts can reach was asked for.
     pub allow_unauthenticated: bool,
+    /// Bounds on connections: timeouts and how many may be open.
+    pub connections: ConnectionLimits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -118,21 +133,13 @@ impl SettingsLayer {
                 .token_reviews_in_flight
                 .or(lower.token_reviews_in_flight),
             log_format: self.log_format.or(lower.log_format),
+            max_body_bytes: self.max_body_bytes.or(lower.max_body_bytes),
+            body_read_timeout: self.body_read_timeout.or(lower.body_read_timeout),
+            header_read_timeout: self.header_read_timeout.or(lower.header_read_timeout),
+            idle_timeout: self.idle_timeout.or(lower.idle_timeout),
+            max_connections: self.max_connections.or(lower.max_connections),
         }
     }
-}
-
-/// A count that must be at least 1.
-fn positive(
-    key: &'static str,
-    value: Option<u32>,
-    default: u32,
-) -> Result<NonZeroU32, ConfigError> {
-    let value = value.unwrap_or(default);
-    NonZeroU32::new(value).ok_or(ConfigError::Invalid {
-        key,
-        reason: "must be at least 1".into(),
-    })
 }
 
 /// `30s`, `2m`, `1h 30m`: the friendly format Kubernetes users write.
@@ -143,6 +150,26 @@ pub fn parse_duration(key: &'static str, value: &str) -> Result<Duration, Config
         .parse()
         .map_err(|e| invalid(format!("{value:?} is not a duration like 30s or 2m ({e})")))?;
     Duration::try_from(d).map_err(|_| invalid(format!("{value:?} must not be negative")))
+}
+
+/// A duration that must not be zero: a zero timeout would refuse every request.
+fn timeout(key: &'static str, value: &str) -> Result<Duration, ConfigError> {
+    let d = parse_duration(key, value)?;
+    if d.is_zero() {
+        return Err(ConfigError::Invalid {
+            key,
+            reason: format!("{value:?} must be more than zero"),
+        });
+    }
+    Ok(d)
+}
+
+/// A count that must be more than zero, as the non-zero type `N` of its number type.
+fn positive<T, N: TryFrom<T>>(key: &'static str, value: T) -> Result<N, ConfigError> {
+    N::try_from(value).map_err(|_| ConfigError::Invalid {
+        key,
+        reason: "must be more than zero".to_string(),
+    })
 }
 
 impl Settings {
@@ -203,6 +230,32 @@ impl Settings {
                     layer.request_timeout.as_deref().unwrap_or("30s"),
                 )?,
                 auth,
+                body: BodyLimits {
+                    max_bytes: positive::<_, NonZeroUsize>(
+                        "maxBodyBytes",
+                        layer.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES),
+                    )?
+                    .get(),
+                    read_timeout: timeout(
+                        "bodyReadTimeout",
+                        layer.body_read_timeout.as_deref().unwrap_or("30s"),
+                    )?,
+                },
+            },
+            connections: ConnectionLimits {
+                header_read_timeout: timeout(
+                    "headerReadTimeout",
+                    layer.header_read_timeout.as_deref().unwrap_or("10s"),
+                )?,
+                idle_timeout: timeout(
+                    "idleTimeout",
+                    layer.idle_timeout.as_deref().unwrap_or("90s"),
+                )?,
+                max_connections: positive::<_, NonZeroUsize>(
+                    "maxConnections",
+                    layer.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
+                )?
+                .get(),
             },
             namespace,
             source: layer.source.unwrap_or_default(),
@@ -223,20 +276,19 @@ impl Settings {
                 TokenReviewLimits {
                     per_second: positive(
                         "tokenReviewRate",
-                        layer.token_review_rate,
-                        defaults.per_second.get(),
+                        layer.token_review_rate.unwrap_or(defaults.per_second.get()),
                     )?,
                     burst: positive(
                         "tokenReviewBurst",
-                        layer.token_review_burst,
-                        defaults.burst.get(),
+                        layer.token_review_burst.unwrap_or(defaults.burst.get()),
                     )?,
-                    in_flight: positive(
+                    in_flight: positive::<_, NonZeroUsize>(
                         "tokenReviewsInFlight",
-                        layer.token_reviews_in_flight,
-                        defaults.in_flight as u32,
+                        layer
+                            .token_reviews_in_flight
+                            .map_or(defaults.in_flight, |n| n as usize),
                     )?
-                    .get() as usize,
+                    .get(),
                 }
             },
             log_format: layer.log_format.unwrap_or_default(),
@@ -300,6 +352,34 @@ mod tests {
                     ..Default::default()
                 },
                 "namespace",
+            ),
+            (
+                SettingsLayer {
+                    max_connections: Some(0),
+                    ..Default::default()
+                },
+                "maxConnections",
+            ),
+            (
+                SettingsLayer {
+                    header_read_timeout: Some("0s".into()),
+                    ..Default::default()
+                },
+                "headerReadTimeout",
+            ),
+            (
+                SettingsLayer {
+                    idle_timeout: Some("soon".into()),
+                    ..Default::default()
+                },
+                "idleTimeout",
+            ),
+            (
+                SettingsLayer {
+                    max_body_bytes: Some(0),
+                    ..Default::default()
+                },
+                "maxBodyBytes",
             ),
         ] {
             let err = Settings::resolve(layer).unwrap_err().to_string();

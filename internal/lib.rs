@@ -4,6 +4,7 @@
 pub mod apis;
 pub mod biz;
 pub mod config;
+pub mod connections;
 pub mod k8scache;
 pub mod k8sdao;
 pub mod model;

@@ -106,11 +106,9 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
             streams.cancel();
         }
     };
-    let serve = axum::serve(listener, app)
-        .with_graceful_shutdown(drain)
-        .into_future();
+    let serve = crate::connections::serve(listener, app, settings.connections, drain);
     let served = tokio::select! {
-        served = serve => served.map_err(ServerError::Serve),
+        () = serve => Ok(()),
         _ = async { shutdown.cancelled().await; tokio::time::sleep(delay + grace).await } => {
             tracing::warn!(?grace, "requests still in flight at the end of the grace period; closing them");
             Ok(())

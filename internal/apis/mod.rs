@@ -4,6 +4,7 @@
 mod auth;
 mod cors;
 mod docs;
+mod edge;
 mod envelope;
 mod health;
 mod host_check;
@@ -21,6 +22,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio_util::sync::CancellationToken;
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
@@ -30,6 +32,7 @@ use utoipa_axum::routes;
 
 pub use auth::AuthMode;
 pub use cors::{AllowedOrigins, OriginError};
+pub use edge::{BodyLimits, MAX_QUERY_BYTES};
 pub use envelope::{ApiError, Envelope};
 pub use health::Health;
 pub use host_check::{AllowedHosts, HostError};
@@ -44,9 +47,11 @@ pub struct HttpOptions {
     pub prefix: String,
     /// Origins allowed by CORS: empty for none, `*` for any (then without credentials).
     pub cors_allowed_origins: AllowedOrigins,
-    /// Names served besides loopback ones and IP addresses while auth is none.
+    /// Names served besides loopback ones and the listen address while auth is none.
     pub allowed_hosts: AllowedHosts,
     pub request_timeout: Duration,
+    /// Largest request body and longest time it may take to arrive.
+    pub body: BodyLimits,
     /// Who may call the API; with `Delegated`, the state must hold a reviewer.
     pub auth: AuthMode,
 }
@@ -97,6 +102,11 @@ impl AppState {
         }))
     }
 }
+
+/// gzip's fastest level: each poll of a compressed answer compresses one output buffer's
+/// worth, which at the default level took up to 10 ms of a worker on a large list (measured
+/// over 50,000 pods); JSON lists still shrink several times over.
+const COMPRESSION: tower_http::CompressionLevel = tower_http::CompressionLevel::Fastest;
 
 /// Tells API clients how old the data is while a watch is failing.
 pub const STALE_HEADER: &str = "k8sailor-stale-seconds";
@@ -179,9 +189,9 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
     let (app, mut openapi) = api
         .merge(
             OpenApiRouter::new()
-                .routes(routes!(health::livez))
-                .routes(routes!(health::readyz))
-                .routes(routes!(metrics::serve))
+                .routes(edge::enveloped_405(routes!(health::livez)))
+                .routes(edge::enveloped_405(routes!(health::readyz)))
+                .routes(edge::enveloped_405(routes!(metrics::serve)))
                 .route_layer(per_request_layer(false)),
         )
         .split_for_parts();
@@ -196,14 +206,20 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
         get(move || {
             let body = openapi.clone();
             async move { ([(header::CONTENT_TYPE, "application/json")], body) }
-        }),
+        })
+        .fallback(edge::method_not_allowed),
     );
     let app = app.with_state(state);
-    let app =
-        app.fallback(routes::no_route)
-            .layer(CompressionLayer::new().compress_when(
-                DefaultPredicate::new().and(NotForContentType::const_new(watch::NDJSON)),
-            ));
+    let app = app
+        .fallback(routes::no_route)
+        .layer(axum::middleware::from_fn_with_state(
+            opts.body,
+            edge::bounded,
+        ))
+        .layer(CompressionLayer::new().quality(COMPRESSION).compress_when(
+            DefaultPredicate::new().and(NotForContentType::const_new(watch::NDJSON)),
+        ))
+        .layer(CatchPanicLayer::custom(edge::panicked));
     // The request log line is a debug event: with debug off the layer would only cost time.
     let app = if tracing::enabled!(target: "tower_http::trace::on_response", Level::DEBUG) {
         app.layer(

@@ -8,6 +8,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::docs::{DeploymentDoc, PodDoc};
+use super::edge::enveloped_405;
 use super::envelope::{
     ApiError, ApiJson, ApiPath, ApiQuery, Envelope, ErrorEnvelope, ok, ok_json, ok_page_json,
 };
@@ -18,20 +19,20 @@ use crate::model::EventDto;
 /// Every API route: each is registered together with its OpenAPI description.
 pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(ping))
-        .routes(routes!(list_deployments))
-        .routes(routes!(
+        .routes(enveloped_405(routes!(ping)))
+        .routes(enveloped_405(routes!(list_deployments)))
+        .routes(enveloped_405(routes!(
             get_deployment,
             create_deployment,
             delete_deployment
-        ))
-        .routes(routes!(scale_deployment))
-        .routes(routes!(pods_of_deployment))
-        .routes(routes!(list_pods))
-        .routes(routes!(get_pod, delete_pod))
-        .routes(routes!(pod_output))
-        .routes(routes!(latest_pod_event))
-        .routes(routes!(pod_events))
+        )))
+        .routes(enveloped_405(routes!(scale_deployment)))
+        .routes(enveloped_405(routes!(pods_of_deployment)))
+        .routes(enveloped_405(routes!(list_pods)))
+        .routes(enveloped_405(routes!(get_pod, delete_pod)))
+        .routes(enveloped_405(routes!(pod_output)))
+        .routes(enveloped_405(routes!(latest_pod_event)))
+        .routes(enveloped_405(routes!(pod_events)))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -130,7 +131,30 @@ async fn list_deployments(
         let guard = s.metrics.watch_opened("Deployment");
         return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
     }
-    Ok(ok_page_json(s.workloads.list_deployments(&req).await?))
+    off_the_workers(
+        move || async move { Ok(ok_page_json(s.workloads.list_deployments(&req).await?)) },
+    )
+    .await
+}
+
+/// Lists run on the blocking pool: over a large cache they are tens of milliseconds of CPU
+/// in one poll (measured over 50,000 pods: 20-60 ms for all of them, 100 ms sorted by
+/// creationTimestamp, 11 ms for a first page of 500, which sorts and keeps them all), which
+/// would hold a runtime worker and every request queued on it.
+async fn off_the_workers<F, Fut>(work: F) -> Result<Response, ApiError>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Response, ApiError>>,
+{
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || runtime.block_on(work()))
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("internal error: the list failed: {e}"),
+            )
+        })?
 }
 
 #[utoipa::path(get, path = "/deployments/{name}", tag = "deployments",
@@ -261,11 +285,14 @@ async fn pods_of_deployment(
         let guard = s.metrics.watch_opened("Pod");
         return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
     }
-    Ok(ok_json(
-        &s.workloads
-            .pods_of_deployment(q.namespace.as_deref(), &name)
-            .await?,
-    ))
+    off_the_workers(move || async move {
+        Ok(ok_json(
+            &s.workloads
+                .pods_of_deployment(q.namespace.as_deref(), &name)
+                .await?,
+        ))
+    })
+    .await
 }
 
 #[utoipa::path(get, path = "/pods", tag = "pods", params(ListParams),
@@ -290,7 +317,8 @@ async fn list_pods(
         let guard = s.metrics.watch_opened("Pod");
         return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
     }
-    Ok(ok_page_json(s.workloads.list_pods(&req).await?))
+    off_the_workers(move || async move { Ok(ok_page_json(s.workloads.list_pods(&req).await?)) })
+        .await
 }
 
 #[utoipa::path(get, path = "/pods/{name}", tag = "pods",

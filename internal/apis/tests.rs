@@ -18,6 +18,10 @@ fn options(origins: &[&str]) -> HttpOptions {
         cors_allowed_origins: AllowedOrigins::parse(origins).unwrap(),
         allowed_hosts: AllowedHosts::default(),
         request_timeout: Duration::from_secs(5),
+        body: BodyLimits {
+            max_bytes: 1024,
+            read_timeout: Duration::from_secs(1),
+        },
         auth: AuthMode::None,
     }
 }
@@ -384,15 +388,44 @@ async fn paging_walks_every_item_once_and_old_tokens_are_gone() {
     }
     assert_eq!(seen, ["web-1a2b-y", "web-1a2b-x", "bare"]);
 
-    // A token we never issued is the request's fault, not an expiry.
+    // A token of ours whose snapshot is gone (pushed out by newer ones) is expired: 410.
+    let first_page = |app: Router| async move {
+        let (_, _, body) = call(
+            app,
+            Request::get("/k8sailor/v0/pods?limit=1")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+        let json: Value = serde_json::from_slice(&body).unwrap();
+        json["metadata"]["continue"].as_str().unwrap().to_string()
+    };
+    let oldest = first_page(app.clone()).await;
+    for _ in 0..crate::biz::SNAPSHOT_CAPACITY {
+        first_page(app.clone()).await;
+    }
+    let (status, _, body) = call(
+        app.clone(),
+        Request::get(format!("/k8sailor/v0/pods?limit=1&continue={oldest}"))
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    let json: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        (status, &json["code"]),
+        (StatusCode::GONE, &serde_json::json!(410))
+    );
+    assert!(json["error"].as_str().unwrap().contains("restart the list"));
+    // One we never issued is the client's mistake: 400.
     let (status, json) = get("/k8sailor/v0/pods?limit=1&continue=ffff.1").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(json["code"], 400);
     assert!(
         json["error"]
             .as_str()
             .unwrap()
-            .contains("not issued by this server")
+            .contains("not issued by this server"),
+        "{json}"
     );
     for bad in [
         "/k8sailor/v0/pods?continue=garbage",
@@ -944,4 +977,52 @@ fn delegated_auth_without_a_reviewer_is_a_setup_error() {
         router(AppState::new(Arc::new(Workloads::new(source)), None), &opts),
         Err(SetupError::NoReviewer)
     ));
+}
+
+#[tokio::test]
+async fn a_panicking_handler_is_a_500_in_the_envelope() {
+    let app = Router::new()
+        .route(
+            "/boom",
+            axum::routing::get(|| async {
+                let nothing: Option<&'static str> = std::hint::black_box(None);
+                nothing.expect("a handler bug")
+            }),
+        )
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            edge::panicked,
+        ));
+    let (status, _, body) = call(app, Request::get("/boom").body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    let json: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(json["code"], 500);
+    assert!(
+        !json["error"].as_str().unwrap().contains("a handler bug"),
+        "{json}"
+    );
+}
+
+#[tokio::test]
+async fn queries_and_bodies_over_their_limits_are_refused_in_the_envelope() {
+    let long = format!(
+        "/k8sailor/v0/pods?labelSelector={}",
+        "a".repeat(MAX_QUERY_BYTES)
+    );
+    let (status, json) = get(&long).await;
+    assert_eq!(
+        (status, &json["code"]),
+        (StatusCode::URI_TOO_LONG, &Value::from(414))
+    );
+    let req = Request::post("/k8sailor/v0/deployments/web")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(vec![b' '; 1025]))
+        .unwrap();
+    let (status, headers, body) = call(app(), req).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(headers[header::CONNECTION], "close");
+    let json: Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        json["error"].as_str().unwrap().contains("maxBodyBytes"),
+        "{json}"
+    );
 }

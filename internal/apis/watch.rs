@@ -32,12 +32,75 @@ pub fn is_watch(value: Option<&str>) -> Result<bool, ApiError> {
     }
 }
 
+const EVENT_STREAM: (&str, &str) = ("text", "event-stream");
+const NDJSON_TYPE: (&str, &str) = ("application", "x-ndjson");
+
+/// How much `Accept` wants a media type: the quality of its most specific matching range
+/// (`type/subtype` over `type/*` over `*/*`), with that specificity; None when no range
+/// matches. Ranges that do not parse are skipped, as are qualities that do not.
+fn preference(accept: &[&str], (kind, subtype): (&str, &str)) -> Option<(u16, u8)> {
+    let mut best: Option<(u8, u16)> = None;
+    for range in accept.iter().flat_map(|v| v.split(',')) {
+        let mut params = range.split(';');
+        let Some((k, s)) = params.next().and_then(|m| m.trim().split_once('/')) else {
+            continue;
+        };
+        let (k, s) = (k.trim(), s.trim());
+        let specificity = if k.eq_ignore_ascii_case(kind) && s.eq_ignore_ascii_case(subtype) {
+            2
+        } else if k.eq_ignore_ascii_case(kind) && s == "*" {
+            1
+        } else if k == "*" && s == "*" {
+            0
+        } else {
+            continue;
+        };
+        let mut quality = Some(1000);
+        for param in params {
+            if let Some((name, value)) = param.split_once('=')
+                && name.trim().eq_ignore_ascii_case("q")
+            {
+                quality = parse_quality(value.trim());
+            }
+        }
+        let Some(quality) = quality else { continue };
+        if best.is_none_or(|(b, _)| specificity > b) {
+            best = Some((specificity, quality));
+        }
+    }
+    best.map(|(specificity, quality)| (quality, specificity))
+}
+
+/// RFC 9110's qvalue, in thousandths: `0`, `1`, `0.5`, `1.000`; None if malformed.
+fn parse_quality(value: &str) -> Option<u16> {
+    let (whole, fraction) = value.split_once('.').unwrap_or((value, ""));
+    if fraction.len() > 3 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let thousandths: u16 = format!("{fraction:0<3}").parse().ok()?;
+    match whole {
+        "0" => Some(thousandths),
+        "1" if thousandths == 0 => Some(1000),
+        _ => None,
+    }
+}
+
+/// Server-Sent Events when `Accept` prefers them to JSON lines: a higher quality, or the same
+/// with a more specific range (`text/event-stream, */*`). A quality of 0 means "not
+/// acceptable"; without a preference, JSON lines.
 fn accepts_event_stream(headers: &HeaderMap) -> bool {
-    headers
+    let accept: Vec<&str> = headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .any(|v| v.contains("text/event-stream"))
+        .collect();
+    let Some(sse) = preference(&accept, EVENT_STREAM).filter(|(q, _)| *q > 0) else {
+        return false;
+    };
+    match preference(&accept, NDJSON_TYPE).filter(|(q, _)| *q > 0) {
+        Some(ndjson) => sse > ndjson,
+        None => true,
+    }
 }
 
 /// The frames as the client asked for them; the stream ends when `end` is cancelled
@@ -78,4 +141,61 @@ pub fn respond(
         Body::from_stream(lines),
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sse(accept: &[&str]) -> bool {
+        let mut headers = HeaderMap::new();
+        for value in accept {
+            headers.append(header::ACCEPT, HeaderValue::from_str(value).unwrap());
+        }
+        accepts_event_stream(&headers)
+    }
+
+    #[test]
+    fn event_streams_go_to_clients_that_prefer_them() {
+        for accept in [
+            &["text/event-stream"][..],
+            &["TEXT/Event-Stream"],
+            &["text/event-stream, */*"],
+            &["application/json", "text/event-stream"],
+            &["text/event-stream;q=0.5, application/x-ndjson;q=0.4"],
+            &["text/*"],
+            &["text/event-stream; charset=utf-8; q=1.0"],
+        ] {
+            assert!(sse(accept), "{accept:?}");
+        }
+        for accept in [
+            &[][..],
+            &["*/*"],
+            &["application/json"],
+            &["text/event-stream;q=0"],
+            &["text/event-stream; q=0.000"],
+            &["text/event-stream;q=0, */*"],
+            &["*/*;q=0.9, text/event-stream;q=0"],
+            &["text/event-stream;q=0.5, */*"],
+            &["text/event-stream;q=0.5, application/x-ndjson"],
+            &["text/event-stream;q=2"],
+            &["text/event-stream;q=abc"],
+            &["text/plain"],
+            &["text/event-streamx"],
+        ] {
+            assert!(!sse(accept), "{accept:?}");
+        }
+    }
+
+    #[test]
+    fn qualities_are_parsed_as_rfc_9110_writes_them() {
+        assert_eq!(parse_quality("1"), Some(1000));
+        assert_eq!(parse_quality("1.000"), Some(1000));
+        assert_eq!(parse_quality("0"), Some(0));
+        assert_eq!(parse_quality("0.5"), Some(500));
+        assert_eq!(parse_quality("0.05"), Some(50));
+        for bad in ["1.5", "0.0001", "-0", "", ".5", "0.x", "2", "01"] {
+            assert_eq!(parse_quality(bad), None, "{bad}");
+        }
+    }
 }

@@ -12,13 +12,17 @@ use selector::validation::{is_dns1123_label, is_dns1123_subdomain};
 use selector::{FieldSelector, LabelSelector};
 
 pub use output::OutputFormat;
-pub use paging::{PageStore, SortSpec};
+pub use paging::{PageStore, SNAPSHOT_CAPACITY, SortSpec};
 pub use watch::{WatchEventType, WatchFrame, WatchFrames};
 pub use writes::{ContainerRequest, CreateDeployment};
 
 use crate::k8sdao::{DaoError, ListQuery, WorkloadSource};
 pub use crate::k8sdao::{NamespaceFilter, ObjectKind};
 use crate::model::{DEPLOYMENT_FIELDS, DeploymentRecord, EventDto, Keyed, POD_FIELDS, PodRecord};
+
+/// Raw Pods up to this size are rendered on the runtime's worker (well under a millisecond);
+/// larger ones on the blocking pool.
+const RENDER_INLINE_BYTES: usize = 64 * 1024;
 
 /// kubectl's namespace when none is given for a single object.
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -30,6 +34,14 @@ pub enum BizError {
         what: &'static str,
         value: String,
         rule: &'static str,
+    },
+    /// A part of the request over one of the limits that bound what a request may cost.
+    #[error("invalid {what}: {actual} {unit}, over the limit of {limit}")]
+    TooLarge {
+        what: &'static str,
+        actual: usize,
+        limit: usize,
+        unit: &'static str,
     },
     #[error("invalid labelSelector: {0}")]
     Selector(selector::ParseError),
@@ -55,6 +67,7 @@ impl BizError {
         use http::StatusCode;
         match self {
             BizError::Invalid { .. }
+            | BizError::TooLarge { .. }
             | BizError::Selector(_)
             | BizError::FieldSelector(_)
             | BizError::Query(_)
@@ -119,6 +132,9 @@ fn object_namespace(ns: Option<&str>) -> Result<&str, BizError> {
     Ok(ns)
 }
 
+/// Requirements of one label or field selector; dashboards use a handful.
+pub const MAX_SELECTOR_REQUIREMENTS: usize = 32;
+
 /// Who asks, as an opaque key (a hash of its credentials): a continue token is honoured only
 /// for the caller it was issued to.
 pub type ViewerKey = [u8; 32];
@@ -164,6 +180,21 @@ impl ListRequest {
             }
             None => FieldSelector::everything(),
         };
+        // Every listed object is matched against every requirement: the cache's size times
+        // this bounds a list's cost.
+        for (what, count) in [
+            ("labelSelector", labels.requirements().len()),
+            ("fieldSelector", field_selector.terms().len()),
+        ] {
+            if count > MAX_SELECTOR_REQUIREMENTS {
+                return Err(BizError::TooLarge {
+                    what,
+                    actual: count,
+                    limit: MAX_SELECTOR_REQUIREMENTS,
+                    unit: "requirements",
+                });
+            }
+        }
         if let Some(term) = field_selector
             .terms()
             .iter()
@@ -438,7 +469,15 @@ impl<S: WorkloadSource> Workloads<S> {
         let format = OutputFormat::parse(format)?;
         let record = self.pod_record(namespace, name).await?;
         let json = record.raw_json().map_err(BizError::Internal)?;
-        Ok((format, format.render(&json)?))
+        if json.len() <= RENDER_INLINE_BYTES {
+            return Ok((format, format.render(&json)?));
+        }
+        // A Pod may be as large as etcd allows (1.5 MB): rendering that takes tens of
+        // milliseconds, which must not hold a runtime worker.
+        let rendered = tokio::task::spawn_blocking(move || format.render(&json))
+            .await
+            .map_err(|e| BizError::Internal(format!("rendering the pod failed: {e}")))??;
+        Ok((format, rendered))
     }
 
     async fn pod_record(

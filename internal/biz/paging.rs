@@ -9,6 +9,9 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use ring::hmac;
+use ring::rand::SystemRandom;
+
 use super::{BizError, ViewerKey};
 use crate::model::Keyed;
 
@@ -53,7 +56,15 @@ impl SortSpec {
                 };
                 Ok((field, descending))
             })
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
+        // Each comparison walks the fields: a field given twice only adds cost.
+        for (i, (field, _)) in fields.iter().enumerate() {
+            if fields[..i].iter().any(|(f, _)| f == field) {
+                return Err(BizError::Query(format!(
+                    "invalid sort {s:?}: each field may be given once"
+                )));
+            }
+        }
         Ok(SortSpec(fields))
     }
 
@@ -101,9 +112,8 @@ struct Snapshot<R> {
 /// The snapshots behind live continue tokens, for one kind.
 pub struct PageStore<R> {
     snapshots: Mutex<VecDeque<Snapshot<R>>>,
-    /// Ids issued are `first_id..next_id`; the first is random, so a token this process never
-    /// issued (forged, or from another process) is told apart from an expired one.
-    first_id: u64,
+    /// Signs this store's continue tokens; random per store and per process.
+    key: hmac::Key,
     next_id: std::sync::atomic::AtomicU64,
     ttl: Duration,
     capacity: usize,
@@ -115,33 +125,62 @@ impl<R> Default for PageStore<R> {
     }
 }
 
-/// Opaque to clients: which snapshot, and where in it the next page starts.
+/// Opaque to clients: which snapshot, and where in it the next page starts, signed with the
+/// store's key so that a token we never issued (forged, or from another store or process) is
+/// told apart from one of ours that expired.
 struct Token {
     id: u64,
     offset: usize,
 }
 
 impl Token {
-    fn encode(&self) -> String {
+    fn message(&self) -> String {
         format!("{:x}.{:x}", self.id, self.offset)
     }
 
-    fn decode(s: &str) -> Result<Token, BizError> {
+    fn encode(&self, key: &hmac::Key) -> String {
+        let message = self.message();
+        let tag = hmac::sign(key, message.as_bytes());
+        let mut token = message;
+        token.push('.');
+        for byte in tag.as_ref() {
+            token.push_str(&format!("{byte:02x}"));
+        }
+        token
+    }
+
+    fn decode(s: &str, key: &hmac::Key) -> Result<Token, BizError> {
         let invalid = || {
-            BizError::Query(format!(
-                "invalid continue token {s:?}: pass back the token of the previous page unchanged"
-            ))
+            BizError::Query(
+                "invalid continue token: not issued by this server for this kind (pass back the token of the previous page unchanged, or restart the list without it)".into(),
+            )
         };
-        let mut parts = s.split('.').map(|p| u64::from_str_radix(p, 16));
-        match (parts.next(), parts.next(), parts.next()) {
-            (Some(Ok(id)), Some(Ok(offset)), None) => Ok(Token {
-                id,
-                offset: usize::try_from(offset).map_err(|_| invalid())?,
-            }),
+        let (message, tag) = s.rsplit_once('.').ok_or_else(invalid)?;
+        let tag = decode_hex(tag).ok_or_else(invalid)?;
+        hmac::verify(key, message.as_bytes(), &tag).map_err(|_| invalid())?;
+        let (id, offset) = message.split_once('.').ok_or_else(invalid)?;
+        let parse = |p: &str| u64::from_str_radix(p, 16).ok();
+        match (
+            parse(id),
+            parse(offset).and_then(|o| usize::try_from(o).ok()),
+        ) {
+            (Some(id), Some(offset)) => Ok(Token { id, offset }),
             _ => Err(invalid()),
         }
     }
 }
+
+fn decode_hex(s: &str) -> Option<Vec<u8>> {
+    if s.len() != 2 * TAG_BYTES {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+const TAG_BYTES: usize = 32;
 
 /// Identifies a query, so a token is only honoured for the query that issued it.
 pub fn fingerprint(parts: &impl Hash) -> u64 {
@@ -152,14 +191,13 @@ pub fn fingerprint(parts: &impl Hash) -> u64 {
 
 impl<R> PageStore<R> {
     pub fn new(ttl: Duration, capacity: usize) -> Self {
-        // std's per-process random hasher keys: random enough to tell processes apart, no
-        // crate needed. Between 2^32 and 2^48, so ids never wrap.
-        let random = std::hash::BuildHasher::build_hasher(&std::hash::RandomState::new()).finish();
-        let first_id = (random >> 16) | (1 << 32);
+        // The operating system's generator failing is a broken host, not a request's fault.
+        let key = hmac::Key::generate(hmac::HMAC_SHA256, &SystemRandom::new())
+            .expect("the system random number generator works");
         PageStore {
             snapshots: Mutex::new(VecDeque::new()),
-            first_id,
-            next_id: std::sync::atomic::AtomicU64::new(first_id),
+            key,
+            next_id: std::sync::atomic::AtomicU64::new(1),
             ttl,
             capacity,
         }
@@ -215,13 +253,7 @@ impl<R> PageStore<R> {
         viewer: Option<ViewerKey>,
         limit: Option<usize>,
     ) -> Result<PageSlice<R>, BizError> {
-        let token = Token::decode(token)?;
-        let issued = self.first_id..self.next_id.load(std::sync::atomic::Ordering::Relaxed);
-        if !issued.contains(&token.id) {
-            return Err(BizError::Query(
-                "the continue token was not issued by this server (or it restarted since): start the list without it".into(),
-            ));
-        }
+        let token = Token::decode(token, &self.key)?;
         let found = self
             .lock()
             .iter()
@@ -272,7 +304,7 @@ impl<R> PageStore<R> {
         PageSlice {
             items: items[offset..end].to_vec(),
             resource_version,
-            continue_token: (remaining > 0).then(|| Token { id, offset: end }.encode()),
+            continue_token: (remaining > 0).then(|| Token { id, offset: end }.encode(&self.key)),
             remaining: (remaining > 0).then_some(remaining),
         }
     }
@@ -386,6 +418,63 @@ mod tests {
             names(&store.next(&token, 1, alice, Some(1)).unwrap()),
             ["p01"]
         );
+    }
+
+    #[test]
+    fn only_tokens_this_store_signed_are_honoured() {
+        let store = PageStore::default();
+        let token = store
+            .first(pods(5), "1".into(), 1, None, Some(1))
+            .continue_token
+            .unwrap();
+        assert!(store.next(&token, 1, None, Some(1)).is_ok());
+        let (message, tag) = token.rsplit_once('.').unwrap();
+        let (id, _) = message.split_once('.').unwrap();
+        let tampered_offset = format!("{id}.3.{tag}");
+        let other_store = PageStore::<PodRecord>::default();
+        let foreign = other_store
+            .first(pods(5), "1".into(), 1, None, Some(1))
+            .continue_token
+            .unwrap();
+        for forged in [
+            "1.1",
+            "0.0",
+            tampered_offset.as_str(),
+            &format!("{message}.{}", "0".repeat(64)),
+            &format!("{message}.zz"),
+            foreign.as_str(),
+            "",
+            ".",
+            "1.1.1.1",
+        ] {
+            let e = store.next(forged, 1, None, Some(1));
+            assert!(
+                matches!(&e, Err(BizError::Query(m)) if m.contains("not issued by this server")),
+                "{forged:?}: {e:?}"
+            );
+        }
+        // Ours, but gone: expired, not forged.
+        let short = PageStore::new(Duration::from_millis(1), 4);
+        let token = short
+            .first(pods(3), "1".into(), 1, None, Some(1))
+            .continue_token
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(matches!(
+            short.next(&token, 1, None, Some(1)),
+            Err(BizError::Expired)
+        ));
+    }
+
+    #[test]
+    fn a_sort_field_given_twice_is_refused() {
+        for bad in ["name,name", "name,-name", "namespace,name,+namespace"] {
+            assert!(
+                matches!(SortSpec::parse(Some(bad)), Err(BizError::Query(_))),
+                "{bad}"
+            );
+        }
+        assert!(SortSpec::parse(Some("-creationTimestamp,namespace,name")).is_ok());
     }
 
     #[test]

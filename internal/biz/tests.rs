@@ -350,3 +350,44 @@ async fn a_continue_token_gives_another_caller_nothing() {
         .unwrap();
     assert_eq!(keys(&next), ["ns-b/p1"]);
 }
+
+#[tokio::test]
+async fn selectors_with_more_requirements_than_the_limit_are_refused() {
+    let w = workloads(None);
+    let many = |n: usize| {
+        (0..n)
+            .map(|i| format!("k{i}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let at_limit = ListRequest {
+        label_selector: Some(many(MAX_SELECTOR_REQUIREMENTS)),
+        ..Default::default()
+    };
+    assert!(w.list_pods(&at_limit).await.is_ok());
+    let over = ListRequest {
+        label_selector: Some(many(MAX_SELECTOR_REQUIREMENTS + 1)),
+        ..Default::default()
+    };
+    let e = w.list_pods(&over).await.unwrap_err();
+    assert_eq!(e.status(), http::StatusCode::BAD_REQUEST);
+    assert_eq!(
+        e.to_string(),
+        "invalid labelSelector: 33 requirements, over the limit of 32"
+    );
+    let fields = (0..=MAX_SELECTOR_REQUIREMENTS)
+        .map(|_| "status.phase!=x")
+        .collect::<Vec<_>>()
+        .join(",");
+    let over = ListRequest {
+        field_selector: Some(fields),
+        ..Default::default()
+    };
+    assert!(matches!(
+        w.list_pods(&over).await.unwrap_err(),
+        BizError::TooLarge {
+            what: "fieldSelector",
+            ..
+        }
+    ));
+}

@@ -1,6 +1,8 @@
 //! The original client's writes: scale, create and delete a Deployment, delete a Pod. Requests
 //! are checked here; the apiserver's own refusals (conflicts, RBAC) come back as they are.
 
+use std::collections::{HashMap, HashSet};
+
 use selector::validation::is_dns1123_label;
 use serde::Deserialize;
 
@@ -55,7 +57,93 @@ fn container_name_of(image: &str) -> String {
     bare.replace(['_', '.'], "-")
 }
 
+/// Containers in one Deployment's Pod: far more than Pods hold in practice, few enough that
+/// checking and naming them stays cheap.
+pub const MAX_CONTAINERS: usize = 100;
+/// Ports listed for one container.
+pub const MAX_PORTS_PER_CONTAINER: usize = 100;
+/// Bytes of one image reference: distribution's grammar allows 255 for the name and 128 for
+/// the tag, plus a digest; four times the longest real reference.
+pub const MAX_IMAGE_BYTES: usize = 1024;
+/// Bytes of a container name: a DNS-1123 label.
+pub const MAX_CONTAINER_NAME_BYTES: usize = 63;
+
+fn too_large(what: &'static str, actual: usize, limit: usize, unit: &'static str) -> BizError {
+    BizError::TooLarge {
+        what,
+        actual,
+        limit,
+        unit,
+    }
+}
+
+/// The sizes of a create request, checked before any other work so that what a request costs
+/// is bounded by the limits, whatever it holds.
+fn check_sizes(body: &CreateDeployment) -> Result<(), BizError> {
+    if body.containers.len() > MAX_CONTAINERS {
+        return Err(too_large(
+            "containers",
+            body.containers.len(),
+            MAX_CONTAINERS,
+            "containers",
+        ));
+    }
+    for c in &body.containers {
+        if c.image.len() > MAX_IMAGE_BYTES {
+            return Err(too_large("image", c.image.len(), MAX_IMAGE_BYTES, "bytes"));
+        }
+        if let Some(name) = &c.name
+            && name.len() > MAX_CONTAINER_NAME_BYTES
+        {
+            return Err(too_large(
+                "container name",
+                name.len(),
+                MAX_CONTAINER_NAME_BYTES,
+                "bytes",
+            ));
+        }
+        if c.ports.len() > MAX_PORTS_PER_CONTAINER {
+            return Err(too_large(
+                "ports",
+                c.ports.len(),
+                MAX_PORTS_PER_CONTAINER,
+                "ports in one container",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Names of the containers so far, and where the search for a free `base-N` resumes for each
+/// base, so that naming n containers of one image costs n lookups, not n squared.
+#[derive(Default)]
+struct ContainerNames {
+    taken: HashSet<String>,
+    next_suffix: HashMap<String, u32>,
+}
+
+impl ContainerNames {
+    /// Several containers of one image: web, web-2, web-3, ...
+    fn derive(&mut self, base: String) -> String {
+        let mut n = self.next_suffix.get(&base).copied().unwrap_or(1);
+        let name = loop {
+            let candidate = if n == 1 {
+                base.clone()
+            } else {
+                format!("{base}-{n}")
+            };
+            if !self.taken.contains(&candidate) {
+                break candidate;
+            }
+            n += 1;
+        };
+        self.next_suffix.insert(base, n + 1);
+        name
+    }
+}
+
 fn new_deployment(name: &str, body: &CreateDeployment) -> Result<NewDeployment, BizError> {
+    check_sizes(body)?;
     check_name(name)?;
     if name.len() > 63 {
         return Err(invalid(
@@ -75,6 +163,7 @@ fn new_deployment(name: &str, body: &CreateDeployment) -> Result<NewDeployment, 
             "at least one container is required",
         ));
     }
+    let mut names = ContainerNames::default();
     let mut containers: Vec<NewContainer> = Vec::with_capacity(body.containers.len());
     for c in &body.containers {
         if c.image.trim().is_empty() || c.image.chars().any(char::is_whitespace) {
@@ -84,19 +173,10 @@ fn new_deployment(name: &str, body: &CreateDeployment) -> Result<NewDeployment, 
                 "must be a non-empty image reference without whitespace",
             ));
         }
-        let mut name = match &c.name {
+        let name = match &c.name {
             Some(given) => given.clone(),
-            None => container_name_of(&c.image),
+            None => names.derive(container_name_of(&c.image)),
         };
-        if c.name.is_none() {
-            // Several containers of one image: web, web-2, web-3, ...
-            let base = name.clone();
-            let mut n = 1;
-            while containers.iter().any(|o| o.name == name) {
-                n += 1;
-                name = format!("{base}-{n}");
-            }
-        }
         if !is_dns1123_label(&name) {
             return Err(invalid(
                 "container name",
@@ -104,16 +184,17 @@ fn new_deployment(name: &str, body: &CreateDeployment) -> Result<NewDeployment, 
                 "must be a DNS-1123 label (give the container a \"name\")",
             ));
         }
-        if containers.iter().any(|o| o.name == name) {
+        if !names.taken.insert(name.clone()) {
             return Err(invalid("container name", name, "must be unique in the Pod"));
         }
         let mut ports = Vec::with_capacity(c.ports.len());
+        let mut seen = HashSet::with_capacity(c.ports.len());
         for &p in &c.ports {
             let port = i32::try_from(p)
                 .ok()
                 .filter(|p| (1..=65535).contains(p))
                 .ok_or_else(|| invalid("port", p, "must be from 1 to 65535"))?;
-            if ports.contains(&port) {
+            if !seen.insert(port) {
                 return Err(invalid("port", p, "must be unique in the container"));
             }
             ports.push(port);
@@ -289,6 +370,51 @@ mod tests {
         let long = "a".repeat(64);
         let e = rule_of(new_deployment(&long, &body(None, &["nginx"])).unwrap_err());
         assert!(e.contains("at most 63"), "{e}");
+    }
+
+    #[test]
+    fn containers_of_one_image_get_the_next_free_suffix() {
+        let mut b = body(None, &["a"; MAX_CONTAINERS]);
+        b.containers[1].name = Some("a-3".into());
+        let new = new_deployment("web", &b).unwrap();
+        let names: Vec<_> = new.containers.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(&names[..4], ["a", "a-3", "a-2", "a-4"]);
+        assert_eq!(names.last(), Some(&"a-100"));
+        let unique: HashSet<_> = names.iter().collect();
+        assert_eq!(unique.len(), MAX_CONTAINERS);
+    }
+
+    #[test]
+    fn sizes_over_the_limits_are_refused_before_any_other_check() {
+        let many = body(None, &["a"; 2000]);
+        let started = std::time::Instant::now();
+        let e = new_deployment("web", &many).unwrap_err();
+        assert!(started.elapsed() < std::time::Duration::from_millis(50));
+        assert!(matches!(e, BizError::TooLarge { .. }), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "invalid containers: 2000 containers, over the limit of 100"
+        );
+        let long_image = "a".repeat(1_900_000);
+        let e = new_deployment("Bad Name", &body(None, &[long_image.as_str()])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid image: 1900000 bytes, over the limit of 1024"
+        );
+        let mut ports = body(None, &["a"]);
+        ports.containers[0].ports = (1..=101).collect();
+        let e = new_deployment("web", &ports).unwrap_err().to_string();
+        assert!(e.contains("over the limit of 100"), "{e}");
+        let mut named = body(None, &["a"]);
+        named.containers[0].name = Some("n".repeat(64));
+        let e = new_deployment("web", &named).unwrap_err().to_string();
+        assert!(e.contains("invalid container name: 64 bytes"), "{e}");
+        // At the limits, the request is valid.
+        let mut fullest = body(None, &["a"; MAX_CONTAINERS]);
+        for c in &mut fullest.containers {
+            c.ports = (1..=MAX_PORTS_PER_CONTAINER as i64).collect();
+        }
+        assert!(new_deployment("web", &fullest).is_ok());
     }
 
     #[test]

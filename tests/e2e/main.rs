@@ -7,6 +7,7 @@ mod support;
 mod access;
 mod auth_limits;
 mod deploy;
+mod edge;
 mod exposure;
 mod operations;
 mod parity;

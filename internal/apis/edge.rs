@@ -1,0 +1,132 @@
+//! What every request meets before its route: bounds on the query and the body (checked
+//! before any work, so a request costs at most what the limits allow), and the envelope for
+//! the answers the router and the runtime would otherwise write bare: 405, 408, 413, 414 and
+//! a handler's panic.
+
+use std::any::Any;
+use std::time::Duration;
+
+use axum::body::{Body, HttpBody};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use utoipa_axum::router::UtoipaMethodRouter;
+
+use super::ApiError;
+
+/// Bytes of a query string. Selectors and tokens fit many times over; the cost of a list is
+/// the cache's size times the selector's, so the selector's must stay small.
+pub const MAX_QUERY_BYTES: usize = 8 * 1024;
+
+/// The request-body bounds, from the settings.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyLimits {
+    /// Largest body accepted (`maxBodyBytes`).
+    pub max_bytes: usize,
+    /// Longest time the whole body may take to arrive (`bodyReadTimeout`).
+    pub read_timeout: Duration,
+}
+
+/// An answer after which the connection is closed: the body may not have been read, so the
+/// next request's start is unknown.
+fn closing(error: ApiError) -> Response {
+    let mut response = error.into_response();
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// Refuses a query over [`MAX_QUERY_BYTES`] (414) and a body over the limit (413, at once when
+/// `Content-Length` announces it, else as soon as it grows past it), or one that does not
+/// arrive in time (408); a body within the bounds is read here, so handlers never wait on the
+/// client.
+pub(super) async fn bounded(
+    State(limits): State<BodyLimits>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let query_len = request.uri().query().map_or(0, str::len);
+    if query_len > MAX_QUERY_BYTES {
+        return ApiError::new(
+            StatusCode::URI_TOO_LONG,
+            format!("the query is {query_len} bytes, over the limit of {MAX_QUERY_BYTES}"),
+        )
+        .into_response();
+    }
+    let (parts, body) = request.into_parts();
+    if HttpBody::is_end_stream(&body) {
+        return next.run(Request::from_parts(parts, body)).await;
+    }
+    let too_large = |size: Option<u64>| {
+        let size = size.map_or_else(|| "more than that".to_string(), |s| format!("{s} bytes"));
+        closing(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the body may be at most {} bytes (maxBodyBytes); it is {size}",
+                limits.max_bytes
+            ),
+        ))
+    };
+    let announced = HttpBody::size_hint(&body).lower();
+    if announced > limits.max_bytes as u64 {
+        return too_large(Some(announced));
+    }
+    let read = Limited::new(body, limits.max_bytes).collect();
+    let bytes = match tokio::time::timeout(limits.read_timeout, read).await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            return too_large(None);
+        }
+        Ok(Err(e)) => {
+            return closing(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("cannot read the body: {e}"),
+            ));
+        }
+        Err(_) => {
+            return closing(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the body did not arrive within {:?} (bodyReadTimeout)",
+                    limits.read_timeout
+                ),
+            ));
+        }
+    };
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+/// The route, answering the methods it does not take in the envelope (axum still adds the
+/// `Allow` header). Set on each route before its layers, so 405s are timed and counted.
+pub(super) fn enveloped_405<S: Clone + Send + Sync + 'static>(
+    (schemas, paths, methods): UtoipaMethodRouter<S>,
+) -> UtoipaMethodRouter<S> {
+    (schemas, paths, methods.fallback(method_not_allowed))
+}
+
+pub(super) async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{} does not take {method}", uri.path()),
+    )
+}
+
+/// A handler that panicked: our fault, answered as such; the process and the connection's
+/// other requests go on.
+pub(super) fn panicked(panic: Box<dyn Any + Send + 'static>) -> Response {
+    let reason = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string());
+    tracing::error!(%reason, "a request handler panicked");
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal error: the request handler failed",
+    )
+    .into_response()
+}
