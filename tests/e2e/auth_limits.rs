@@ -19,6 +19,26 @@ fn counter(metrics: &str, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("{name} not in /metrics:\n{metrics}")) as u64
 }
 
+/// A request with an Authorization header: status, Retry-After or Allow (whichever is
+/// sent), and the body, which must be JSON.
+async fn enveloped(
+    server: &Server,
+    method: &str,
+    path: &str,
+    authorization: &str,
+) -> (u16, Option<String>, Value) {
+    let (status, headers, text) = server
+        .request(method, path, &[("Authorization", authorization)])
+        .await;
+    let header = ["retry-after", "allow"]
+        .iter()
+        .find_map(|name| headers.get(*name))
+        .map(|v| v.to_str().expect("an ASCII header").to_string());
+    let body = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{path}: {status} is not an envelope ({e}): {text}"));
+    (status, header, body)
+}
+
 #[tokio::test]
 async fn a_flood_of_bogus_tokens_costs_at_most_the_review_rate() {
     let ns = TestNamespace::new("flood").await;
@@ -33,27 +53,15 @@ async fn a_flood_of_bogus_tokens_costs_at_most_the_review_rate() {
         "--token-reviews-in-flight",
         "4",
     ]);
-    let url = format!("{}/pods?namespace={}", server.base, ns.name);
+    let path = format!("/k8sailor/v0/pods?namespace={}", ns.name);
     let flood = 2_000;
     let start = Instant::now();
     let answers: Vec<(u16, Option<String>, Value)> = futures::stream::iter(0..flood)
         .map(|n| {
-            let req = server
-                .http
-                .get(&url)
-                .bearer_auth(format!("bogus-token-{n}-{}", ns.name));
-            async move {
-                let res = req.send().await.expect("k8sailor answers");
-                let status = res.status().as_u16();
-                let retry_after = res
-                    .headers()
-                    .get("retry-after")
-                    .map(|v| v.to_str().unwrap().to_string());
-                let text = res.text().await.expect("a body");
-                let body: Value = serde_json::from_str(&text)
-                    .unwrap_or_else(|e| panic!("{status} is not an envelope ({e}): {text}"));
-                (status, retry_after, body)
-            }
+            let bearer = format!("Bearer bogus-token-{n}-{}", ns.name);
+            let path = &path;
+            let server = &server;
+            async move { enveloped(server, "GET", path, &bearer).await }
         })
         .buffer_unordered(64)
         .collect()
@@ -100,16 +108,10 @@ async fn a_flood_of_bogus_tokens_costs_at_most_the_review_rate() {
 
     // Probes stay open, and a real caller gets through once the flood's budget refills.
     assert_eq!(server.probe("/livez").await.0, 200);
-    let admin = admin_token();
+    let admin = format!("Bearer {}", admin_token());
     eventually(SOON, "the admin's list after the flood", || async {
-        let res = server
-            .http
-            .get(&url)
-            .bearer_auth(&admin)
-            .send()
-            .await
-            .unwrap();
-        (res.status().as_u16() == 200).then_some(())
+        let (status, _, _) = enveloped(&server, "GET", &path, &admin).await;
+        (status == 200).then_some(())
     })
     .await;
 }
@@ -118,22 +120,12 @@ async fn a_flood_of_bogus_tokens_costs_at_most_the_review_rate() {
 async fn delegated_refusals_are_enveloped_with_the_status_that_fits() {
     let ns = TestNamespace::new("auth-edge").await;
     let server = Server::start(&["--auth", "delegated"]);
-    let admin = admin_token();
-    let send = |method: reqwest::Method, path: String| {
-        let req = server
-            .http
-            .request(method, format!("{}{path}", server.base))
-            .bearer_auth(&admin);
+    let admin = format!("Bearer {}", admin_token());
+    let send = |method: &'static str, path: String| {
+        let (server, admin) = (&server, &admin);
         async move {
-            let res = req.send().await.expect("k8sailor answers");
-            let status = res.status().as_u16();
-            let allow = res
-                .headers()
-                .get("allow")
-                .map(|v| v.to_str().unwrap().to_string());
-            let text = res.text().await.expect("a body");
-            let body: Value = serde_json::from_str(&text)
-                .unwrap_or_else(|e| panic!("{path}: {status} is not an envelope ({e}): {text}"));
+            let (status, allow, body) =
+                enveloped(server, method, &format!("/k8sailor/v0{path}"), admin).await;
             let code = if status == 200 { 0 } else { status };
             assert_eq!(body["code"], code, "{path}: {body}");
             (status, allow, body)
@@ -141,22 +133,17 @@ async fn delegated_refusals_are_enveloped_with_the_status_that_fits() {
     };
 
     // No token makes PUT /pods valid: it is a 405 naming what is, as without auth.
-    let (status, allow, body) = send(reqwest::Method::PUT, "/pods".into()).await;
+    let (status, headers, body) = send("PUT", "/pods".into()).await;
     assert_eq!(status, 405, "{body}");
-    assert_eq!(allow.as_deref(), Some("GET"));
+    assert_eq!(headers.as_deref(), Some("GET"));
 
     // A name that is not UTF-8 is the caller's mistake, answered in the envelope.
-    let (status, _, body) = send(
-        reqwest::Method::GET,
-        format!("/pods/%FF%FE?namespace={}", ns.name),
-    )
-    .await;
+    let (status, _, body) = send("GET", format!("/pods/%FF%FE?namespace={}", ns.name)).await;
     assert_eq!(status, 400, "{body}");
-    let (status, _, body) = send(reqwest::Method::GET, "/pods?namespace=%FF".into()).await;
+    let (status, _, body) = send("GET", "/pods?namespace=%FF".into()).await;
     assert_eq!(status, 400, "{body}");
 
     // And a valid request still passes.
-    let (status, _, body) =
-        send(reqwest::Method::GET, format!("/pods?namespace={}", ns.name)).await;
+    let (status, _, body) = send("GET", format!("/pods?namespace={}", ns.name)).await;
     assert_eq!(status, 200, "{body}");
 }
