@@ -158,6 +158,20 @@ impl OriginPattern {
     }
 }
 
+/// Preflights answer 204 No Content, as the original (gin) answered every OPTIONS; the CORS
+/// layer answers them 200 with an empty body, and with CORS off the route answers 204.
+pub async fn preflights_without_content(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let preflight = request.method() == Method::OPTIONS;
+    let mut response = next.run(request).await;
+    if preflight && response.status() == axum::http::StatusCode::OK {
+        *response.status_mut() = axum::http::StatusCode::NO_CONTENT;
+    }
+    response
+}
+
 /// The CORS layer for `origins`; None when CORS is off. Named origins may send credentials,
 /// `*` never.
 pub fn layer(origins: &AllowedOrigins) -> Option<CorsLayer> {

@@ -108,11 +108,17 @@ pub(super) fn enveloped_405<S: Clone + Send + Sync + 'static>(
     (schemas, paths, methods.fallback(method_not_allowed))
 }
 
-pub(super) async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+pub(super) async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    // A preflight the CORS layer did not answer (no Origin, or none allowed): the original
+    // answered every OPTIONS with 204, and clients that send a bare one expect it.
+    if method == Method::OPTIONS {
+        return StatusCode::NO_CONTENT.into_response();
+    }
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         format!("{} does not take {method}", uri.path()),
     )
+    .into_response()
 }
 
 /// A handler that panicked: our fault, answered as such; the process and the connection's

@@ -195,6 +195,7 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
                 .route_layer(per_request_layer(false)),
         )
         .split_for_parts();
+    let templates = routes::RouteTemplates::new(openapi.paths.paths.keys().map(String::as_str));
     docs::describe(&mut openapi);
     let openapi = bytes::Bytes::from(
         openapi
@@ -211,7 +212,10 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
     );
     let app = app.with_state(state);
     let app = app
-        .fallback(routes::no_route)
+        .fallback_service(axum::handler::Handler::with_state(
+            routes::no_route,
+            templates,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             opts.body,
             edge::bounded,
@@ -231,7 +235,9 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
         app
     };
     let app = match cors::layer(&opts.cors_allowed_origins) {
-        Some(cors) => app.layer(cors),
+        Some(cors) => app
+            .layer(cors)
+            .layer(axum::middleware::from_fn(cors::preflights_without_content)),
         None => app,
     };
     // Outermost: a request for a foreign name gets nothing, not even a preflight answer.

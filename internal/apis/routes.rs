@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
@@ -416,9 +418,89 @@ async fn pod_output(
     Ok(([(header::CONTENT_TYPE, format.content_type())], body).into_response())
 }
 
-pub async fn no_route(method: Method, uri: Uri) -> ApiError {
+/// The path templates served (`/k8sailor/v0/pods/{name}`), to tell a path that names a route
+/// but for a trailing slash from one that names nothing.
+#[derive(Clone, Debug)]
+pub struct RouteTemplates(Arc<[Vec<String>]>);
+
+impl RouteTemplates {
+    pub fn new<'a>(templates: impl IntoIterator<Item = &'a str>) -> Self {
+        RouteTemplates(
+            templates
+                .into_iter()
+                .map(|t| t.split('/').map(str::to_string).collect())
+                .collect(),
+        )
+    }
+
+    fn serves(&self, path: &str) -> bool {
+        let segments: Vec<&str> = path.split('/').collect();
+        self.0.iter().any(|template| {
+            template.len() == segments.len()
+                && template.iter().zip(&segments).all(|(t, s)| {
+                    t == s || (t.starts_with('{') && t.ends_with('}') && !s.is_empty())
+                })
+        })
+    }
+}
+
+/// What no route answers. A route's path with a trailing slash is redirected to the route, as
+/// the original (gin) did and its client relies on: 301 for GET and HEAD, 307 for the others
+/// so that the method and body are kept. The redirect passes through the CORS layer, so a
+/// browser on another origin may follow it.
+pub async fn no_route(
+    State(templates): State<RouteTemplates>,
+    method: Method,
+    uri: Uri,
+) -> Response {
+    let path = uri.path();
+    if let Some(route) = path.strip_suffix('/')
+        && !route.is_empty()
+        && templates.serves(route)
+    {
+        let location = match uri.query() {
+            Some(query) => format!("{route}?{query}"),
+            None => route.to_string(),
+        };
+        let status = if method == Method::GET || method == Method::HEAD {
+            StatusCode::MOVED_PERMANENTLY
+        } else {
+            StatusCode::TEMPORARY_REDIRECT
+        };
+        let mut response = ApiError::new(
+            status,
+            format!("{path} is served at {route}, without the trailing slash"),
+        )
+        .into_response();
+        if let Ok(location) = header::HeaderValue::from_str(&location) {
+            response.headers_mut().insert(header::LOCATION, location);
+        }
+        return response;
+    }
     ApiError::new(
         StatusCode::NOT_FOUND,
-        format!("no route for {method} {}", uri.path()),
+        format!("no route for {method} {path}"),
     )
+    .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RouteTemplates;
+
+    #[test]
+    fn templates_serve_their_paths_and_nothing_else() {
+        let templates = RouteTemplates::new(["/k8sailor/v0/pods", "/k8sailor/v0/pods/{name}"]);
+        assert!(templates.serves("/k8sailor/v0/pods"));
+        assert!(templates.serves("/k8sailor/v0/pods/web-1"));
+        for other in [
+            "/k8sailor/v0",
+            "/k8sailor/v0/pods/",
+            "/k8sailor/v0/pods/web/output",
+            "/k8sailor/v0/services",
+            "",
+        ] {
+            assert!(!templates.serves(other), "{other}");
+        }
+    }
 }

@@ -46,3 +46,70 @@ async fn a_pod_waiting_on_its_image_says_why_in_status_reason() {
         );
     }
 }
+
+/// The original (gin) redirected a route's path with a trailing slash, keeping CORS headers so
+/// that its web client on another origin could follow, and answered a bare preflight 204.
+#[tokio::test]
+async fn trailing_slashes_redirect_and_bare_preflights_answer_204() {
+    let ns = TestNamespace::new("parity-slash").await;
+    let server = Server::start(&["--namespace", &ns.name]);
+    let origin = ("Origin", "http://127.0.0.1:8080");
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    for (method, path, status, location) in [
+        (
+            "GET",
+            format!("/k8sailor/v0/deployments/?namespace={}", ns.name),
+            301,
+            format!("/k8sailor/v0/deployments?namespace={}", ns.name),
+        ),
+        (
+            "GET",
+            "/k8sailor/v0/pods/web/".to_string(),
+            301,
+            "/k8sailor/v0/pods/web".to_string(),
+        ),
+        (
+            "DELETE",
+            format!("/k8sailor/v0/pods/web/?namespace={}", ns.name),
+            307,
+            format!("/k8sailor/v0/pods/web?namespace={}", ns.name),
+        ),
+    ] {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let res = no_redirects
+            .request(method.clone(), format!("{}{path}", server.root()))
+            .header(origin.0, origin.1)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), status, "{method} {path}");
+        assert_eq!(
+            res.headers()["location"],
+            location.as_str(),
+            "{method} {path}"
+        );
+        assert_eq!(
+            res.headers()["access-control-allow-origin"],
+            origin.1,
+            "{method} {path}: a browser may follow it"
+        );
+        let body: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(body["code"], status, "{body}");
+    }
+    // Followed, the redirect lands on the list.
+    let (status, body) = server
+        .get(&format!("/deployments/?namespace={}", ns.name))
+        .await;
+    assert_eq!((status, &body["code"]), (200, &json!(0)), "{body}");
+    // A path that names no route stays a 404, slash or not.
+    let (status, _, _) = server.request("GET", "/k8sailor/v0/nothing/", &[]).await;
+    assert_eq!(status, 404);
+
+    let (status, _, body) = server
+        .request("OPTIONS", "/k8sailor/v0/deployments", &[])
+        .await;
+    assert_eq!((status, body.as_str()), (204, ""), "a bare preflight");
+}
