@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::biz::{BizError, JsonAnswer};
+use crate::biz::{BizError, Failure, JsonAnswer};
 
 /// Every JSON answer: `code` 0 and `data` on success; the HTTP status as `code`, `data` null
 /// and the reason in `error` on failure.
@@ -76,6 +76,19 @@ pub fn ok_page_json<T: JsonAnswer>(page: crate::biz::Page<T>) -> Response {
 /// The envelope around data that is JSON already: the bytes [`Envelope`] serializes to (the
 /// keys in the same order), without serializing the objects again.
 fn enveloped(data: &impl JsonAnswer, metadata: Option<&ListMeta>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        bytes::Bytes::from(enveloped_bytes(data, metadata)),
+    )
+        .into_response()
+}
+
+/// The one place answers are spliced from JSON fragments; a test ties it to [`Envelope`]'s
+/// serde shape.
+fn enveloped_bytes(data: &impl JsonAnswer, metadata: Option<&ListMeta>) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.json_len() + 128);
     out.extend_from_slice(br#"{"code":0,"data":"#);
     data.write_json(&mut out);
@@ -86,14 +99,7 @@ fn enveloped(data: &impl JsonAnswer, metadata: Option<&ListMeta>) -> Response {
         let _ = serde_json::to_writer(&mut out, metadata);
     }
     out.push(b'}');
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        bytes::Bytes::from(out),
-    )
-        .into_response()
+    out
 }
 
 /// A failed request: its status goes in both the HTTP status and `code`.
@@ -135,9 +141,24 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The HTTP status (and the envelope's `code`) that answers a failure: 4xx for the request's
+/// faults, 5xx only for ours or the apiserver's.
+pub fn status_of(failure: Failure) -> StatusCode {
+    match failure {
+        Failure::Invalid => StatusCode::BAD_REQUEST,
+        Failure::Forbidden => StatusCode::FORBIDDEN,
+        Failure::NotFound => StatusCode::NOT_FOUND,
+        Failure::Conflict => StatusCode::CONFLICT,
+        Failure::Gone => StatusCode::GONE,
+        Failure::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        Failure::Upstream => StatusCode::BAD_GATEWAY,
+        Failure::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
 impl From<BizError> for ApiError {
     fn from(e: BizError) -> Self {
-        ApiError::new(e.status(), e.to_string())
+        ApiError::new(status_of(e.failure()), e.to_string())
     }
 }
 
@@ -193,5 +214,49 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
                     format!("invalid path: {}", e.body_text()),
                 )
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Data that is JSON already, as records are.
+    struct Written(&'static str);
+
+    impl JsonAnswer for Written {
+        fn write_json(&self, out: &mut Vec<u8>) {
+            out.extend_from_slice(self.0.as_bytes());
+        }
+
+        fn json_len(&self) -> usize {
+            self.0.len()
+        }
+    }
+
+    #[test]
+    fn spliced_answers_are_the_bytes_the_envelope_serializes_to() {
+        // Keys in order, as serde_json::Value keeps them sorted.
+        let data = r#"[{"labels":{"app":"web"},"name":"web"}]"#;
+        let meta = || ListMeta {
+            resource_version: "42".into(),
+            continue_token: Some("1.1.ab".into()),
+            remaining_item_count: Some(3),
+            access_filtered: true,
+        };
+        for metadata in [None, Some(meta())] {
+            let spliced = enveloped_bytes(&Written(data), metadata.as_ref());
+            let serialized = serde_json::to_vec(&Envelope {
+                code: 0,
+                data: serde_json::from_str::<serde_json::Value>(data).unwrap(),
+                error: String::new(),
+                metadata,
+            })
+            .unwrap();
+            assert_eq!(
+                String::from_utf8(spliced).unwrap(),
+                String::from_utf8(serialized).unwrap()
+            );
+        }
     }
 }

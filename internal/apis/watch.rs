@@ -13,8 +13,9 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::ApiError;
+use super::envelope::status_of;
 use super::metrics::WatchGuard;
-use crate::biz::WatchFrames;
+use crate::biz::{BizError, JsonAnswer, WatchUpdate, WatchUpdates};
 
 /// The content type of a watch answered as JSON lines; never compressed, since a compressor
 /// holds bytes back until it has enough of them.
@@ -103,16 +104,102 @@ fn accepts_event_stream(headers: &HeaderMap) -> bool {
     }
 }
 
-/// The frames as the client asked for them; the stream ends when `end` is cancelled
+/// The apiserver's watch event types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EventType {
+    Added,
+    Modified,
+    Deleted,
+    Bookmark,
+    Error,
+}
+
+impl EventType {
+    fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+            EventType::Bookmark => "BOOKMARK",
+            EventType::Error => "ERROR",
+        }
+    }
+}
+
+/// One event as sent: its type, the resourceVersion it brings the client to (none for
+/// errors), and `{"type":..,"object":..}`, the apiserver's watch event shape with our DTOs as
+/// objects.
+#[derive(Clone, Debug, PartialEq)]
+struct Frame {
+    event: EventType,
+    resource_version: Option<String>,
+    json: String,
+}
+
+impl Frame {
+    /// The one place a frame's JSON is put together; the object is JSON already (a record's,
+    /// written once when it changed), so it is copied, not serialized again.
+    fn new(event: EventType, resource_version: Option<String>, object: &[u8]) -> Self {
+        let mut json = Vec::with_capacity(object.len() + 32);
+        json.extend_from_slice(b"{\"type\":\"");
+        json.extend_from_slice(event.as_str().as_bytes());
+        json.extend_from_slice(b"\",\"object\":");
+        json.extend_from_slice(object);
+        json.push(b'}');
+        Frame {
+            event,
+            resource_version,
+            // Built from JSON fragments, each valid UTF-8.
+            json: String::from_utf8_lossy(&json).into_owned(),
+        }
+    }
+
+    fn of(update: WatchUpdate) -> Self {
+        let (event, view) = match update {
+            WatchUpdate::Added(view) => (EventType::Added, view),
+            WatchUpdate::Modified(view) => (EventType::Modified, view),
+            WatchUpdate::Deleted(view) => (EventType::Deleted, view),
+            WatchUpdate::Synced {
+                resource_version,
+                access_filtered,
+            } => {
+                let mut object = serde_json::json!({
+                    "resourceVersion": resource_version, "initialEventsEnd": true});
+                if access_filtered {
+                    object["accessFiltered"] = true.into();
+                }
+                return Frame::new(
+                    EventType::Bookmark,
+                    Some(resource_version),
+                    object.to_string().as_bytes(),
+                );
+            }
+            WatchUpdate::Failed(e) => return Frame::error(&e),
+        };
+        let mut object = Vec::with_capacity(view.json_len());
+        view.write_json(&mut object);
+        Frame::new(event, Some(view.resource_version().to_string()), &object)
+    }
+
+    /// The envelope's `code` and `error`, as a failed request would carry them.
+    fn error(e: &BizError) -> Self {
+        let code = status_of(e.failure()).as_u16();
+        let object = serde_json::json!({"code": code, "error": e.to_string()});
+        Frame::new(EventType::Error, None, object.to_string().as_bytes())
+    }
+}
+
+/// The updates as the client asked for them; the stream ends when `end` is cancelled
 /// (shutdown), so that no watcher holds the server open. `guard` counts it while it lasts.
 pub fn respond(
-    frames: WatchFrames,
+    updates: WatchUpdates,
     headers: &HeaderMap,
     end: CancellationToken,
     guard: WatchGuard,
 ) -> Response {
-    let frames = frames
+    let frames = updates
         .take_until(end.cancelled_owned())
+        .map(Frame::of)
         .inspect(move |_| guard.sent());
     if accepts_event_stream(headers) {
         let events = frames.map(|frame| {
@@ -146,6 +233,30 @@ pub fn respond(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_watch_ends_with_the_status_a_request_would_get() {
+        let expired = BizError::Source(crate::k8sdao::DaoError::WatchExpired(
+            "too far behind".into(),
+        ));
+        let frame = Frame::of(WatchUpdate::Failed(expired));
+        assert_eq!(frame.event, EventType::Error);
+        assert_eq!(frame.resource_version, None);
+        let json: serde_json::Value = serde_json::from_str(&frame.json).unwrap();
+        assert_eq!(json["type"], "ERROR");
+        assert_eq!(json["object"]["code"], 410);
+        let bookmark = Frame::of(WatchUpdate::Synced {
+            resource_version: "42".into(),
+            access_filtered: true,
+        });
+        let json: serde_json::Value = serde_json::from_str(&bookmark.json).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"type": "BOOKMARK", "object": {"resourceVersion": "42",
+                "initialEventsEnd": true, "accessFiltered": true}})
+        );
+        assert_eq!(bookmark.resource_version.as_deref(), Some("42"));
+    }
 
     fn sse(accept: &[&str]) -> bool {
         let mut headers = HeaderMap::new();

@@ -13,7 +13,7 @@ use selector::{FieldSelector, LabelSelector};
 
 pub use output::OutputFormat;
 pub use paging::{PageStore, SNAPSHOT_CAPACITY, SortSpec};
-pub use watch::{WatchEventType, WatchFrame, WatchFrames};
+pub use watch::{WatchUpdate, WatchUpdates, WatchedView};
 pub use writes::{ContainerRequest, CreateDeployment};
 
 use crate::k8sdao::{DaoError, ListQuery, WorkloadSource};
@@ -60,40 +60,57 @@ pub enum BizError {
     Internal(String),
 }
 
+/// What kind of failure an error is, for whoever presents it (apis maps each to an HTTP
+/// status): the request's fault, a missing object, or ours and the apiserver's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The request is malformed or over a limit.
+    Invalid,
+    /// The apiserver refuses the request for lack of permission (ours, so the caller's too).
+    Forbidden,
+    NotFound,
+    /// The object exists already, or changed meanwhile.
+    Conflict,
+    /// What the request continues (a continue token, a watch) is gone: start again.
+    Gone,
+    /// Not ready yet, or the apiserver cannot be reached: try again later.
+    Unavailable,
+    /// The apiserver failed in a way the request did not cause.
+    Upstream,
+    /// A fault of ours.
+    Internal,
+}
+
 impl BizError {
-    /// The HTTP status (and the envelope's `code`) that answers this error: 4xx for the
-    /// request's faults, 5xx only for ours or the apiserver's.
-    pub fn status(&self) -> http::StatusCode {
-        use http::StatusCode;
+    /// 4xx-kinds for the request's faults; the others only for ours or the apiserver's.
+    pub fn failure(&self) -> Failure {
         match self {
             BizError::Invalid { .. }
             | BizError::TooLarge { .. }
             | BizError::Selector(_)
             | BizError::FieldSelector(_)
             | BizError::Query(_)
-            | BizError::OutputFormat(_) => StatusCode::BAD_REQUEST,
+            | BizError::OutputFormat(_) => Failure::Invalid,
             BizError::Source(dao) => match dao {
                 DaoError::NotFound { .. } | DaoError::NamespaceNotServed { .. } => {
-                    StatusCode::NOT_FOUND
+                    Failure::NotFound
                 }
-                DaoError::NotSynced { .. } | DaoError::Unavailable(_) => {
-                    StatusCode::SERVICE_UNAVAILABLE
-                }
-                DaoError::WatchExpired(_) => StatusCode::GONE,
+                DaoError::NotSynced { .. } | DaoError::Unavailable(_) => Failure::Unavailable,
+                DaoError::WatchExpired(_) => Failure::Gone,
                 // The live source passes on what the apiserver says of the request; its refusal
                 // of our own credentials is a gateway fault, not the caller's.
                 DaoError::Api { code, .. } => match *code {
-                    400 | 422 => StatusCode::BAD_REQUEST,
+                    400 | 422 => Failure::Invalid,
                     // Our account may not do what was asked: the caller learns it may not either.
-                    403 => StatusCode::FORBIDDEN,
-                    404 => StatusCode::NOT_FOUND,
-                    409 => StatusCode::CONFLICT,
-                    410 => StatusCode::GONE,
-                    _ => StatusCode::BAD_GATEWAY,
+                    403 => Failure::Forbidden,
+                    404 => Failure::NotFound,
+                    409 => Failure::Conflict,
+                    410 => Failure::Gone,
+                    _ => Failure::Upstream,
                 },
             },
-            BizError::Expired => StatusCode::GONE,
-            BizError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            BizError::Expired => Failure::Gone,
+            BizError::Internal(_) => Failure::Internal,
         }
     }
 }

@@ -342,7 +342,7 @@ async fn a_continue_token_gives_another_caller_nothing() {
             .list_pods(&req(other, Some(token.clone())))
             .await
             .unwrap_err();
-        assert_eq!(err.status(), http::StatusCode::BAD_REQUEST, "{err}");
+        assert_eq!(err.failure(), Failure::Invalid, "{err}");
     }
     let next = w
         .list_pods(&req(seen_by(1, &["ns-b"]), Some(token)))
@@ -370,7 +370,7 @@ async fn selectors_with_more_requirements_than_the_limit_are_refused() {
         ..Default::default()
     };
     let e = w.list_pods(&over).await.unwrap_err();
-    assert_eq!(e.status(), http::StatusCode::BAD_REQUEST);
+    assert_eq!(e.failure(), Failure::Invalid);
     assert_eq!(
         e.to_string(),
         "invalid labelSelector: 33 requirements, over the limit of 32"

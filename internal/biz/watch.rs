@@ -1,5 +1,5 @@
 //! Live updates: a list query watched, as the apiserver's watch reports it. Each event is
-//! one [`WatchFrame`], written from the same JSON the list answers copy.
+//! one [`WatchUpdate`] carrying the object as lists answer it; apis writes them.
 
 use std::sync::Arc;
 
@@ -12,136 +12,94 @@ use super::{
 use crate::k8sdao::{DaoError, WatchEvent, WorkloadSource};
 use crate::model::{DEPLOYMENT_FIELDS, POD_FIELDS};
 
-/// The apiserver's watch event types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WatchEventType {
-    Added,
-    Modified,
-    Deleted,
-    /// After the initial state: every object selected when the watch began has been sent.
-    Bookmark,
-    /// The last event of a watch that cannot go on; the client starts again.
-    Error,
+/// A watched object as answered, of its kind.
+#[derive(Clone, Debug)]
+pub enum WatchedView {
+    Deployment(DeploymentView),
+    Pod(PodView),
 }
 
-impl WatchEventType {
-    pub fn as_str(self) -> &'static str {
+impl WatchedView {
+    /// The resourceVersion this object brings a client to.
+    pub fn resource_version(&self) -> &str {
         match self {
-            WatchEventType::Added => "ADDED",
-            WatchEventType::Modified => "MODIFIED",
-            WatchEventType::Deleted => "DELETED",
-            WatchEventType::Bookmark => "BOOKMARK",
-            WatchEventType::Error => "ERROR",
+            WatchedView::Deployment(d) => &d.0.resource_version,
+            WatchedView::Pod(p) => &p.record.resource_version,
         }
     }
 }
 
-/// One event as sent: its type, the resourceVersion it brings the client to (none for
-/// errors), and `{"type":..,"object":..}` as JSON, the apiserver's watch event shape with our
-/// DTOs as objects.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WatchFrame {
-    pub event: WatchEventType,
-    pub resource_version: Option<String>,
-    pub json: String,
-}
-
-impl WatchFrame {
-    fn new(event: WatchEventType, resource_version: Option<String>, object: &[u8]) -> Self {
-        let mut json = Vec::with_capacity(object.len() + 32);
-        json.extend_from_slice(b"{\"type\":\"");
-        json.extend_from_slice(event.as_str().as_bytes());
-        json.extend_from_slice(b"\",\"object\":");
-        json.extend_from_slice(object);
-        json.push(b'}');
-        WatchFrame {
-            event,
-            resource_version,
-            // Built from JSON fragments, each valid UTF-8.
-            json: String::from_utf8(json).unwrap_or_default(),
+impl JsonAnswer for WatchedView {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            WatchedView::Deployment(d) => d.write_json(out),
+            WatchedView::Pod(p) => p.write_json(out),
         }
     }
 
-    fn of_view<V: JsonAnswer + Versioned>(event: WatchEventType, view: &V) -> Self {
-        let mut object = Vec::with_capacity(view.json_len());
-        view.write_json(&mut object);
-        WatchFrame::new(event, Some(view.resource_version().to_string()), &object)
-    }
-
-    /// `access_filtered`: objects in namespaces the caller may not see are left out, as a
-    /// list's `metadata.accessFiltered` says.
-    fn bookmark(resource_version: String, access_filtered: bool) -> Self {
-        let mut object =
-            serde_json::json!({"resourceVersion": resource_version, "initialEventsEnd": true});
-        if access_filtered {
-            object["accessFiltered"] = true.into();
+    fn json_len(&self) -> usize {
+        match self {
+            WatchedView::Deployment(d) => d.json_len(),
+            WatchedView::Pod(p) => p.json_len(),
         }
-        WatchFrame::new(
-            WatchEventType::Bookmark,
-            Some(resource_version),
-            object.to_string().as_bytes(),
-        )
-    }
-
-    /// The envelope's `code` and `error`, as a failed request would carry them.
-    fn error(e: &BizError) -> Self {
-        let object = serde_json::json!({"code": e.status().as_u16(), "error": e.to_string()});
-        WatchFrame::new(WatchEventType::Error, None, object.to_string().as_bytes())
     }
 }
 
-/// An answer that names the resourceVersion of the object it shows.
-trait Versioned {
-    fn resource_version(&self) -> &str;
+/// One change of a watched selection, as the apiserver's watch reports it; apis writes it.
+#[derive(Debug)]
+pub enum WatchUpdate {
+    Added(WatchedView),
+    Modified(WatchedView),
+    Deleted(WatchedView),
+    /// Every object selected when the watch began has been sent. `access_filtered`: objects
+    /// in namespaces the caller may not see were left out, as a list's metadata says.
+    Synced {
+        resource_version: String,
+        access_filtered: bool,
+    },
+    /// The watch cannot go on; always the last update.
+    Failed(BizError),
 }
 
-impl Versioned for DeploymentView {
-    fn resource_version(&self) -> &str {
-        &self.0.resource_version
-    }
-}
+/// The updates of a watch.
+pub type WatchUpdates = BoxStream<'static, WatchUpdate>;
 
-impl Versioned for PodView {
-    fn resource_version(&self) -> &str {
-        &self.record.resource_version
-    }
-}
-
-/// The frames of a watch.
-pub type WatchFrames = BoxStream<'static, WatchFrame>;
-
-/// The frame of one event, its record shown as `view` makes it.
-async fn frame<R, V, Fut>(
+/// The update of one event, its record shown as `view` makes it.
+async fn update<R, Fut>(
     event: Result<WatchEvent<R>, DaoError>,
     access_filtered: bool,
     view: impl FnOnce(Arc<R>) -> Fut,
-) -> WatchFrame
+) -> WatchUpdate
 where
-    V: JsonAnswer + Versioned,
-    Fut: Future<Output = Result<V, BizError>>,
+    Fut: Future<Output = Result<WatchedView, BizError>>,
 {
-    let (kind, record) = match event {
-        Ok(WatchEvent::Added(r)) => (WatchEventType::Added, r),
-        Ok(WatchEvent::Modified(r)) => (WatchEventType::Modified, r),
-        Ok(WatchEvent::Deleted(r)) => (WatchEventType::Deleted, r),
+    let (change, record): (fn(WatchedView) -> WatchUpdate, _) = match event {
+        Ok(WatchEvent::Added(r)) => (WatchUpdate::Added, r),
+        Ok(WatchEvent::Modified(r)) => (WatchUpdate::Modified, r),
+        Ok(WatchEvent::Deleted(r)) => (WatchUpdate::Deleted, r),
         Ok(WatchEvent::Synced { resource_version }) => {
-            return WatchFrame::bookmark(resource_version, access_filtered);
+            return WatchUpdate::Synced {
+                resource_version,
+                access_filtered,
+            };
         }
-        Err(e) => return WatchFrame::error(&e.into()),
+        Err(e) => return WatchUpdate::Failed(e.into()),
     };
     match view(record).await {
-        Ok(view) => WatchFrame::of_view(kind, &view),
-        Err(e) => WatchFrame::error(&e),
+        Ok(view) => change(view),
+        Err(e) => WatchUpdate::Failed(e),
     }
 }
 
-/// Ends the frames after the first error frame: a watch that failed says so once and stops.
-fn until_error(frames: impl futures::Stream<Item = WatchFrame> + Send + 'static) -> WatchFrames {
-    frames
-        .scan(false, |failed, frame| {
+/// Ends the updates after the first failure: a watch that failed says so once and stops.
+fn until_failed(
+    updates: impl futures::Stream<Item = WatchUpdate> + Send + 'static,
+) -> WatchUpdates {
+    updates
+        .scan(false, |failed, update| {
             let next = (!*failed).then(|| {
-                *failed = frame.event == WatchEventType::Error;
-                frame
+                *failed = matches!(update, WatchUpdate::Failed(_));
+                update
             });
             futures::future::ready(next)
         })
@@ -168,23 +126,23 @@ impl ListRequest {
 
 impl<S: WorkloadSource + 'static> Workloads<S> {
     /// The Deployments the request selects, then each change to that set.
-    pub async fn watch_deployments(&self, req: &ListRequest) -> Result<WatchFrames, BizError> {
+    pub async fn watch_deployments(&self, req: &ListRequest) -> Result<WatchUpdates, BizError> {
         let query = req.watch_query(DEPLOYMENT_FIELDS)?;
         let filtered = query.visible.is_restricted();
         let events = self.source.watch_deployments(&query).await?;
-        Ok(until_error(events.then(move |event| {
-            frame(event, filtered, |record| async {
-                Ok(DeploymentView(record))
+        Ok(until_failed(events.then(move |event| {
+            update(event, filtered, |record| async {
+                Ok(WatchedView::Deployment(DeploymentView(record)))
             })
         })))
     }
 
     /// The Pods the request selects, then each change to that set; each Pod names its
     /// Deployment as in lists.
-    pub async fn watch_pods(self: &Arc<Self>, req: &ListRequest) -> Result<WatchFrames, BizError> {
+    pub async fn watch_pods(self: &Arc<Self>, req: &ListRequest) -> Result<WatchUpdates, BizError> {
         let query = req.watch_query(POD_FIELDS)?;
         let events = self.source.watch_pods(&query).await?;
-        Ok(self.pod_frames(events, query.visible.is_restricted()))
+        Ok(self.pod_updates(events, query.visible.is_restricted()))
     }
 
     /// The Pods the Deployment controls, then each change to that set.
@@ -192,24 +150,24 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
         self: &Arc<Self>,
         namespace: Option<&str>,
         name: &str,
-    ) -> Result<WatchFrames, BizError> {
+    ) -> Result<WatchUpdates, BizError> {
         let ns = object_namespace(namespace)?;
         check_name(name)?;
         let events = self.source.watch_pods_of_deployment(ns, name).await?;
-        Ok(self.pod_frames(events, false))
+        Ok(self.pod_updates(events, false))
     }
 
-    fn pod_frames(
+    fn pod_updates(
         self: &Arc<Self>,
         events: crate::k8sdao::WatchStream<crate::model::PodRecord>,
         access_filtered: bool,
-    ) -> WatchFrames {
+    ) -> WatchUpdates {
         let workloads = self.clone();
-        until_error(events.then(move |event| {
+        until_failed(events.then(move |event| {
             let workloads = workloads.clone();
             async move {
-                frame(event, access_filtered, |record| async move {
-                    workloads.pod_view(record).await
+                update(event, access_filtered, |record| async move {
+                    workloads.pod_view(record).await.map(WatchedView::Pod)
                 })
                 .await
             }
@@ -244,25 +202,59 @@ mod tests {
         }
     }
 
-    /// The next frame, failing if none comes within a second.
-    async fn next_frame(frames: &mut WatchFrames) -> WatchFrame {
-        tokio::time::timeout(std::time::Duration::from_secs(1), frames.next())
-            .await
-            .expect("a frame within a second")
-            .expect("the watch goes on")
+    /// An update as the tests read it: its kind and `{"type","object"}` JSON (a failure's
+    /// object is its kind of failure and message; apis writes the real frames).
+    struct Shown {
+        event: &'static str,
+        json: String,
     }
 
-    /// The next frame as (type, object name or the whole object), failing if none is ready.
-    async fn next(frames: &mut WatchFrames) -> (&'static str, serde_json::Value) {
+    /// The next update, failing if none comes within a second.
+    async fn next_frame(frames: &mut WatchUpdates) -> Shown {
+        let update = tokio::time::timeout(std::time::Duration::from_secs(1), frames.next())
+            .await
+            .expect("an update within a second")
+            .expect("the watch goes on");
+        let (event, object) = match update {
+            WatchUpdate::Added(v) => ("ADDED", view_json(&v)),
+            WatchUpdate::Modified(v) => ("MODIFIED", view_json(&v)),
+            WatchUpdate::Deleted(v) => ("DELETED", view_json(&v)),
+            WatchUpdate::Synced {
+                resource_version,
+                access_filtered,
+            } => (
+                "BOOKMARK",
+                serde_json::json!({"resourceVersion": resource_version,
+                    "accessFiltered": access_filtered}),
+            ),
+            WatchUpdate::Failed(e) => (
+                "ERROR",
+                serde_json::json!({"failure": format!("{:?}", e.failure()), "error": e.to_string()}),
+            ),
+        };
+        let json = serde_json::json!({"type": event, "object": object}).to_string();
+        Shown { event, json }
+    }
+
+    fn view_json(view: &WatchedView) -> serde_json::Value {
+        let mut out = Vec::new();
+        view.write_json(&mut out);
+        let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(json["resourceVersion"], view.resource_version());
+        json
+    }
+
+    /// The next update as (type, object name or the whole object), failing if none is ready.
+    async fn next(frames: &mut WatchUpdates) -> (&'static str, serde_json::Value) {
         let frame = next_frame(frames).await;
         let json: serde_json::Value = serde_json::from_str(&frame.json).unwrap();
-        assert_eq!(json["type"], frame.event.as_str());
+        assert_eq!(json["type"], frame.event);
         let object = json["object"].clone();
         let shown = match object.get("name") {
             Some(name) => name.clone(),
             None => object,
         };
-        (frame.event.as_str(), shown)
+        (frame.event, shown)
     }
 
     #[tokio::test]
@@ -276,7 +268,7 @@ mod tests {
         assert_eq!(next(&mut frames).await, ("ADDED", "web-1a2b-y".into()));
         let (kind, bookmark) = next(&mut frames).await;
         assert_eq!(kind, "BOOKMARK");
-        assert_eq!(bookmark["initialEventsEnd"], true);
+        assert!(bookmark["resourceVersion"].is_string(), "{bookmark}");
 
         // Outside the selection: nothing. Relabelled into it: Added; changed: Modified;
         // relabelled out of it: Deleted, as the apiserver's watch says it.
@@ -313,7 +305,7 @@ mod tests {
                 confk8s::ObjectKey::new("ns-a", "web-1a2b-x"),
             )]);
         let frame = next_frame(&mut frames).await;
-        assert_eq!(frame.event, WatchEventType::Deleted);
+        assert_eq!(frame.event, "DELETED");
         let json: serde_json::Value = serde_json::from_str(&frame.json).unwrap();
         assert_eq!(json["object"]["name"], "web-1a2b-x");
         assert_eq!(
@@ -340,7 +332,7 @@ mod tests {
         let json: serde_json::Value = serde_json::from_str(&added.json).unwrap();
         assert_eq!(
             (added.event, &json["object"]["deployment"]),
-            (WatchEventType::Added, &serde_json::Value::Null)
+            ("ADDED", &serde_json::Value::Null)
         );
         caches
             .replicasets
@@ -352,7 +344,7 @@ mod tests {
             ))]);
         let modified = next_frame(&mut frames).await;
         let json: serde_json::Value = serde_json::from_str(&modified.json).unwrap();
-        assert_eq!(modified.event, WatchEventType::Modified);
+        assert_eq!(modified.event, "MODIFIED");
         assert_eq!(json["object"]["name"], "api-5f-x");
         assert_eq!(json["object"]["deployment"], "api");
         // A ReplicaSet's status changing (same owner) concerns no pod.
@@ -456,7 +448,7 @@ mod tests {
         }
         let (kind, error) = next(&mut frames).await;
         assert_eq!(kind, "ERROR");
-        assert_eq!(error["code"], 410);
+        assert_eq!(error["failure"], "Gone", "answered 410 as a list would be");
         assert!(
             error["error"].as_str().unwrap().contains("start it again"),
             "{error}"
@@ -537,7 +529,7 @@ mod tests {
                 &json["object"]["namespace"],
                 &json["object"]["name"]
             ),
-            (WatchEventType::Added, &"ns-b".into(), &"shown".into())
+            ("ADDED", &"ns-b".into(), &"shown".into())
         );
         assert!(
             tokio::time::timeout(std::time::Duration::from_millis(100), frames.next())
