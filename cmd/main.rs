@@ -1,13 +1,10 @@
 //! The k8sailor binary: parses the command line, sets up logging and signals, and hands over
 //! to the library. Nothing else happens here.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
-use k8sailor::apis::AuthMode;
-use k8sailor::config::{LogFormat, Settings, SettingsLayer};
-use k8sailor::k8sdao::SourceKind;
+use clap::{Parser, Subcommand};
+use k8sailor::config::{HttpServerArgs, LogFormat};
 use tokio_util::sync::CancellationToken;
 
 // glibc keeps the pages freed after a large list in per-thread arenas, so the resident size
@@ -46,131 +43,6 @@ enum Command {
     Version,
 }
 
-/// Every flag can also be set by its K8SAILOR_* variable or in the config file.
-#[derive(Args)]
-struct HttpServerArgs {
-    /// YAML config file (see config/default.yaml for every key).
-    #[arg(long, env = "K8SAILOR_CONFIG")]
-    config: Option<PathBuf>,
-    /// Kubeconfig file; default KUBECONFIG, ~/.kube/config, then in-cluster.
-    #[arg(long, env = "K8SAILOR_KUBECONFIG")]
-    kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context; default its current-context.
-    #[arg(long, env = "K8SAILOR_CONTEXT")]
-    context: Option<String>,
-    /// Listen address [default: 127.0.0.1:8088].
-    #[arg(long, env = "K8SAILOR_LISTEN")]
-    listen: Option<String>,
-    /// Path prefix of the API [default: /k8sailor/v0].
-    #[arg(long, env = "K8SAILOR_PREFIX")]
-    prefix: Option<String>,
-    /// Watch and serve this namespace only [default: all].
-    #[arg(long, env = "K8SAILOR_NAMESPACE")]
-    namespace: Option<String>,
-    /// Where reads come from: cache or live [default: cache].
-    #[arg(long, env = "K8SAILOR_SOURCE")]
-    source: Option<SourceKind>,
-    /// Longest wait for the caches to sync at start-up, e.g. 60s [default: 60s].
-    #[arg(long, env = "K8SAILOR_SYNC_TIMEOUT")]
-    sync_timeout: Option<String>,
-    /// Longest time a request may take, e.g. 30s [default: 30s].
-    #[arg(long, env = "K8SAILOR_REQUEST_TIMEOUT")]
-    request_timeout: Option<String>,
-    /// After SIGTERM, keep serving this long with /readyz failing [default: 0s].
-    #[arg(long, env = "K8SAILOR_SHUTDOWN_DELAY")]
-    shutdown_delay: Option<String>,
-    /// Then, how long in-flight requests get to finish [default: 10s].
-    #[arg(long, env = "K8SAILOR_SHUTDOWN_GRACE")]
-    shutdown_grace: Option<String>,
-    /// CORS origins, comma-separated: http://host:port, http://host:* (any port), or "*" for
-    /// any, without credentials [default: the loopback origins on any port, http and https].
-    #[arg(long, env = "K8SAILOR_CORS_ALLOWED_ORIGINS", value_delimiter = ',')]
-    cors_allowed_origins: Option<Vec<String>>,
-    /// With auth none, Host names served besides loopback names and IP addresses,
-    /// comma-separated: name, .domain (and every name under it), or "*" for any [default: none].
-    #[arg(long, env = "K8SAILOR_ALLOWED_HOSTS", value_delimiter = ',')]
-    allowed_hosts: Option<Vec<String>>,
-    /// Who may call the API: none (anyone who reaches the port) or delegated (a bearer token
-    /// whose owner the cluster's RBAC allows each request) [default: none].
-    #[arg(long, env = "K8SAILOR_AUTH")]
-    auth: Option<AuthMode>,
-    /// Serve with auth none on an address other hosts can reach (otherwise refused at start)
-    /// [default: false].
-    #[arg(
-        long,
-        env = "K8SAILOR_ALLOW_UNAUTHENTICATED",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = "true"
-    )]
-    allow_unauthenticated: Option<bool>,
-    /// With --auth delegated: TokenReviews per second for bearer tokens not in the cache;
-    /// beyond it (and the burst) a new token gets 429 [default: 20].
-    #[arg(long, env = "K8SAILOR_TOKEN_REVIEW_RATE")]
-    token_review_rate: Option<u32>,
-    /// TokenReviews allowed at once after a quiet spell [default: 40].
-    #[arg(long, env = "K8SAILOR_TOKEN_REVIEW_BURST")]
-    token_review_burst: Option<u32>,
-    /// TokenReviews waiting for the apiserver at one time [default: 8].
-    #[arg(long, env = "K8SAILOR_TOKEN_REVIEWS_IN_FLIGHT")]
-    token_reviews_in_flight: Option<u32>,
-    /// Log format: plain or json [default: plain]; levels from RUST_LOG.
-    #[arg(long, env = "K8SAILOR_LOG_FORMAT")]
-    log_format: Option<LogFormat>,
-    /// Largest request body in bytes; larger is a 413 [default: 262144].
-    #[arg(long, env = "K8SAILOR_MAX_BODY_BYTES")]
-    max_body_bytes: Option<usize>,
-    /// Longest time a request body may take to arrive; then 408 [default: 30s].
-    #[arg(long, env = "K8SAILOR_BODY_READ_TIMEOUT")]
-    body_read_timeout: Option<String>,
-    /// Longest time from a connection's start, or from the first byte of a request, until
-    /// the request's headers are complete; then the connection is closed [default: 10s].
-    #[arg(long, env = "K8SAILOR_HEADER_READ_TIMEOUT")]
-    header_read_timeout: Option<String>,
-    /// How long a keep-alive connection may wait for its next request [default: 90s].
-    #[arg(long, env = "K8SAILOR_IDLE_TIMEOUT")]
-    idle_timeout: Option<String>,
-    /// Most connections open at once; beyond it the longest-waiting connection without a
-    /// request in progress is closed, or, if none, the new one [default: 1024].
-    #[arg(long, env = "K8SAILOR_MAX_CONNECTIONS")]
-    max_connections: Option<usize>,
-}
-
-impl HttpServerArgs {
-    fn settings(self) -> anyhow::Result<Settings> {
-        let file = match &self.config {
-            Some(path) => SettingsLayer::from_file(path)?,
-            None => SettingsLayer::default(),
-        };
-        let flags = SettingsLayer {
-            kubeconfig: self.kubeconfig,
-            context: self.context,
-            listen: self.listen,
-            prefix: self.prefix,
-            namespace: self.namespace,
-            source: self.source,
-            sync_timeout: self.sync_timeout,
-            request_timeout: self.request_timeout,
-            shutdown_delay: self.shutdown_delay,
-            shutdown_grace: self.shutdown_grace,
-            cors_allowed_origins: self.cors_allowed_origins,
-            allowed_hosts: self.allowed_hosts,
-            auth: self.auth,
-            allow_unauthenticated: self.allow_unauthenticated,
-            token_review_rate: self.token_review_rate,
-            token_review_burst: self.token_review_burst,
-            token_reviews_in_flight: self.token_reviews_in_flight,
-            log_format: self.log_format,
-            max_body_bytes: self.max_body_bytes,
-            body_read_timeout: self.body_read_timeout,
-            header_read_timeout: self.header_read_timeout,
-            idle_timeout: self.idle_timeout,
-            max_connections: self.max_connections,
-        };
-        Ok(Settings::resolve(flags.over(file))?)
-    }
-}
-
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -207,50 +79,9 @@ fn cancel_on_signal(token: CancellationToken) {
     });
 }
 
-/// File descriptors the process may need besides its connections: the apiserver's, the
-/// listener, the runtime's, logs.
-const OWN_FILE_DESCRIPTORS: usize = 64;
-
-/// Raises the soft limit on open files to what `max_connections` needs, up to the hard limit,
-/// as Go programs do at start: many hosts default the soft limit to 1024, which the default
-/// connection bound would exhaust before it takes effect.
-#[cfg(unix)]
-fn ensure_file_descriptors(max_connections: usize) {
-    let wanted = max_connections.saturating_add(OWN_FILE_DESCRIPTORS) as libc::rlim_t;
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the struct we own; setrlimit only reads it.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return;
-    }
-    if limit.rlim_cur < wanted {
-        let raised = libc::rlimit {
-            rlim_cur: wanted.min(limit.rlim_max),
-            rlim_max: limit.rlim_max,
-        };
-        // SAFETY: as above.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-            limit = raised;
-        }
-    }
-    if limit.rlim_cur < wanted {
-        tracing::warn!(
-            open_files = limit.rlim_cur,
-            max_connections,
-            "the open-file limit is lower than maxConnections needs: lower maxConnections or raise the limit (ulimit -n)"
-        );
-    }
-}
-
-#[cfg(not(unix))]
-fn ensure_file_descriptors(_max_connections: usize) {}
-
 async fn httpserver(args: HttpServerArgs) -> anyhow::Result<()> {
     let settings = args.settings()?;
     init_logging(settings.log_format);
-    ensure_file_descriptors(settings.connections.max_connections);
     let shutdown = CancellationToken::new();
     cancel_on_signal(shutdown.clone());
     k8sailor::server::run(settings, shutdown).await?;

@@ -23,33 +23,193 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
 /// under the usual limits (1024 soft on many hosts: see the start-up warning).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
-/// One source of settings; every key optional. The config file's keys are these, in camelCase.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SettingsLayer {
-    pub kubeconfig: Option<PathBuf>,
-    pub context: Option<String>,
-    pub listen: Option<String>,
-    pub prefix: Option<String>,
-    pub namespace: Option<String>,
-    pub source: Option<SourceKind>,
-    pub sync_timeout: Option<String>,
-    pub request_timeout: Option<String>,
-    pub shutdown_delay: Option<String>,
-    pub shutdown_grace: Option<String>,
-    pub cors_allowed_origins: Option<Vec<String>>,
-    pub allowed_hosts: Option<Vec<String>>,
-    pub auth: Option<AuthMode>,
-    pub allow_unauthenticated: Option<bool>,
-    pub token_review_rate: Option<u32>,
-    pub token_review_burst: Option<u32>,
-    pub token_reviews_in_flight: Option<u32>,
-    pub log_format: Option<LogFormat>,
-    pub max_body_bytes: Option<usize>,
-    pub body_read_timeout: Option<String>,
-    pub header_read_timeout: Option<String>,
-    pub idle_timeout: Option<String>,
-    pub max_connections: Option<usize>,
+/// Declares the settings once: each key with its flag, its `K8SAILOR_*` variable, its help
+/// (the field's doc comment) and, after `=`, its default. From that one list it writes the
+/// layer type (every key optional, as flags and files give them), its merge, its defaults,
+/// and the merged type `resolve` reads, where a key with a default is no longer optional, so
+/// no default is written a second time in `resolve`. A key without a default keeps its
+/// `Option` there; what its absence means is the business of the type it becomes.
+macro_rules! settings {
+    (
+        $(#[$layer_meta:meta])*
+        pub struct $layer:ident;
+        $(#[$merged_meta:meta])*
+        struct $merged:ident;
+        {
+            $(
+                $(#[$field_meta:meta])*
+                $field:ident: $ty:ty $(= $default:expr)?,
+            )*
+        }
+    ) => {
+        $(#[$layer_meta])*
+        pub struct $layer {
+            $(
+                $(#[$field_meta])*
+                pub $field: Option<$ty>,
+            )*
+        }
+
+        $(#[$merged_meta])*
+        struct $merged {
+            $($field: settings!(@merged_type $ty $(, $default)?),)*
+        }
+
+        impl $layer {
+            /// Keys set here win over `lower`.
+            pub fn over(self, lower: $layer) -> $layer {
+                $layer {
+                    $($field: self.$field.or(lower.$field),)*
+                }
+            }
+
+            /// The default of every key that has one; None for the others.
+            pub fn defaults() -> $layer {
+                $layer {
+                    $($field: settings!(@default $($default)?),)*
+                }
+            }
+
+            /// This layer over the defaults.
+            fn with_defaults(self) -> $merged {
+                $merged {
+                    $($field: settings!(@value self.$field $(, $default)?),)*
+                }
+            }
+
+            /// Every key, as its field is named.
+            #[cfg(test)]
+            const KEYS: &[&str] = &[$(stringify!($field)),*];
+
+            /// The keys that have a default.
+            #[cfg(test)]
+            const DEFAULTED: &[&str] = &[$($(settings!(@name $field, $default),)?)*];
+        }
+    };
+    (@merged_type $ty:ty) => { Option<$ty> };
+    (@merged_type $ty:ty, $default:expr) => { $ty };
+    (@default) => { None };
+    (@default $default:expr) => { Some($default) };
+    (@value $value:expr) => { $value };
+    (@value $value:expr, $default:expr) => { $value.unwrap_or_else(|| $default) };
+    (@name $field:ident, $default:expr) => { stringify!($field) };
+}
+
+settings! {
+    /// One source of settings, every key optional: the flags with their `K8SAILOR_*`
+    /// variables (one layer, as clap reads them), or the config file, whose keys are these in
+    /// camelCase. The `[default: ...]` in a help is checked against the default by a test.
+    #[derive(Clone, Debug, Default, PartialEq, Deserialize, clap::Args)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    pub struct SettingsLayer;
+    /// Every layer merged over the defaults.
+    struct Merged;
+    {
+        /// Kubeconfig file; default KUBECONFIG, ~/.kube/config, then in-cluster.
+        #[arg(long, env = "K8SAILOR_KUBECONFIG")]
+        kubeconfig: PathBuf,
+        /// Kubeconfig context; default its current-context.
+        #[arg(long, env = "K8SAILOR_CONTEXT")]
+        context: String,
+        /// Listen address [default: 127.0.0.1:8088].
+        #[arg(long, env = "K8SAILOR_LISTEN")]
+        listen: String = DEFAULT_LISTEN.to_string(),
+        /// Path prefix of the API [default: /k8sailor/v0].
+        #[arg(long, env = "K8SAILOR_PREFIX")]
+        prefix: String = DEFAULT_PREFIX.to_string(),
+        /// Watch and serve this namespace only [default: all].
+        #[arg(long, env = "K8SAILOR_NAMESPACE")]
+        namespace: String,
+        /// Where reads come from: cache or live [default: cache].
+        #[arg(long, env = "K8SAILOR_SOURCE")]
+        source: SourceKind = SourceKind::default(),
+        /// Longest wait for the caches to sync at start-up, e.g. 60s [default: 60s].
+        #[arg(long, env = "K8SAILOR_SYNC_TIMEOUT")]
+        sync_timeout: String = "60s".to_string(),
+        /// Longest time a request may take, e.g. 30s [default: 30s].
+        #[arg(long, env = "K8SAILOR_REQUEST_TIMEOUT")]
+        request_timeout: String = "30s".to_string(),
+        /// After SIGTERM, keep serving this long with /readyz failing [default: 0s].
+        #[arg(long, env = "K8SAILOR_SHUTDOWN_DELAY")]
+        shutdown_delay: String = "0s".to_string(),
+        /// Then, how long in-flight requests get to finish [default: 10s].
+        #[arg(long, env = "K8SAILOR_SHUTDOWN_GRACE")]
+        shutdown_grace: String = "10s".to_string(),
+        /// CORS origins, comma-separated: http://host:port, http://host:* (any port), or "*" for
+        /// any, without credentials [default: the loopback origins on any port, http and https].
+        #[arg(long, env = "K8SAILOR_CORS_ALLOWED_ORIGINS", value_delimiter = ',')]
+        cors_allowed_origins: Vec<String>,
+        /// With auth none, Host names served besides loopback names and IP addresses,
+        /// comma-separated: name, .domain (and every name under it), or "*" for any [default: none].
+        #[arg(long, env = "K8SAILOR_ALLOWED_HOSTS", value_delimiter = ',')]
+        allowed_hosts: Vec<String>,
+        /// Who may call the API: none (anyone who reaches the port) or delegated (a bearer token
+        /// whose owner the cluster's RBAC allows each request) [default: none].
+        #[arg(long, env = "K8SAILOR_AUTH")]
+        auth: AuthMode = AuthMode::default(),
+        /// Serve with auth none on an address other hosts can reach (otherwise refused at start)
+        /// [default: false].
+        #[arg(
+            long,
+            env = "K8SAILOR_ALLOW_UNAUTHENTICATED",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true"
+        )]
+        allow_unauthenticated: bool = false,
+        /// With --auth delegated: TokenReviews per second for bearer tokens not in the cache;
+        /// beyond it (and the burst) a new token gets 429 [default: 20].
+        #[arg(long, env = "K8SAILOR_TOKEN_REVIEW_RATE")]
+        token_review_rate: u32 = TokenReviewLimits::default().per_second.get(),
+        /// TokenReviews allowed at once after a quiet spell [default: 40].
+        #[arg(long, env = "K8SAILOR_TOKEN_REVIEW_BURST")]
+        token_review_burst: u32 = TokenReviewLimits::default().burst.get(),
+        /// TokenReviews waiting for the apiserver at one time [default: 8].
+        #[arg(long, env = "K8SAILOR_TOKEN_REVIEWS_IN_FLIGHT")]
+        token_reviews_in_flight: u32 =
+            u32::try_from(TokenReviewLimits::default().in_flight).unwrap_or(u32::MAX),
+        /// Log format: plain or json [default: plain]; levels from RUST_LOG.
+        #[arg(long, env = "K8SAILOR_LOG_FORMAT")]
+        log_format: LogFormat = LogFormat::default(),
+        /// Largest request body in bytes; larger is a 413 [default: 262144].
+        #[arg(long, env = "K8SAILOR_MAX_BODY_BYTES")]
+        max_body_bytes: usize = DEFAULT_MAX_BODY_BYTES,
+        /// Longest time a request body may take to arrive; then 408 [default: 30s].
+        #[arg(long, env = "K8SAILOR_BODY_READ_TIMEOUT")]
+        body_read_timeout: String = "30s".to_string(),
+        /// Longest time from a connection's start, or from the first byte of a request, until
+        /// the request's headers are complete; then the connection is closed [default: 10s].
+        #[arg(long, env = "K8SAILOR_HEADER_READ_TIMEOUT")]
+        header_read_timeout: String = "10s".to_string(),
+        /// How long a keep-alive connection may wait for its next request [default: 90s].
+        #[arg(long, env = "K8SAILOR_IDLE_TIMEOUT")]
+        idle_timeout: String = "90s".to_string(),
+        /// Most connections open at once; beyond it the longest-waiting connection without a
+        /// request in progress is closed, or, if none, the new one [default: 1024].
+        #[arg(long, env = "K8SAILOR_MAX_CONNECTIONS")]
+        max_connections: usize = DEFAULT_MAX_CONNECTIONS,
+    }
+}
+
+/// The `httpserver` command line: the config file, and the settings as flags over it.
+#[derive(clap::Args)]
+pub struct HttpServerArgs {
+    /// YAML config file (see config/default.yaml for every key).
+    #[arg(long, env = "K8SAILOR_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    flags: SettingsLayer,
+}
+
+impl HttpServerArgs {
+    /// Flags and their variables over the config file over the defaults.
+    pub fn settings(self) -> Result<Settings, ConfigError> {
+        let file = match &self.config {
+            Some(path) => SettingsLayer::from_file(path)?,
+            None => SettingsLayer::default(),
+        };
+        Settings::resolve(self.flags.over(file))
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -109,37 +269,6 @@ impl SettingsLayer {
         }
         serde_saphyr::from_str(&text).map_err(|e| read_error(e.to_string()))
     }
-
-    /// Keys set here win over `lower`.
-    pub fn over(self, lower: SettingsLayer) -> SettingsLayer {
-        SettingsLayer {
-            kubeconfig: self.kubeconfig.or(lower.kubeconfig),
-            context: self.context.or(lower.context),
-            listen: self.listen.or(lower.listen),
-            prefix: self.prefix.or(lower.prefix),
-            namespace: self.namespace.or(lower.namespace),
-            source: self.source.or(lower.source),
-            sync_timeout: self.sync_timeout.or(lower.sync_timeout),
-            request_timeout: self.request_timeout.or(lower.request_timeout),
-            shutdown_delay: self.shutdown_delay.or(lower.shutdown_delay),
-            shutdown_grace: self.shutdown_grace.or(lower.shutdown_grace),
-            cors_allowed_origins: self.cors_allowed_origins.or(lower.cors_allowed_origins),
-            allowed_hosts: self.allowed_hosts.or(lower.allowed_hosts),
-            auth: self.auth.or(lower.auth),
-            allow_unauthenticated: self.allow_unauthenticated.or(lower.allow_unauthenticated),
-            token_review_rate: self.token_review_rate.or(lower.token_review_rate),
-            token_review_burst: self.token_review_burst.or(lower.token_review_burst),
-            token_reviews_in_flight: self
-                .token_reviews_in_flight
-                .or(lower.token_reviews_in_flight),
-            log_format: self.log_format.or(lower.log_format),
-            max_body_bytes: self.max_body_bytes.or(lower.max_body_bytes),
-            body_read_timeout: self.body_read_timeout.or(lower.body_read_timeout),
-            header_read_timeout: self.header_read_timeout.or(lower.header_read_timeout),
-            idle_timeout: self.idle_timeout.or(lower.idle_timeout),
-            max_connections: self.max_connections.or(lower.max_connections),
-        }
-    }
 }
 
 /// `30s`, `2m`, `1h 30m`: the friendly format Kubernetes users write.
@@ -173,14 +302,18 @@ fn positive<T, N: TryFrom<T>>(key: &'static str, value: T) -> Result<N, ConfigEr
 }
 
 impl Settings {
+    /// Checks and types a merged layer; keys it leaves unset take their defaults.
     pub fn resolve(layer: SettingsLayer) -> Result<Settings, ConfigError> {
-        let listen_text = layer.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
-        let listen: SocketAddr = listen_text.parse().map_err(|e| ConfigError::Invalid {
+        let layer = layer.with_defaults();
+        let listen: SocketAddr = layer.listen.parse().map_err(|e| ConfigError::Invalid {
             key: "listen",
-            reason: format!("{listen_text:?} is not an address like 127.0.0.1:8088 ({e})"),
+            reason: format!(
+                "{:?} is not an address like 127.0.0.1:8088 ({e})",
+                layer.listen
+            ),
         })?;
-        let auth = layer.auth.unwrap_or_default();
-        let allow_unauthenticated = layer.allow_unauthenticated.unwrap_or(false);
+        let auth = layer.auth;
+        let allow_unauthenticated = layer.allow_unauthenticated;
         // Checked before connecting: an open API on a reachable address is never an accident.
         if auth == AuthMode::None
             && !listen.ip().to_canonical().is_loopback()
@@ -222,76 +355,41 @@ impl Settings {
             },
             listen,
             http: HttpOptions {
-                prefix: layer.prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_string()),
+                prefix: layer.prefix,
                 cors_allowed_origins,
                 allowed_hosts,
-                request_timeout: parse_duration(
-                    "requestTimeout",
-                    layer.request_timeout.as_deref().unwrap_or("30s"),
-                )?,
+                request_timeout: parse_duration("requestTimeout", &layer.request_timeout)?,
                 auth,
                 body: BodyLimits {
-                    max_bytes: positive::<_, NonZeroUsize>(
-                        "maxBodyBytes",
-                        layer.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES),
-                    )?
-                    .get(),
-                    read_timeout: timeout(
-                        "bodyReadTimeout",
-                        layer.body_read_timeout.as_deref().unwrap_or("30s"),
-                    )?,
+                    max_bytes: positive::<_, NonZeroUsize>("maxBodyBytes", layer.max_body_bytes)?
+                        .get(),
+                    read_timeout: timeout("bodyReadTimeout", &layer.body_read_timeout)?,
                 },
             },
             connections: ConnectionLimits {
-                header_read_timeout: timeout(
-                    "headerReadTimeout",
-                    layer.header_read_timeout.as_deref().unwrap_or("10s"),
-                )?,
-                idle_timeout: timeout(
-                    "idleTimeout",
-                    layer.idle_timeout.as_deref().unwrap_or("90s"),
-                )?,
+                header_read_timeout: timeout("headerReadTimeout", &layer.header_read_timeout)?,
+                idle_timeout: timeout("idleTimeout", &layer.idle_timeout)?,
                 max_connections: positive::<_, NonZeroUsize>(
                     "maxConnections",
-                    layer.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
+                    layer.max_connections,
                 )?
                 .get(),
             },
             namespace,
-            source: layer.source.unwrap_or_default(),
-            sync_timeout: parse_duration(
-                "syncTimeout",
-                layer.sync_timeout.as_deref().unwrap_or("60s"),
-            )?,
-            shutdown_delay: parse_duration(
-                "shutdownDelay",
-                layer.shutdown_delay.as_deref().unwrap_or("0s"),
-            )?,
-            shutdown_grace: parse_duration(
-                "shutdownGrace",
-                layer.shutdown_grace.as_deref().unwrap_or("10s"),
-            )?,
-            token_reviews: {
-                let defaults = TokenReviewLimits::default();
-                TokenReviewLimits {
-                    per_second: positive(
-                        "tokenReviewRate",
-                        layer.token_review_rate.unwrap_or(defaults.per_second.get()),
-                    )?,
-                    burst: positive(
-                        "tokenReviewBurst",
-                        layer.token_review_burst.unwrap_or(defaults.burst.get()),
-                    )?,
-                    in_flight: positive::<_, NonZeroUsize>(
-                        "tokenReviewsInFlight",
-                        layer
-                            .token_reviews_in_flight
-                            .map_or(defaults.in_flight, |n| n as usize),
-                    )?
-                    .get(),
-                }
+            source: layer.source,
+            sync_timeout: parse_duration("syncTimeout", &layer.sync_timeout)?,
+            shutdown_delay: parse_duration("shutdownDelay", &layer.shutdown_delay)?,
+            shutdown_grace: parse_duration("shutdownGrace", &layer.shutdown_grace)?,
+            token_reviews: TokenReviewLimits {
+                per_second: positive("tokenReviewRate", layer.token_review_rate)?,
+                burst: positive("tokenReviewBurst", layer.token_review_burst)?,
+                in_flight: positive::<_, NonZeroUsize>(
+                    "tokenReviewsInFlight",
+                    layer.token_reviews_in_flight as usize,
+                )?
+                .get(),
             },
-            log_format: layer.log_format.unwrap_or_default(),
+            log_format: layer.log_format,
             allow_unauthenticated,
         })
     }
@@ -467,13 +565,80 @@ mod tests {
         assert_eq!(open.http.allowed_hosts, AllowedHosts::Any);
     }
 
+    fn camel_case(field: &str) -> String {
+        let mut words = field.split('_');
+        let first = words.next().expect("a field has a name").to_string();
+        words.fold(first, |mut key, word| {
+            let mut chars = word.chars();
+            key.extend(chars.next().map(|c| c.to_ascii_uppercase()));
+            key.push_str(chars.as_str());
+            key
+        })
+    }
+
     #[test]
     fn the_shipped_default_config_parses_and_equals_the_defaults() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/default.yaml");
         let layer = SettingsLayer::from_file(&path).unwrap();
+        // Each key with a default is set in the file, to that default.
+        assert_eq!(
+            SettingsLayer::defaults().over(layer.clone()),
+            layer,
+            "config/default.yaml leaves out a key with a default, or sets it to another value"
+        );
+        // Each key without one is at least shown, as a commented example.
+        let text = std::fs::read_to_string(&path).unwrap();
+        for key in SettingsLayer::KEYS.iter().map(|field| camel_case(field)) {
+            let shown = text.lines().any(|line| {
+                let line = line.strip_prefix("# ").unwrap_or(line);
+                line.strip_prefix(key.as_str())
+                    .is_some_and(|rest| rest.starts_with(':'))
+            });
+            assert!(shown, "config/default.yaml does not show {key}");
+        }
+        // And what the keys without a default say means the same as leaving them out.
         let from_file = Settings::resolve(layer).unwrap();
         let defaults = Settings::resolve(SettingsLayer::default()).unwrap();
         assert_eq!(format!("{from_file:?}"), format!("{defaults:?}"));
+    }
+
+    #[test]
+    fn each_flag_shows_its_default_and_that_is_the_default() {
+        use clap::{Args, FromArgMatches};
+        // Without the variables: a K8SAILOR_* set where the tests run must not change them.
+        let command = || {
+            SettingsLayer::augment_args(clap::Command::new("k8sailor"))
+                .mut_args(|arg| arg.env(None::<&'static str>))
+        };
+        let defaults = SettingsLayer::defaults();
+        let flags: Vec<_> = command()
+            .get_arguments()
+            .map(|arg| arg.get_id().to_string())
+            .collect();
+        assert_eq!(flags, SettingsLayer::KEYS, "one flag per key");
+        for arg in command().get_arguments() {
+            let long = arg.get_long().expect("every key is a long flag");
+            let help = arg.get_help().expect("every flag has a help").to_string();
+            if !SettingsLayer::DEFAULTED.contains(&arg.get_id().as_str()) {
+                // No default value: the help says in words what its absence means.
+                continue;
+            }
+            let (_, shown) = help
+                .split_once("[default: ")
+                .and_then(|(before, rest)| Some((before, rest.split_once(']')?.0)))
+                .unwrap_or_else(|| panic!("--{long} does not show its default: {help}"));
+            let flag = format!("--{long}={shown}");
+            let matches = command()
+                .try_get_matches_from(["k8sailor", &flag])
+                .unwrap_or_else(|e| panic!("{flag}: {e}"));
+            let parsed = SettingsLayer::from_arg_matches(&matches).unwrap();
+            assert_ne!(parsed, SettingsLayer::default(), "{flag} sets nothing");
+            assert_eq!(
+                parsed.over(defaults.clone()),
+                defaults,
+                "--{long} shows [default: {shown}], which is not its default"
+            );
+        }
     }
 
     #[test]

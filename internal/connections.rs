@@ -53,6 +53,46 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
 }
 
+/// File descriptors the process may need besides its connections: the apiserver's, the
+/// listener, the runtime's, logs.
+const OWN_FILE_DESCRIPTORS: usize = 64;
+
+/// Raises the soft limit on open files to what `max_connections` needs, up to the hard limit,
+/// as Go programs do at start: many hosts default the soft limit to 1024, which the default
+/// connection bound would exhaust before it takes effect.
+#[cfg(unix)]
+pub(crate) fn ensure_file_descriptors(max_connections: usize) {
+    let wanted = max_connections.saturating_add(OWN_FILE_DESCRIPTORS) as libc::rlim_t;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own; setrlimit only reads it.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return;
+    }
+    if limit.rlim_cur < wanted {
+        let raised = libc::rlimit {
+            rlim_cur: wanted.min(limit.rlim_max),
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit = raised;
+        }
+    }
+    if limit.rlim_cur < wanted {
+        tracing::warn!(
+            open_files = limit.rlim_cur,
+            max_connections,
+            "the open-file limit is lower than maxConnections needs: lower maxConnections or raise the limit (ulimit -n)"
+        );
+    }
+}
+
+#[cfg(not(unix))]
+pub(crate) fn ensure_file_descriptors(_max_connections: usize) {}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Headers { since: Instant },

@@ -33,6 +33,7 @@ pub enum ServerError {
 }
 
 pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), ServerError> {
+    crate::connections::ensure_file_descriptors(settings.connections.max_connections);
     let connection = confk8s::connect(&settings.client).await?;
     tracing::info!(config = %connection.source, source = ?settings.source, namespace = ?settings.namespace, "connected to the Kubernetes API");
 
