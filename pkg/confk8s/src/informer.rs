@@ -482,11 +482,12 @@ mod tests {
     async fn status_after(
         events: Vec<Result<Event<ConfigMap>, watcher::Error>>,
     ) -> Arc<InformerStatus> {
-        let events = std::sync::Mutex::new(Some(events));
+        let events = Mutex::new(Some(events));
+        let handler: Arc<dyn Handler<ConfigMap>> = Arc::new(Ignore);
         let informer = Informer {
             resource: (String::new(), "configmaps".into()),
             status: Arc::new(InformerStatus::new("ConfigMap")),
-            handlers: Mutex::new(vec![Arc::new(Ignore) as Arc<dyn Handler<ConfigMap>>]),
+            handlers: Mutex::new(vec![handler]),
             open: Box::new(move || {
                 let events = events.lock().unwrap().take().unwrap_or_default();
                 futures::stream::iter(events).boxed()
