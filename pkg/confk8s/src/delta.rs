@@ -21,8 +21,8 @@ impl ObjectKey {
         }
     }
 
-    /// The key of an object; a missing namespace or name becomes empty, as the apiserver never
-    /// sends an object without a name.
+    /// The key of an object. A missing namespace (a cluster-scoped object) becomes empty, and so
+    /// would a missing name, which the apiserver never sends.
     pub fn of<K: Resource>(obj: &K) -> Self {
         let meta = obj.meta();
         ObjectKey {
