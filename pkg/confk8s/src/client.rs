@@ -10,7 +10,11 @@ use crate::signals::{WatchSignalLayer, WatchSignals};
 /// `~/.kube/config`, then the in-cluster service account.
 #[derive(Clone, Debug, Default)]
 pub struct ClientOptions {
+    /// The kubeconfig file; `None` looks at `KUBECONFIG` (its first existing path), then
+    /// `~/.kube/config`, then falls back to the in-cluster service account.
     pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context; `None` takes the file's `current-context`. Set without a
+    /// kubeconfig to be found, it is an error rather than a silent switch to in-cluster.
     pub context: Option<String>,
     /// How long to wait for the apiserver to answer the first request; default 10 s.
     pub connect_timeout: Option<Duration>,
@@ -19,7 +23,14 @@ pub struct ClientOptions {
 /// The configuration that was used, for logs and error messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConfigSource {
-    Kubeconfig { path: String, context: String },
+    /// Read from a kubeconfig file.
+    Kubeconfig {
+        /// The file, as displayed.
+        path: String,
+        /// The context chosen, the file's `current-context` unless one was asked for.
+        context: String,
+    },
+    /// The pod's service account token and CA, and the `KUBERNETES_SERVICE_*` address.
     InCluster,
 }
 
@@ -37,27 +48,53 @@ impl std::fmt::Display for ConfigSource {
 /// Every message fits on one line and names the file or context at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// The kubeconfig file is missing, unreadable or not valid YAML.
     #[error("cannot read kubeconfig {path}: {reason}")]
-    ReadKubeconfig { path: String, reason: String },
+    ReadKubeconfig {
+        /// The file, as displayed.
+        path: String,
+        /// The cause, on one line.
+        reason: String,
+    },
+    /// The file was read but the context is unknown or incomplete (no cluster, no user,
+    /// unreadable credentials).
     #[error("kubeconfig {path}: context {context:?}: {reason}")]
     Context {
+        /// The file, as displayed.
         path: String,
+        /// The context asked for; empty when neither the options nor the file name one.
         context: String,
+        /// The cause, on one line.
         reason: String,
     },
     #[error(
         "no cluster configured: no kubeconfig (--kubeconfig, KUBECONFIG, ~/.kube/config) and not in a cluster ({reason})"
     )]
-    NoConfig { reason: String },
-    #[error("cannot build a Kubernetes client from {source_}: {reason}")]
-    Client {
-        source_: ConfigSource,
+    /// No kubeconfig was found and the process is not in a pod (or `context` was set
+    /// without a kubeconfig).
+    NoConfig {
+        /// Why the in-cluster configuration failed, on one line.
         reason: String,
     },
+    /// The configuration loaded but no client could be built from it (a bad certificate or
+    /// proxy, for instance).
+    #[error("cannot build a Kubernetes client from {source_}: {reason}")]
+    Client {
+        /// The configuration at fault. Named `source_` so that thiserror does not take it
+        /// for the error's cause.
+        source_: ConfigSource,
+        /// The cause, on one line.
+        reason: String,
+    },
+    /// The apiserver did not answer the version request within the connect timeout, or
+    /// answered with an error (refused connection, TLS, authentication).
     #[error("the Kubernetes API at {url} ({source_}) is not reachable: {reason}")]
     Unreachable {
+        /// The cluster URL tried.
         url: String,
+        /// Where that URL came from.
         source_: ConfigSource,
+        /// The cause, on one line, or the timeout that expired.
         reason: String,
     },
 }
@@ -135,8 +172,11 @@ pub async fn load_config(opts: &ClientOptions) -> Result<(Config, ConfigSource),
 /// their watches (give it to [`crate::InformerFactory::with_watch_signals`]).
 #[derive(Clone)]
 pub struct Connection {
+    /// A client whose apiserver answered once; its requests pass through the watch signals.
     pub client: Client,
+    /// Where the configuration came from.
     pub source: ConfigSource,
+    /// Fed by every watch `client` opens; shared by its clones.
     pub watches: WatchSignals,
 }
 

@@ -6,11 +6,14 @@ use kube::runtime::watcher::Event;
 /// namespace/name; the namespace is empty for cluster-scoped objects.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectKey {
+    /// Empty for cluster-scoped objects.
     pub namespace: String,
+    /// `metadata.name`.
     pub name: String,
 }
 
 impl ObjectKey {
+    /// The key of `name` in `namespace` (empty for a cluster-scoped object).
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
         ObjectKey {
             namespace: namespace.into(),
@@ -18,6 +21,8 @@ impl ObjectKey {
         }
     }
 
+    /// The key of an object. A missing namespace (a cluster-scoped object) becomes empty, and so
+    /// would a missing name, which the apiserver never sends.
     pub fn of<K: Resource>(obj: &K) -> Self {
         let meta = obj.meta();
         ObjectKey {
@@ -40,13 +45,16 @@ impl std::fmt::Display for ObjectKey {
 /// One change to the set of watched objects.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Delta<K> {
+    /// An object not known before.
     Added(K),
+    /// A known object whose resourceVersion changed.
     Updated(K),
     /// Only the key: objects deleted while the watch was down are known only by their absence.
     Deleted(ObjectKey),
 }
 
 impl<K: Resource> Delta<K> {
+    /// The key of the object the change is about.
     pub fn key(&self) -> ObjectKey {
         match self {
             Delta::Added(o) | Delta::Updated(o) => ObjectKey::of(o),
@@ -99,14 +107,20 @@ pub enum Step<K> {
 }
 
 impl DeltaTracker {
+    /// How many objects are known: those of the last complete list and the changes since. During
+    /// a relist this is still the count from before it.
     pub fn len(&self) -> usize {
         self.known.len()
     }
 
+    /// Whether no object is known (see [`DeltaTracker::len`]).
     pub fn is_empty(&self) -> bool {
         self.known.is_empty()
     }
 
+    /// Folds one watcher event into what is known and says what handlers must be told. Events
+    /// must come in the watcher's order: an `InitApply` outside `Init` .. `InitDone` starts a
+    /// relist implicitly.
     pub fn step<K: Resource>(&mut self, event: Event<K>) -> Step<K> {
         match event {
             Event::Init => {

@@ -30,7 +30,11 @@ pub trait Handler<K>: Send + Sync + 'static {
 
 /// The changes of one relist, applied together on commit.
 pub trait RelistBatch<K>: Send {
+    /// One change of the relist: additions and updates as their pages arrive, then a
+    /// [`Delta::Deleted`] for each object the new list no longer holds.
     fn add(&mut self, delta: &Delta<K>);
+    /// The list is complete: apply what was added. A batch dropped without a commit (the
+    /// watch stopped mid-relist) must change nothing.
     fn commit(self: Box<Self>);
 }
 
@@ -44,15 +48,28 @@ impl<T> Watched for T where
 {
 }
 
+/// Why the factory cannot serve its handlers; each message is one line.
 #[derive(Debug, thiserror::Error)]
 pub enum FactoryError {
+    /// A handler was added after [`InformerFactory::start`]; it would never hear anything.
     #[error("handlers must be registered before the informers start ({kind})")]
-    AlreadyStarted { kind: String },
+    AlreadyStarted {
+        /// The kind the handler was for.
+        kind: String,
+    },
+    /// [`InformerFactory::check_access`]: RBAC denies listing some kinds, so they could never
+    /// sync.
     #[error("forbidden by RBAC: cannot {}", denied.join(", "))]
-    Forbidden { denied: Vec<String> },
+    Forbidden {
+        /// One entry per kind, such as `list Pod (pods) in namespace default`.
+        denied: Vec<String>,
+    },
+    /// [`InformerFactory::wait_for_sync`]: some watches had not delivered a full list in time.
     #[error("caches not synced after {timeout:?}: {}", kinds.join(", "))]
     NotSynced {
+        /// The time waited.
         timeout: Duration,
+        /// The kinds not synced, each with its watch's last error if it had one.
         kinds: Vec<String>,
     },
 }
@@ -465,11 +482,12 @@ mod tests {
     async fn status_after(
         events: Vec<Result<Event<ConfigMap>, watcher::Error>>,
     ) -> Arc<InformerStatus> {
-        let events = std::sync::Mutex::new(Some(events));
+        let events = Mutex::new(Some(events));
+        let handler: Arc<dyn Handler<ConfigMap>> = Arc::new(Ignore);
         let informer = Informer {
             resource: (String::new(), "configmaps".into()),
             status: Arc::new(InformerStatus::new("ConfigMap")),
-            handlers: Mutex::new(vec![Arc::new(Ignore) as Arc<dyn Handler<ConfigMap>>]),
+            handlers: Mutex::new(vec![handler]),
             open: Box::new(move || {
                 let events = events.lock().unwrap().take().unwrap_or_default();
                 futures::stream::iter(events).boxed()

@@ -30,6 +30,8 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 mod client;
 mod delta;
 mod informer;

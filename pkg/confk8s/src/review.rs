@@ -21,12 +21,18 @@ use k8s_openapi::api::authorization::v1::{
 };
 use kube::{Api, Client};
 
-/// How long an answer is reused.
+/// How long an answer is reused. A refusal is kept shorter than a grant so that a caller
+/// just given a token or a role is not turned away for long.
 #[derive(Clone, Copy, Debug)]
 pub struct ReviewTtls {
+    /// An accepted token's user; default 5 min. A revoked token is honoured this long.
     pub authenticated: Duration,
+    /// A refused token; default 30 s.
     pub unauthenticated: Duration,
+    /// An allowed access; default 5 min, also the life of each per-namespace answer of
+    /// [`Reviewer::namespaces_allowed`]. A revoked role is honoured this long.
     pub allowed: Duration,
+    /// A denied access; default 30 s.
     pub denied: Duration,
 }
 
@@ -79,19 +85,26 @@ pub struct ReviewCounts {
 /// Who a token belongs to, as the apiserver says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UserInfo {
+    /// Such as `system:serviceaccount:ns:name`; empty if the apiserver named none.
     pub username: String,
+    /// Empty if the apiserver gave none.
     pub uid: String,
+    /// The groups RBAC bindings may name, such as `system:authenticated`.
     pub groups: Vec<String>,
+    /// Further attributes from the authenticator, passed on to access reviews as they came.
     pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// What a request does, in RBAC's terms.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Access {
+    /// An RBAC verb: `get`, `list`, `watch`, `create`, ...
     pub verb: &'static str,
     /// "" for the core group.
     pub group: &'static str,
+    /// The plural resource name, such as `pods`.
     pub resource: &'static str,
+    /// Such as `log`; "" for the resource itself.
     pub subresource: &'static str,
     /// None: in every namespace.
     pub namespace: Option<String>,
@@ -118,16 +131,27 @@ impl std::fmt::Display for Access {
     }
 }
 
+/// Why a caller is refused. The variants are kept apart because each asks the caller for
+/// something different (another token, another role, patience); the messages are for the
+/// caller.
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ReviewError {
+    /// The apiserver did not accept the bearer token; the message says so, with its reason
+    /// when it gave one.
     #[error("{0}")]
     Unauthenticated(String),
+    /// The apiserver's authorizers do not allow the access.
     #[error("{user} may not {access}{}", reason_suffix(.reason))]
     Forbidden {
+        /// The token's username (or "our own account" from [`Reviewer::check_own_access`]).
         user: String,
+        /// The access refused, as [`Access`] displays it.
         access: String,
+        /// The authorizer's reason; often empty, and then left out of the message.
         reason: String,
     },
+    /// The review could not be made (apiserver unreachable, or our own account may not create
+    /// reviews): our fault, not the caller's. Never cached.
     #[error("cannot review the request with the Kubernetes API: {0}")]
     Unavailable(String),
     /// Too many unknown tokens are being reviewed; the caller may try again after the wait.
@@ -135,7 +159,10 @@ pub enum ReviewError {
         "too many new bearer tokens are being checked with the Kubernetes API: try again in {}s",
         retry_after.as_secs()
     )]
-    Throttled { retry_after: Duration },
+    Throttled {
+        /// Whole seconds, at least one: ready for a `Retry-After` header.
+        retry_after: Duration,
+    },
 }
 
 fn reason_suffix(reason: &str) -> String {

@@ -30,25 +30,38 @@ struct Inner {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InformerState {
+    /// The kind watched, such as `Pod`.
     pub kind: String,
     /// The first full list has been delivered to the handlers.
     pub synced: bool,
     /// The watch is established (false after an error until the next successful event).
     pub connected: bool,
+    /// Objects known after the last change; during a relist, the count from before it.
     pub objects: usize,
+    /// Additions since start, those found by relists included.
     pub added: u64,
+    /// Updates since start, those found by relists included.
     pub updated: u64,
+    /// Deletions since start, those found by relists included.
     pub deleted: u64,
+    /// Complete lists delivered, the first one included.
     pub relists: u64,
+    /// Watch errors since start, and a 403 recorded by the access check. An expired
+    /// resourceVersion (410) is a resync and not counted.
     pub errors: u64,
+    /// When the watch last delivered an event or was accepted by the apiserver; `None` before
+    /// either.
     #[serde(skip)]
     pub last_heard: Option<SystemTime>,
     /// Since when the watch has been failing; the cache is as fresh as this moment.
     #[serde(skip)]
     pub disconnected_since: Option<SystemTime>,
+    /// The most recent error; kept after the watch recovers (see `connected`), `None` if there
+    /// never was one.
     pub last_error: Option<String>,
     /// The HTTP status of the last error, when the apiserver gave one.
     pub last_error_code: Option<u16>,
+    /// See [`InformerStatus::resource_version`].
     pub resource_version: Option<String>,
 }
 
@@ -60,6 +73,7 @@ impl InformerState {
 }
 
 impl InformerStatus {
+    /// A status for a watch of `kind` not yet started: neither synced nor connected.
     pub fn new(kind: impl Into<String>) -> Self {
         InformerStatus {
             kind: kind.into(),
@@ -74,10 +88,13 @@ impl InformerStatus {
         }
     }
 
+    /// The kind watched, such as `Pod`.
     pub fn kind(&self) -> &str {
         &self.kind
     }
 
+    /// Whether the first full list has been delivered to the handlers. It stays true through
+    /// later outages: the cache still holds that list.
     pub fn is_synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)
     }
@@ -130,11 +147,13 @@ impl InformerStatus {
         self.synced.store(true, Ordering::Release);
     }
 
-    /// The newest resourceVersion seen: the state the cache is at least as recent as.
+    /// The newest resourceVersion seen: the state the cache is at least as recent as. `None`
+    /// before the first object arrives.
     pub fn resource_version(&self) -> Option<String> {
         self.inner().resource_version.clone()
     }
 
+    /// A copy of the whole status, for reports and readiness checks.
     pub fn state(&self) -> InformerState {
         let inner = self.inner();
         InformerState {

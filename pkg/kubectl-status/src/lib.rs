@@ -14,6 +14,8 @@
 //! Every function is pure and total: any field may be missing and nothing
 //! panics.
 
+#![warn(missing_docs)]
+
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{
     Container, ContainerStateTerminated, ContainerStatus, Pod, PodCondition,

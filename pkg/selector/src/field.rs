@@ -44,6 +44,7 @@ impl FieldTerm {
         &self.field
     }
 
+    /// How [`value`](Self::value) is compared with the object's.
     pub fn operator(&self) -> FieldOperator {
         self.operator
     }
@@ -167,6 +168,8 @@ impl FieldSelector {
         self.terms.is_empty()
     }
 
+    /// The terms in the order [`parse`](Self::parse) sorted them (by their raw text), all of
+    /// which must match; empty for a selector that selects everything.
     pub fn terms(&self) -> &[FieldTerm] {
         &self.terms
     }

@@ -106,6 +106,7 @@ impl Requirement {
         &self.key
     }
 
+    /// How [`values`](Self::values) are compared with the label's value.
     pub fn operator(&self) -> Operator {
         self.operator
     }
@@ -206,6 +207,8 @@ impl LabelSelector {
         self.requirements.is_empty()
     }
 
+    /// The requirements sorted by key, all of which must match; empty for a selector that
+    /// selects everything.
     pub fn requirements(&self) -> &[Requirement] {
         &self.requirements
     }

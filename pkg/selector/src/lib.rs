@@ -51,6 +51,8 @@
 //! # Ok::<(), selector::ParseError>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod error;
 mod field;
 #[cfg(any(test, feature = "invariants"))]
