@@ -83,7 +83,8 @@ macro_rules! settings {
 
             /// The keys that have a default.
             #[cfg(test)]
-            const DEFAULTED: &[&str] = &[$($(settings!(@name $field, $default),)?)*];
+            // `$default` only picks the keys that have one.
+            const DEFAULTED: &[&str] = &[$($([stringify!($field), stringify!($default)][0],)?)*];
         }
     };
     (@merged_type $ty:ty) => { Option<$ty> };
@@ -92,7 +93,6 @@ macro_rules! settings {
     (@default $default:expr) => { Some($default) };
     (@value $value:expr) => { $value };
     (@value $value:expr, $default:expr) => { $value.unwrap_or_else(|| $default) };
-    (@name $field:ident, $default:expr) => { stringify!($field) };
 }
 
 settings! {
