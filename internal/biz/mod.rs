@@ -80,6 +80,7 @@ impl BizError {
                     StatusCode::SERVICE_UNAVAILABLE
                 }
                 DaoError::WatchExpired(_) => StatusCode::GONE,
+                DaoError::Malformed { .. } => StatusCode::BAD_GATEWAY,
                 // The live source passes on what the apiserver says of the request; its refusal
                 // of our own credentials is a gateway fault, not the caller's.
                 DaoError::Api { code, .. } => match *code {
