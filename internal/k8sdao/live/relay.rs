@@ -52,21 +52,6 @@ enum State<K> {
     Ended,
 }
 
-impl<K> std::fmt::Debug for State<K> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            State::Listed {
-                resource_version, ..
-            } => write!(f, "Listed@{resource_version}"),
-            State::Resuming { resource_version } => write!(f, "Resuming@{resource_version}"),
-            State::Watching {
-                resource_version, ..
-            } => write!(f, "Watching@{resource_version}"),
-            State::Ended => f.write_str("Ended"),
-        }
-    }
-}
-
 /// What a step produced: an event to send (None: step again) and the state to go on from.
 type Step<K, R> = (Option<Result<WatchEvent<R>, DaoError>>, State<K>);
 
