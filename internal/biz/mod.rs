@@ -97,6 +97,8 @@ impl BizError {
                 }
                 DaoError::NotSynced { .. } | DaoError::Unavailable(_) => Failure::Unavailable,
                 DaoError::WatchExpired(_) => Failure::Gone,
+                // An answer without what every object carries: the apiserver's fault.
+                DaoError::Malformed { .. } => Failure::Upstream,
                 // The live source passes on what the apiserver says of the request; its refusal
                 // of our own credentials is a gateway fault, not the caller's.
                 DaoError::Api { code, .. } => match *code {

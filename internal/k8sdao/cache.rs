@@ -7,8 +7,8 @@ use futures::StreamExt;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{
-    DaoError, ListQuery, Listing, LiveSource, NamespaceFilter, ObjectKind, WatchEvent, WatchStream,
-    WorkloadSource, WriteEffect, member_event,
+    DaoError, ListQuery, Listing, LiveSource, MemberChange, NamespaceFilter, ObjectKind,
+    WatchEvent, WatchStream, WorkloadSource, WriteEffect, member_event,
 };
 use selector::{FieldOperator, Operator};
 
@@ -96,6 +96,16 @@ fn watch_event<R: Keyed + Selectable>(q: &ListQuery, change: Change<R>) -> Optio
     }
 }
 
+/// A cache change as a membership watch judges it: the record as it is now, or as it was.
+impl<R> From<Change<R>> for MemberChange<R> {
+    fn from(change: Change<R>) -> Self {
+        match change {
+            Change::Applied { new, .. } => MemberChange::Applied(new),
+            Change::Deleted(old) => MemberChange::Deleted(old),
+        }
+    }
+}
+
 /// Reads from the informer caches: no request ever reaches the apiserver.
 pub struct CacheSource {
     caches: Arc<Caches>,
@@ -142,6 +152,9 @@ impl CacheSource {
         }
     }
 
+    /// The newest resourceVersion the kind's informer has heard. An informer hears versions
+    /// from objects only, so one that has seen none (an empty kind) knows no version, and the
+    /// answer says none (empty): the absence is the truth, not a failure.
     fn resource_version(&self, kind: &str) -> String {
         self.statuses
             .iter()
@@ -258,7 +271,8 @@ impl CacheSource {
         timeout: std::time::Duration,
     ) -> bool {
         let key = ObjectKey::new(namespace, name);
-        let version = |rv: &str| rv.parse::<u64>().unwrap_or(0);
+        // A version that is not a number compares as no version: never as recent as the write.
+        let version = |rv: &str| rv.parse::<u64>().ok();
         let shows = || {
             let current = match kind {
                 ObjectKind::Deployment => self
@@ -273,10 +287,11 @@ impl CacheSource {
                     .map(|p| version(&p.resource_version)),
             };
             match (effect, current) {
+                (WriteEffect::Unversioned, _) => true,
                 (WriteEffect::Gone, current) => current.is_none(),
-                (WriteEffect::Version(want), Some(have)) => have >= want,
+                (WriteEffect::Version(want), Some(have)) => have.is_some_and(|have| have >= want),
                 (WriteEffect::Version(_), None) => false,
-                (WriteEffect::Deleting(want), Some(have)) => have >= want,
+                (WriteEffect::Deleting(want), Some(have)) => have.is_some_and(|have| have >= want),
                 (WriteEffect::Deleting(_), None) => true,
             }
         };
@@ -372,7 +387,9 @@ impl WorkloadSource for CacheSource {
                 let mut members: HashSet<ObjectKey> =
                     initial.iter().map(|p| p.key.clone()).collect();
                 let uid = deployment.uid.clone();
-                move |change| member_event(&mut members, change, |p| caches.controls(&uid, p))
+                move |change: Change<PodRecord>| {
+                    member_event(&mut members, change.into(), |p| caches.controls(&uid, p))
+                }
             },
         )
     }

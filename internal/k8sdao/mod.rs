@@ -21,7 +21,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use confk8s::ObjectKey;
 
-use crate::k8scache::{Caches, Change};
+use crate::k8scache::Caches;
 use crate::model::{DeploymentRecord, EventDto, Keyed, NewDeployment, PodRecord};
 
 /// Which namespaces and labels a list covers.
@@ -83,16 +83,25 @@ pub enum WatchEvent<R> {
 /// every change, and then the client starts again from a fresh initial state.
 pub type WatchStream<R> = futures::stream::BoxStream<'static, Result<WatchEvent<R>, DaoError>>;
 
+/// A change to one record as a membership watch sees it, whichever source saw it: the dao's
+/// own type, so that the live source does not depend on the cache's change type.
+pub(crate) enum MemberChange<R> {
+    /// Added or modified: the record as it is now.
+    Applied(Arc<R>),
+    /// Deleted: the record as it was last.
+    Deleted(Arc<R>),
+}
+
 /// What a change is to a watch of a set whose membership is not a property of the record
 /// alone (a Deployment's pods: read through their ReplicaSets): `members` holds the keys sent
 /// so far, so Added, Modified and Deleted follow what this client was told.
 pub(crate) fn member_event<R: Keyed>(
     members: &mut HashSet<ObjectKey>,
-    change: Change<R>,
+    change: MemberChange<R>,
     is_member: impl Fn(&R) -> bool,
 ) -> Option<WatchEvent<R>> {
     match change {
-        Change::Applied { new, .. } => {
+        MemberChange::Applied(new) => {
             let key = new.key().clone();
             match (members.contains(&key), is_member(new.as_ref())) {
                 (true, true) => Some(WatchEvent::Modified(new)),
@@ -107,7 +116,7 @@ pub(crate) fn member_event<R: Keyed>(
                 (false, false) => None,
             }
         }
-        Change::Deleted(old) => members
+        MemberChange::Deleted(old) => members
             .remove(old.key())
             .then_some(WatchEvent::Deleted(old)),
     }
@@ -138,6 +147,10 @@ pub enum DaoError {
     Unavailable(String),
     #[error("the watch missed changes ({0}): start it again")]
     WatchExpired(String),
+    /// The apiserver answered without something it always sends (a list's resourceVersion,
+    /// an object's uid): the answer cannot be used, and no default stands in for it.
+    #[error("the Kubernetes API sent {object} without a usable {field}")]
+    Malformed { object: String, field: &'static str },
 }
 
 impl From<kube::Error> for DaoError {
@@ -255,6 +268,9 @@ pub enum WriteEffect {
     /// (or a newer one) until its finalizers and grace period pass, or it is gone already (a
     /// pod on no node goes at once, though the answer still carries a deletionTimestamp).
     Deleting(u64),
+    /// The write is done, but its answer carried no resourceVersion the cache can compare:
+    /// there is nothing to wait for.
+    Unversioned,
 }
 
 #[derive(

@@ -1,0 +1,236 @@
+//! Reads: lists and gets through kube's `Api`, the namespaces holding a kind, a Pod's events.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{ListParams, ObjectList};
+use kube::core::PartialObjectMeta;
+use serde::de::DeserializeOwned;
+
+use super::{LiveSource, required, visible};
+use crate::k8sdao::{DaoError, ListQuery, Listing, ObjectKind};
+use crate::model::EventDto;
+
+/// The kinds the live source lists and gets: namespaced, with a static type.
+pub(super) trait Namespaced:
+    kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    + Clone
+    + DeserializeOwned
+    + std::fmt::Debug
+{
+}
+
+impl<K> Namespaced for K where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+{
+}
+
+/// The list's resourceVersion, which the apiserver always sends: without it a watch could
+/// not start where the list ends.
+pub(super) fn list_version<K: Namespaced>(list: &ObjectList<K>) -> Result<String, DaoError> {
+    required(
+        list.metadata.resource_version.clone(),
+        || format!("a {} list", K::kind(&())),
+        "metadata.resourceVersion",
+    )
+}
+
+impl LiveSource {
+    /// The objects `q` selects: its selectors sent to the apiserver, the caller's namespaces
+    /// applied to the answer.
+    pub(super) async fn list<K: Namespaced>(
+        &self,
+        q: &ListQuery,
+    ) -> Result<ObjectList<K>, DaoError> {
+        let mut params = ListParams::default();
+        if !q.labels.is_empty() {
+            params = params.labels(&q.labels.to_string());
+        }
+        if !q.fields.is_empty() {
+            params = params.fields(&q.fields.to_string());
+        }
+        let mut list = self.api::<K>(q.namespace.as_deref()).list(&params).await?;
+        list.items.retain(|o| visible(&q.visible, o));
+        Ok(list)
+    }
+
+    /// [`LiveSource::list`] as records, with the list's resourceVersion.
+    pub(super) async fn listing<K: Namespaced, R>(
+        &self,
+        q: &ListQuery,
+        project: fn(K) -> Arc<R>,
+    ) -> Result<Listing<R>, DaoError> {
+        let list = self.list::<K>(q).await?;
+        Ok(Listing {
+            resource_version: list_version(&list)?,
+            items: list.items.into_iter().map(project).collect(),
+        })
+    }
+
+    pub(super) async fn get<K: Namespaced>(
+        &self,
+        kind: ObjectKind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<K, DaoError> {
+        self.api::<K>(Some(namespace))
+            .get_opt(name)
+            .await?
+            .ok_or_else(|| DaoError::NotFound {
+                kind: kind.as_str(),
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            })
+    }
+
+    /// One metadata list of the kind across namespaces.
+    pub(super) async fn namespaces_with(&self, kind: ObjectKind) -> Result<Vec<String>, DaoError> {
+        fn of<K: kube::Resource>(items: &[PartialObjectMeta<K>]) -> BTreeSet<String> {
+            items
+                .iter()
+                .filter_map(|o| o.metadata.namespace.clone())
+                .collect()
+        }
+        let params = ListParams::default();
+        let namespaces = match kind {
+            ObjectKind::Deployment => of(&self
+                .api::<PartialObjectMeta<Deployment>>(None)
+                .list(&params)
+                .await?
+                .items),
+            ObjectKind::Pod => of(&self
+                .api::<PartialObjectMeta<Pod>>(None)
+                .list(&params)
+                .await?
+                .items),
+        };
+        Ok(namespaces.into_iter().collect())
+    }
+
+    /// Events whose involvedObject is the Pod, newest first, whether or not the Pod exists.
+    pub(in crate::k8sdao) async fn events_of_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Vec<EventDto>, DaoError> {
+        let params = ListParams::default().fields(&format!(
+            "involvedObject.kind=Pod,involvedObject.namespace={namespace},involvedObject.name={name}"
+        ));
+        let list = self.api::<Event>(Some(namespace)).list(&params).await?;
+        let mut events: Vec<EventDto> = list.items.iter().map(EventDto::from_event).collect();
+        // RFC 3339 UTC strings order like the times they name.
+        events.sort_by(|a, b| b.last_timestamp.cmp(&a.last_timestamp));
+        Ok(events)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::mock::{list, source_with};
+    use crate::k8sdao::{DaoError, ListQuery, WorkloadSource};
+    use crate::model::fixtures::mk_pod;
+
+    #[tokio::test]
+    async fn a_missing_object_is_not_found() {
+        let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
+                            "code": 404, "message": "deployments.apps \"x\" not found"});
+        let (source, server) = source_with(vec![(
+            "/apis/apps/v1/namespaces/ns/deployments/x",
+            404,
+            status,
+        )]);
+        let err = source.get_deployment("ns", "x").await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DaoError::NotFound {
+                    kind: "deployment",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn lists_pass_the_canonical_selector_and_keep_the_resource_version() {
+        let pod = serde_json::to_value(mk_pod("ns", "p", None, &[("app", "web")])).unwrap();
+        let (source, server) = source_with(vec![(
+            "/api/v1/namespaces/ns/pods?&labelSelector=app%3Dweb%2Ctier+notin+%28db%29",
+            200,
+            list("PodList", vec![pod]),
+        )]);
+        let q = ListQuery {
+            namespace: Some("ns".into()),
+            labels: "tier notin (db), app=web".parse().unwrap(),
+            ..Default::default()
+        };
+        let listing = source.list_pods(&q).await.unwrap();
+        assert_eq!(listing.resource_version, "77");
+        assert_eq!(listing.items[0].key.name, "p");
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_list_without_a_resource_version_is_an_error_that_says_so() {
+        let (source, server) = source_with(vec![(
+            "/api/v1/namespaces/ns/pods",
+            200,
+            json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": []}),
+        )]);
+        let q = ListQuery {
+            namespace: Some("ns".into()),
+            ..Default::default()
+        };
+        let err = source.list_pods(&q).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the Kubernetes API sent a Pod list without a usable metadata.resourceVersion"
+        );
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn pod_events_check_the_pod_then_list_by_involved_object_newest_first() {
+        let pod = serde_json::to_value(mk_pod("ns", "p", None, &[])).unwrap();
+        let event = |name: &str, reason: &str, last: &str| {
+            json!({"metadata": {"name": name, "namespace": "ns"}, "reason": reason, "message": "m", "type": "Normal",
+                   "involvedObject": {"kind": "Pod", "namespace": "ns", "name": "p"}, "count": 2,
+                   "lastTimestamp": last, "source": {"component": "kubelet"}})
+        };
+        let (source, server) = source_with(vec![
+            ("/api/v1/namespaces/ns/pods/p", 200, pod),
+            (
+                "/api/v1/namespaces/ns/events?&fieldSelector=involvedObject.kind%3DPod%2CinvolvedObject.namespace%3Dns%2CinvolvedObject.name%3Dp",
+                200,
+                list(
+                    "EventList",
+                    vec![
+                        event("e1", "Scheduled", "2026-11-01T10:00:00Z"),
+                        event("e2", "BackOff", "2026-11-01T10:05:00Z"),
+                    ],
+                ),
+            ),
+        ]);
+        let events = source.pod_events("ns", "p").await.unwrap();
+        let reasons: Vec<_> = events.iter().map(|e| e.reason.as_str()).collect();
+        assert_eq!(reasons, ["BackOff", "Scheduled"]);
+        assert_eq!(
+            (
+                events[0].name.as_str(),
+                events[0].source.as_str(),
+                events[0].count
+            ),
+            ("p", "kubelet", 2)
+        );
+        server.await.unwrap();
+    }
+}
