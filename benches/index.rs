@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use confk8s::Delta;
 use k8s_openapi::api::core::v1::Pod;
-use k8sailor::k8scache::Caches;
-use k8sailor::k8sdao::{CacheSource, ListQuery, WorkloadSource};
+use k8scache::Caches;
+use k8sdao::{CacheSource, ListQuery, WorkloadSource};
 
 const BUCKETS: usize = 100;
 

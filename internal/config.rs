@@ -9,9 +9,9 @@ use std::time::Duration;
 use confk8s::{ClientOptions, TokenReviewLimits};
 use serde::Deserialize;
 
-use crate::apis::{AllowedHosts, AllowedOrigins, AuthMode, BodyLimits, HttpOptions};
 use crate::connections::ConnectionLimits;
-use crate::k8sdao::SourceKind;
+use apis::{AllowedHosts, AllowedOrigins, AuthMode, BodyLimits, HttpOptions};
+use k8sdao::SourceKind;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8088";
 pub const DEFAULT_PREFIX: &str = "/k8sailor/v0";

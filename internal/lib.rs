@@ -1,11 +1,7 @@
-//! The k8sailor application: watch -> k8scache -> k8sdao -> biz -> apis.
-//! See ARCHITECTURE.md for who may call whom.
+//! The k8sailor server: its settings and the wiring of the layers (model -> k8scache ->
+//! k8sdao -> biz -> apis, each a crate under internal/ that may use only what its Cargo.toml
+//! names; see ARCHITECTURE.md for who may call whom).
 
-pub mod apis;
-pub mod biz;
 pub mod config;
 pub mod connections;
-pub mod k8scache;
-pub mod k8sdao;
-pub mod model;
 pub mod server;

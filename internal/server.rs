@@ -8,10 +8,10 @@ use tokio_util::sync::CancellationToken;
 
 use confk8s::{ReviewTtls, Reviewer};
 
-use crate::apis::{self, AppState, AuthMode};
-use crate::biz::Workloads;
 use crate::config::Settings;
-use crate::k8sdao::Source;
+use apis::{self, AppState, AuthMode};
+use biz::Workloads;
+use k8sdao::Source;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {

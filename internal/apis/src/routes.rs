@@ -15,8 +15,8 @@ use super::envelope::{
     ApiError, ApiJson, ApiPath, ApiQuery, Envelope, ErrorEnvelope, ok, ok_json, ok_page_json,
 };
 use super::{AppState, watch};
-use crate::biz::{CreateDeployment, ListRequest, Visibility};
-use crate::model::EventDto;
+use biz::EventDto;
+use biz::{CreateDeployment, ListRequest, Visibility};
 
 /// Every API route: each is registered together with its OpenAPI description.
 pub fn api() -> OpenApiRouter<AppState> {

@@ -10,8 +10,8 @@ use kube::core::PartialObjectMeta;
 use serde::de::DeserializeOwned;
 
 use super::{LiveSource, required, visible};
-use crate::k8sdao::{DaoError, ListQuery, Listing, ObjectKind};
-use crate::model::EventDto;
+use crate::{DaoError, ListQuery, Listing, ObjectKind};
+use model::EventDto;
 
 /// The kinds the live source lists and gets: namespaced, with a static type.
 pub(super) trait Namespaced:
@@ -113,7 +113,7 @@ impl LiveSource {
     }
 
     /// Events whose involvedObject is the Pod, newest first, whether or not the Pod exists.
-    pub(in crate::k8sdao) async fn events_of_pod(
+    pub(crate) async fn events_of_pod(
         &self,
         namespace: &str,
         name: &str,
@@ -134,8 +134,8 @@ mod tests {
     use serde_json::json;
 
     use super::super::mock::{list, source_with};
-    use crate::k8sdao::{DaoError, ListQuery, WorkloadSource};
-    use crate::model::fixtures::mk_pod;
+    use crate::{DaoError, ListQuery, WorkloadSource};
+    use model::fixtures::mk_pod;
 
     #[tokio::test]
     async fn a_missing_object_is_not_found() {

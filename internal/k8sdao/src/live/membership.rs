@@ -13,10 +13,8 @@ use kube::core::PartialObjectMeta;
 use selector::LabelSelector;
 
 use super::{LiveSource, pod_record, required};
-use crate::k8sdao::{
-    DaoError, ListQuery, MemberChange, ObjectKind, WatchEvent, WatchStream, member_event,
-};
-use crate::model::{PodRecord, ReplicaSetRecord};
+use crate::{DaoError, ListQuery, MemberChange, ObjectKind, WatchEvent, WatchStream, member_event};
+use model::{PodRecord, ReplicaSetRecord};
 
 /// A Deployment as membership needs it: its uid (what its ReplicaSets name as owner) and the
 /// label selector of its pods.
@@ -230,8 +228,8 @@ impl LiveSource {
 #[cfg(test)]
 mod tests {
     use super::super::mock::{list, source_with};
-    use crate::k8sdao::{DaoError, WorkloadSource};
-    use crate::model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
+    use crate::{DaoError, WorkloadSource};
+    use model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
 
     #[tokio::test]
     async fn pods_of_a_deployment_cost_three_requests_and_follow_owners() {

@@ -22,8 +22,8 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use super::AppState;
-use crate::biz::Workloads;
-use crate::k8sdao::Source;
+use biz::Workloads;
+use k8sdao::Source;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::ApiError;
 use super::envelope::status_of;
 use super::metrics::WatchGuard;
-use crate::biz::{BizError, JsonAnswer, WatchUpdate, WatchUpdates};
+use biz::{BizError, JsonAnswer, WatchUpdate, WatchUpdates};
 
 /// The content type of a watch answered as JSON lines; never compressed, since a compressor
 /// holds bytes back until it has enough of them.
@@ -236,9 +236,7 @@ mod tests {
 
     #[test]
     fn a_failed_watch_ends_with_the_status_a_request_would_get() {
-        let expired = BizError::Source(crate::k8sdao::DaoError::WatchExpired(
-            "too far behind".into(),
-        ));
+        let expired = BizError::Source(k8sdao::DaoError::WatchExpired("too far behind".into()));
         let frame = Frame::of(WatchUpdate::Failed(expired));
         assert_eq!(frame.event, EventType::Error);
         assert_eq!(frame.resource_version, None);

@@ -13,7 +13,7 @@ use ring::hmac;
 use ring::rand::SystemRandom;
 
 use super::{BizError, ViewerKey};
-use crate::model::Keyed;
+use model::Keyed;
 
 /// How long a continue token stays valid: the apiserver's default compaction interval.
 pub const SNAPSHOT_TTL: Duration = Duration::from_secs(5 * 60);
@@ -313,8 +313,8 @@ impl<R> PageStore<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::PodRecord;
-    use crate::model::fixtures::mk_pod;
+    use model::PodRecord;
+    use model::fixtures::mk_pod;
 
     fn pods(n: usize) -> Vec<Arc<PodRecord>> {
         (0..n)

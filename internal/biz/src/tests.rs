@@ -3,52 +3,10 @@ use std::sync::Arc;
 use confk8s::Delta;
 
 use super::*;
-use crate::k8scache::Caches;
-use crate::k8sdao::{CacheSource, Source};
-use crate::model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
-
-/// ns-a: Deployment web (2 pods via its ReplicaSet) and a bare pod; ns-b: Deployment api.
-pub(crate) fn filled_caches() -> Arc<Caches> {
-    let caches = Arc::new(Caches::default());
-    caches.deployments.apply_deltas(&[
-        Delta::Added(mk_deployment(
-            "ns-a",
-            "web",
-            "d-web",
-            &[("tier", "frontend")],
-        )),
-        Delta::Added(mk_deployment(
-            "ns-b",
-            "api",
-            "d-api",
-            &[("tier", "backend")],
-        )),
-    ]);
-    caches
-        .replicasets
-        .apply_deltas(&[Delta::Added(mk_replicaset(
-            "ns-a",
-            "web-1a2b",
-            "rs-web",
-            Some(("web", "d-web")),
-        ))]);
-    caches.pods.apply_deltas(&[
-        Delta::Added(mk_pod(
-            "ns-a",
-            "web-1a2b-x",
-            Some(("web-1a2b", "rs-web")),
-            &[("app", "web")],
-        )),
-        Delta::Added(mk_pod(
-            "ns-a",
-            "web-1a2b-y",
-            Some(("web-1a2b", "rs-web")),
-            &[("app", "web")],
-        )),
-        Delta::Added(mk_pod("ns-a", "bare", None, &[("app", "bare")])),
-    ]);
-    caches
-}
+use k8scache::Caches;
+use k8scache::fixtures::filled_caches;
+use k8sdao::{CacheSource, Source};
+use model::fixtures::mk_pod;
 
 fn workloads(scope: Option<&str>) -> Workloads<Source> {
     let source = CacheSource::new(filled_caches(), Vec::new());

@@ -18,7 +18,7 @@ use kube::core::WatchEvent as ApiEvent;
 
 use super::reads::{Namespaced, list_version};
 use super::{LiveSource, required, visible};
-use crate::k8sdao::{DaoError, ListQuery, NamespaceFilter, WatchEvent, WatchStream};
+use crate::{DaoError, ListQuery, NamespaceFilter, WatchEvent, WatchStream};
 
 /// How long one watch request lasts before the relay makes it again from the last
 /// resourceVersion it saw (kube's watcher uses the same, under the apiserver's own limit).
@@ -243,8 +243,8 @@ mod tests {
     use super::super::LiveSource;
     use super::super::mock::{list, source_answering, watch_lines};
     use super::*;
-    use crate::k8sdao::WorkloadSource;
-    use crate::model::fixtures::mk_deployment;
+    use crate::WorkloadSource;
+    use model::fixtures::mk_deployment;
 
     fn deployment(name: &str, rv: &str) -> Value {
         let mut d =

@@ -520,7 +520,8 @@ impl ReplicaSetRecord {
 }
 
 /// Test fixtures shared by the unit tests of every layer.
-#[cfg(test)]
+/// mk_pod-style builders of typed objects, for tests here and in the crates above.
+#[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures {
     use super::*;
     use serde_json::json;

@@ -11,14 +11,16 @@ use std::sync::Arc;
 use selector::validation::{is_dns1123_label, is_dns1123_subdomain};
 use selector::{FieldSelector, LabelSelector};
 
+/// The answers' shapes, for whoever describes them (apis' OpenAPI).
+pub use model::{DeploymentDto, EventDto, PodDto};
 pub use output::OutputFormat;
 pub use paging::{PageStore, SNAPSHOT_CAPACITY, SortSpec};
 pub use watch::{WatchUpdate, WatchUpdates, WatchedView};
 pub use writes::{ContainerRequest, CreateDeployment};
 
-use crate::k8sdao::{DaoError, ListQuery, WorkloadSource};
-pub use crate::k8sdao::{NamespaceFilter, ObjectKind};
-use crate::model::{DEPLOYMENT_FIELDS, DeploymentRecord, EventDto, Keyed, POD_FIELDS, PodRecord};
+use k8sdao::{DaoError, ListQuery, WorkloadSource};
+pub use k8sdao::{NamespaceFilter, ObjectKind};
+use model::{DEPLOYMENT_FIELDS, DeploymentRecord, Keyed, POD_FIELDS, PodRecord};
 
 /// Raw Pods up to this size are rendered on the runtime's worker (well under a millisecond);
 /// larger ones on the blocking pool.
@@ -341,7 +343,7 @@ impl<S: WorkloadSource> Workloads<S> {
     where
         R: Keyed,
         F: FnOnce(ListQuery) -> Fut,
-        Fut: Future<Output = Result<crate::k8sdao::Listing<R>, DaoError>>,
+        Fut: Future<Output = Result<k8sdao::Listing<R>, DaoError>>,
     {
         let query = req.query(fields)?;
         let sort = SortSpec::parse(req.sort.as_deref())?;

@@ -21,8 +21,8 @@ use std::collections::{BTreeSet, HashSet};
 
 use confk8s::ObjectKey;
 
-use crate::k8scache::Caches;
-use crate::model::{DeploymentRecord, EventDto, Keyed, NewDeployment, PodRecord};
+use k8scache::Caches;
+use model::{DeploymentRecord, EventDto, Keyed, NewDeployment, PodRecord};
 
 /// Which namespaces and labels a list covers.
 #[derive(Clone, Debug, Default)]

@@ -15,7 +15,7 @@ use tokio::sync::broadcast;
 
 pub use index::{INDEXED_POD_FIELDS, Index, Indexed, Term};
 
-use crate::model::{DeploymentRecord, Owner, PodRecord, ReplicaSetRecord};
+use model::{DeploymentRecord, Owner, PodRecord, ReplicaSetRecord};
 
 /// Builds the record a cache keeps for an object of kind `K`.
 pub trait FromObject<K> {
@@ -346,7 +346,7 @@ fn deployment_of<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
+    use model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
 
     fn pod_names(pods: &[Arc<PodRecord>]) -> Vec<&str> {
         pods.iter().map(|p| p.key.name.as_str()).collect()
@@ -480,5 +480,59 @@ mod tests {
             ))]);
         assert_eq!(pod_names(&caches.pods_of_deployment(&web)), ["web-abc-1"]);
         assert_eq!(caches.pods.len(), 3);
+    }
+}
+
+/// Caches filled with a small cluster, for tests here and in the crates above.
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures {
+    use std::sync::Arc;
+
+    use confk8s::Delta;
+    use model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
+
+    use super::Caches;
+
+    /// ns-a: Deployment web (2 pods via its ReplicaSet) and a bare pod; ns-b: Deployment api.
+    pub fn filled_caches() -> Arc<Caches> {
+        let caches = Arc::new(Caches::default());
+        caches.deployments.apply_deltas(&[
+            Delta::Added(mk_deployment(
+                "ns-a",
+                "web",
+                "d-web",
+                &[("tier", "frontend")],
+            )),
+            Delta::Added(mk_deployment(
+                "ns-b",
+                "api",
+                "d-api",
+                &[("tier", "backend")],
+            )),
+        ]);
+        caches
+            .replicasets
+            .apply_deltas(&[Delta::Added(mk_replicaset(
+                "ns-a",
+                "web-1a2b",
+                "rs-web",
+                Some(("web", "d-web")),
+            ))]);
+        caches.pods.apply_deltas(&[
+            Delta::Added(mk_pod(
+                "ns-a",
+                "web-1a2b-x",
+                Some(("web-1a2b", "rs-web")),
+                &[("app", "web")],
+            )),
+            Delta::Added(mk_pod(
+                "ns-a",
+                "web-1a2b-y",
+                Some(("web-1a2b", "rs-web")),
+                &[("app", "web")],
+            )),
+            Delta::Added(mk_pod("ns-a", "bare", None, &[("app", "bare")])),
+        ]);
+        caches
     }
 }

@@ -7,8 +7,8 @@ use selector::validation::is_dns1123_label;
 use serde::Deserialize;
 
 use super::{BizError, DeploymentView, Workloads, check_name, object_namespace};
-use crate::k8sdao::WorkloadWriter;
-use crate::model::{NewContainer, NewDeployment};
+use k8sdao::WorkloadWriter;
+use model::{NewContainer, NewDeployment};
 
 /// The body of `POST /deployments/{name}`, as the original client sends it.
 #[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]

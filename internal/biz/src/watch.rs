@@ -9,8 +9,8 @@ use super::{
     BizError, DeploymentView, JsonAnswer, ListRequest, PodView, Workloads, check_name,
     object_namespace,
 };
-use crate::k8sdao::{DaoError, WatchEvent, WorkloadSource};
-use crate::model::{DEPLOYMENT_FIELDS, POD_FIELDS};
+use k8sdao::{DaoError, WatchEvent, WorkloadSource};
+use model::{DEPLOYMENT_FIELDS, POD_FIELDS};
 
 /// A watched object as answered, of its kind.
 #[derive(Clone, Debug)]
@@ -108,7 +108,7 @@ fn until_failed(
 
 impl ListRequest {
     /// The query of a watch: a list's selection, without what only a list has.
-    fn watch_query(&self, fields: &[&str]) -> Result<crate::k8sdao::ListQuery, BizError> {
+    fn watch_query(&self, fields: &[&str]) -> Result<k8sdao::ListQuery, BizError> {
         if self.limit.is_some_and(|l| l > 0)
             || self
                 .continue_token
@@ -159,7 +159,7 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
 
     fn pod_updates(
         self: &Arc<Self>,
-        events: crate::k8sdao::WatchStream<crate::model::PodRecord>,
+        events: k8sdao::WatchStream<model::PodRecord>,
         access_filtered: bool,
     ) -> WatchUpdates {
         let workloads = self.clone();
@@ -181,11 +181,11 @@ mod tests {
     use futures::StreamExt;
 
     use super::*;
-    use crate::biz::tests::filled_caches;
-    use crate::k8sdao::{CacheSource, Source};
-    use crate::model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
+    use k8scache::fixtures::filled_caches;
+    use k8sdao::{CacheSource, Source};
+    use model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
 
-    fn workloads() -> (Arc<Workloads<Source>>, Arc<crate::k8scache::Caches>) {
+    fn workloads() -> (Arc<Workloads<Source>>, Arc<k8scache::Caches>) {
         let caches = filled_caches();
         let source = CacheSource::new(caches.clone(), Vec::new());
         (
@@ -502,9 +502,9 @@ mod tests {
         let (workloads, caches) = workloads();
         let mut frames = workloads
             .watch_pods(&ListRequest {
-                visibility: crate::biz::Visibility {
+                visibility: crate::Visibility {
                     viewer: Some([1; 32]),
-                    namespaces: crate::biz::NamespaceFilter::only(["ns-b".to_string()]),
+                    namespaces: crate::NamespaceFilter::only(["ns-b".to_string()]),
                 },
                 ..Default::default()
             })

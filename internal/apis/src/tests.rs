@@ -8,9 +8,9 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 use super::*;
-use crate::biz::Workloads;
-use crate::k8scache::Caches;
-use crate::k8sdao::{CacheSource, Source};
+use biz::Workloads;
+use k8scache::Caches;
+use k8sdao::{CacheSource, Source};
 
 fn options(origins: &[&str]) -> HttpOptions {
     HttpOptions {
@@ -37,7 +37,7 @@ fn app_with(
 }
 
 fn app() -> Router {
-    app_with(crate::biz::tests::filled_caches(), Vec::new(), &["*"])
+    app_with(k8scache::fixtures::filled_caches(), Vec::new(), &["*"])
 }
 
 async fn call(app: Router, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
@@ -315,7 +315,7 @@ async fn allowed_hosts_open_the_check_and_delegated_auth_needs_none() {
     let state = || {
         AppState::new(
             Arc::new(Workloads::new(Source::from_cache(
-                CacheSource::new(crate::biz::tests::filled_caches(), Vec::new()),
+                CacheSource::new(k8scache::fixtures::filled_caches(), Vec::new()),
                 None,
             ))),
             None,
@@ -401,7 +401,7 @@ async fn paging_walks_every_item_once_and_old_tokens_are_gone() {
         json["metadata"]["continue"].as_str().unwrap().to_string()
     };
     let oldest = first_page(app.clone()).await;
-    for _ in 0..crate::biz::SNAPSHOT_CAPACITY {
+    for _ in 0..biz::SNAPSHOT_CAPACITY {
         first_page(app.clone()).await;
     }
     let (status, _, body) = call(
@@ -690,7 +690,7 @@ async fn bad_writes_are_refused_before_reaching_the_apiserver() {
 #[tokio::test]
 async fn a_request_slower_than_the_timeout_is_a_503_saying_so() {
     let source = Source::from_cache(
-        CacheSource::new(crate::biz::tests::filled_caches(), Vec::new()),
+        CacheSource::new(k8scache::fixtures::filled_caches(), Vec::new()),
         None,
     );
     let per = PerRequest {
@@ -779,7 +779,7 @@ async fn a_watch_streams_json_lines_uncompressed() {
 #[tokio::test]
 async fn a_watch_speaks_server_sent_events_to_event_source_and_ends_on_shutdown() {
     let source = Source::from_cache(
-        CacheSource::new(crate::biz::tests::filled_caches(), Vec::new()),
+        CacheSource::new(k8scache::fixtures::filled_caches(), Vec::new()),
         None,
     );
     let state = AppState::new(Arc::new(Workloads::new(source)), None);
@@ -885,7 +885,7 @@ async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
         confk8s::ReviewTtls::default(),
     );
     let source = Source::from_cache(
-        CacheSource::new(crate::biz::tests::filled_caches(), Vec::new()),
+        CacheSource::new(k8scache::fixtures::filled_caches(), Vec::new()),
         None,
     );
     let mut opts = options(&[]);

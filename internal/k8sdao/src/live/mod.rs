@@ -21,7 +21,7 @@ use kube::{Api, Client};
 use super::{
     DaoError, ListQuery, Listing, NamespaceFilter, ObjectKind, WatchStream, WorkloadSource,
 };
-use crate::model::{DeploymentRecord, EventDto, PodRecord};
+use model::{DeploymentRecord, EventDto, PodRecord};
 
 /// Reads straight from the apiserver, each answer built with the same projections the cache
 /// uses, so both sources give identical records.

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::biz::{BizError, Failure, JsonAnswer};
+use biz::{BizError, Failure, JsonAnswer};
 
 /// Every JSON answer: `code` 0 and `data` on success; the HTTP status as `code`, `data` null
 /// and the reason in `error` on failure.
@@ -63,7 +63,7 @@ pub fn ok_json<T: JsonAnswer>(data: &T) -> Response {
 }
 
 /// `code` 0, the items written from the records' JSON, and the list metadata.
-pub fn ok_page_json<T: JsonAnswer>(page: crate::biz::Page<T>) -> Response {
+pub fn ok_page_json<T: JsonAnswer>(page: biz::Page<T>) -> Response {
     let metadata = ListMeta {
         resource_version: page.resource_version,
         continue_token: page.continue_token,

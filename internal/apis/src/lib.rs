@@ -38,8 +38,8 @@ pub use health::Health;
 pub use host_check::{AllowedHosts, HostError};
 pub use metrics::Metrics;
 
-use crate::biz::Workloads;
-use crate::k8sdao::Source;
+use biz::Workloads;
+use k8sdao::Source;
 
 #[derive(Clone, Debug)]
 pub struct HttpOptions {

@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 
 use super::LiveSource;
-use crate::k8sdao::{DaoError, ObjectKind, WriteEffect};
-use crate::model::{DeploymentRecord, NewDeployment};
+use crate::{DaoError, ObjectKind, WriteEffect};
+use model::{DeploymentRecord, NewDeployment};
 
 /// The labels of a Deployment we create, its selector and its Pods' labels alike.
 fn app_labels(name: &str) -> std::collections::BTreeMap<String, String> {
@@ -104,7 +104,7 @@ fn write_error(e: kube::Error, kind: ObjectKind, namespace: &str, name: &str) ->
 }
 
 impl LiveSource {
-    pub(in crate::k8sdao) async fn scale(
+    pub(crate) async fn scale(
         &self,
         namespace: &str,
         name: &str,
@@ -119,7 +119,7 @@ impl LiveSource {
         Ok(written(ObjectKind::Deployment, &scale.metadata))
     }
 
-    pub(in crate::k8sdao) async fn create(
+    pub(crate) async fn create(
         &self,
         namespace: &str,
         new: &NewDeployment,
@@ -135,7 +135,7 @@ impl LiveSource {
     }
 
     /// A Pod on a node stays, Terminating, until its kubelet confirms; others go at once.
-    pub(in crate::k8sdao) async fn delete(
+    pub(crate) async fn delete(
         &self,
         kind: ObjectKind,
         namespace: &str,
@@ -242,7 +242,7 @@ mod tests {
         let new = NewDeployment {
             name: "web".into(),
             replicas: 2,
-            containers: vec![crate::model::NewContainer {
+            containers: vec![model::NewContainer {
                 name: "nginx".into(),
                 image: "nginx:1.27".into(),
                 ports: vec![80],

@@ -12,8 +12,8 @@ use super::{
 };
 use selector::{FieldOperator, Operator};
 
-use crate::k8scache::{Cache, Caches, Change, INDEXED_POD_FIELDS, Index, Indexed, Term};
-use crate::model::{DeploymentRecord, EventDto, Keyed, PodRecord, Selectable};
+use k8scache::{Cache, Caches, Change, INDEXED_POD_FIELDS, Index, Indexed, Term};
+use model::{DeploymentRecord, EventDto, Keyed, PodRecord, Selectable};
 
 /// The index terms a query requires: one group per equality-like requirement, any term of
 /// a group will do. Requirements that no index can answer (!=, notin, exists) are left to the

@@ -22,8 +22,8 @@ use confk8s::{Access, ReviewError, Reviewer};
 use serde::Deserialize;
 
 use super::ApiError;
-use crate::biz::{DEFAULT_NAMESPACE, NamespaceFilter, ObjectKind, Visibility, Workloads};
-use crate::k8sdao::Source;
+use biz::{DEFAULT_NAMESPACE, NamespaceFilter, ObjectKind, Visibility, Workloads};
+use k8sdao::Source;
 
 /// SubjectAccessReviews one filtered list may have under way at once: a cold cache with
 /// thousands of namespaces is answered in a few round trips' time per batch, without a burst

@@ -3,7 +3,7 @@ use std::sync::Arc;
 
 use confk8s::ObjectKey;
 
-use crate::model::{DeploymentRecord, Keyed, PodRecord, ReplicaSetRecord};
+use model::{DeploymentRecord, Keyed, PodRecord, ReplicaSetRecord};
 
 /// A value a record can be looked up by.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -23,7 +23,7 @@ pub trait Indexed: Keyed {
     fn terms(&self) -> Vec<Term>;
 }
 
-fn label_terms(labels: &crate::model::Labels) -> impl Iterator<Item = Term> + '_ {
+fn label_terms(labels: &model::Labels) -> impl Iterator<Item = Term> + '_ {
     labels
         .iter()
         .map(|(k, v)| Term::Label(k.clone(), v.clone()))
@@ -225,8 +225,8 @@ impl<R: Indexed> Index<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::PodRecord;
-    use crate::model::fixtures::mk_pod;
+    use model::PodRecord;
+    use model::fixtures::mk_pod;
 
     fn pod(ns: &str, name: &str, rs: Option<(&str, &str)>) -> Arc<PodRecord> {
         PodRecord::from_pod(&mk_pod(ns, name, rs, &[]))

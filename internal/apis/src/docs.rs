@@ -5,7 +5,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::model::{DeploymentDto, PodDto};
+use biz::{DeploymentDto, PodDto};
 
 /// A Pod as answered: the Pod DTO plus the Deployment that controls it.
 #[derive(Serialize, ToSchema)]
