@@ -36,7 +36,7 @@ impl FromObject<Pod> for PodRecord {
 
 impl FromObject<PartialObjectMeta<ReplicaSet>> for ReplicaSetRecord {
     fn from_object(obj: &PartialObjectMeta<ReplicaSet>) -> Arc<Self> {
-        ReplicaSetRecord::from_meta(obj)
+        ReplicaSetRecord::from_meta(&obj.metadata)
     }
 }
 

@@ -9,10 +9,9 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use confk8s::ObjectKey;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-use kube::core::PartialObjectMeta;
 use serde::Serialize;
 
 pub type Labels = BTreeMap<String, String>;
@@ -510,19 +509,22 @@ impl PodRecord {
 }
 
 impl ReplicaSetRecord {
-    pub fn from_meta(rs: &PartialObjectMeta<ReplicaSet>) -> Arc<Self> {
+    /// From a ReplicaSet's metadata, all the cache watches of it.
+    pub fn from_meta(metadata: &ObjectMeta) -> Arc<Self> {
         Arc::new(ReplicaSetRecord {
-            key: key_of(&rs.metadata),
-            uid: rs.metadata.uid.clone().unwrap_or_default(),
-            owner: Owner::controller_of(&rs.metadata),
+            key: key_of(metadata),
+            uid: metadata.uid.clone().unwrap_or_default(),
+            owner: Owner::controller_of(metadata),
         })
     }
 }
 
-/// Test fixtures shared by the unit tests of every layer.
 /// mk_pod-style builders of typed objects, for tests here and in the crates above.
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures {
+    use k8s_openapi::api::apps::v1::ReplicaSet;
+    use kube::core::PartialObjectMeta;
+
     use super::*;
     use serde_json::json;
 

@@ -75,7 +75,11 @@ impl DeploymentPods {
         let list = self.replicasets.list(&ListParams::default()).await?;
         self.controlled.clear();
         self.others.clear();
-        for rs in list.items.iter().map(ReplicaSetRecord::from_meta) {
+        for rs in list
+            .items
+            .iter()
+            .map(|rs| ReplicaSetRecord::from_meta(&rs.metadata))
+        {
             let ours = rs.owner.as_ref().is_some_and(|o| o.uid == self.uid);
             let set = if ours {
                 &mut self.controlled
@@ -140,7 +144,7 @@ impl LiveSource {
         let rs_uids: BTreeSet<String> = replicasets
             .items
             .iter()
-            .map(ReplicaSetRecord::from_meta)
+            .map(|rs| ReplicaSetRecord::from_meta(&rs.metadata))
             .filter(|rs| rs.owner.as_ref().is_some_and(|o| o.uid == controller.uid))
             .map(|rs| rs.uid.clone())
             .collect();
@@ -175,7 +179,11 @@ impl LiveSource {
                 .api::<PartialObjectMeta<ReplicaSet>>(Some(ns))
                 .list(&ListParams::default())
                 .await?;
-            for rs in list.items.iter().map(ReplicaSetRecord::from_meta) {
+            for rs in list
+                .items
+                .iter()
+                .map(|rs| ReplicaSetRecord::from_meta(&rs.metadata))
+            {
                 if let Some(owner) = rs.owner.as_ref().filter(|o| o.kind == "Deployment") {
                     deployment_of_rs.insert(rs.uid.clone(), owner.name.clone());
                 }
