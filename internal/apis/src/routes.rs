@@ -133,21 +133,37 @@ async fn list_deployments(
         let guard = s.metrics.watch_opened("Deployment");
         return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
     }
-    off_the_workers(
-        move || async move { Ok(ok_page_json(s.workloads.list_deployments(&req).await?)) },
-    )
+    off_the_workers(&s.clone(), move || async move {
+        Ok(ok_page_json(s.workloads.list_deployments(&req).await?))
+    })
     .await
 }
 
-/// Lists run on the blocking pool: over a large cache they are tens of milliseconds of CPU
+/// Caches holding at most this many objects are listed on the runtime's worker: a list over
+/// them all takes at most about 2 ms, less than handing it to the blocking pool costs in
+/// throughput (a 50-pod list: 49k/s inline, 25k/s on the pool, measured side by side).
+const INLINE_LIST_OBJECTS: usize = 2_000;
+
+/// Lists over a large cache run on the blocking pool: they are tens of milliseconds of CPU
 /// in one poll (measured over 50,000 pods: 20-60 ms for all of them, 100 ms sorted by
 /// creationTimestamp, 11 ms for a first page of 500, which sorts and keeps them all), which
-/// would hold a runtime worker and every request queued on it.
-async fn off_the_workers<F, Fut>(work: F) -> Result<Response, ApiError>
+/// would hold a runtime worker and every request queued on it. The live source's lists wait
+/// on the apiserver instead, and stay on the worker.
+async fn off_the_workers<F, Fut>(s: &AppState, work: F) -> Result<Response, ApiError>
 where
     F: FnOnce() -> Fut + Send + 'static,
     Fut: Future<Output = Result<Response, ApiError>>,
 {
+    let cached: usize = s
+        .workloads
+        .source()
+        .informer_states()
+        .iter()
+        .map(|state| state.objects)
+        .sum();
+    if cached <= INLINE_LIST_OBJECTS {
+        return work().await;
+    }
     let runtime = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || runtime.block_on(work()))
         .await
@@ -287,7 +303,7 @@ async fn pods_of_deployment(
         let guard = s.metrics.watch_opened("Pod");
         return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
     }
-    off_the_workers(move || async move {
+    off_the_workers(&s.clone(), move || async move {
         Ok(ok_json(
             &s.workloads
                 .pods_of_deployment(q.namespace.as_deref(), &name)
@@ -319,8 +335,10 @@ async fn list_pods(
         let guard = s.metrics.watch_opened("Pod");
         return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
     }
-    off_the_workers(move || async move { Ok(ok_page_json(s.workloads.list_pods(&req).await?)) })
-        .await
+    off_the_workers(&s.clone(), move || async move {
+        Ok(ok_page_json(s.workloads.list_pods(&req).await?))
+    })
+    .await
 }
 
 #[utoipa::path(get, path = "/pods/{name}", tag = "pods",
