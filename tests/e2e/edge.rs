@@ -409,10 +409,24 @@ async fn at_the_connection_bound_waiting_connections_make_room() {
         assert_eq!(answer.map(|a| a.status), Some(200));
         idle.push(stream);
     }
-    // A new client is served; the oldest idle connection made room.
+    // A new client is served; an idle connection made room. Which one is the one idle
+    // longest, and the four went idle within a few polls of each other: on a loaded machine
+    // hyper may let go of an answer a poll late, so the order is not the test's to assume.
     let (status, _) = server.probe("/livez").await;
     assert_eq!(status, 200);
-    assert!(closed_within(&mut idle[0], Duration::from_secs(1)));
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let made_room = loop {
+        if let Some(i) =
+            (0..idle.len()).find(|&i| closed_within(&mut idle[i], Duration::from_millis(50)))
+        {
+            break Some(i);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+    };
+    let made_room = made_room.expect("an idle connection is closed to make room");
+    idle.remove(made_room);
 
     // With every connection busy (watch streams), a new connection is closed at once.
     let mut watches = Vec::new();
