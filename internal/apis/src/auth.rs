@@ -204,17 +204,14 @@ fn methods_with_rules(route: &str, query: &AccessQuery, scope: Option<&str>) -> 
     .collect()
 }
 
-fn method_not_allowed(method: &Method, route: &str, allowed: &[Method]) -> Response {
+/// What the router would answer, were it asked: the rules run before it.
+fn method_not_allowed(method: &Method, path: &str, allowed: &[Method]) -> Response {
     let allow = allowed
         .iter()
         .map(Method::as_str)
         .collect::<Vec<_>>()
         .join(", ");
-    let mut response = ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        format!("method {method} is not allowed on {route}: use {allow}"),
-    )
-    .into_response();
+    let mut response = super::edge::not_allowed(method, path).into_response();
     if let Ok(value) = HeaderValue::from_str(&allow) {
         response.headers_mut().insert(header::ALLOW, value);
     }
@@ -239,13 +236,9 @@ fn refusal(e: ReviewError) -> Response {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()).into_response()
         }
         ReviewError::Throttled { retry_after } => {
-            let mut response =
-                ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()).into_response();
-            response.headers_mut().insert(
-                header::RETRY_AFTER,
-                HeaderValue::from(retry_after.as_secs()),
-            );
-            response
+            ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string())
+                .retry_after(retry_after.as_secs())
+                .into_response()
         }
     }
 }
@@ -297,6 +290,10 @@ pub(super) async fn check(
     mut request: Request,
     next: Next,
 ) -> Response {
+    // A bare preflight reads and changes nothing, and browsers never send it a token.
+    if request.method() == Method::OPTIONS {
+        return next.run(request).await;
+    }
     let params = match params {
         Ok(params) => params,
         Err(e) => {
@@ -327,14 +324,10 @@ pub(super) async fn check(
         }
     };
     let scope = auth.scope.as_deref();
-    // A bare preflight reads and changes nothing, and browsers never send it a token.
-    if request.method() == Method::OPTIONS {
-        return next.run(request).await;
-    }
     let Some(rule) = rule(route, request.method(), name, &query, scope) else {
         let allowed = methods_with_rules(route, &query, scope);
         if !allowed.is_empty() {
-            return method_not_allowed(request.method(), route, &allowed);
+            return method_not_allowed(request.method(), request.uri().path(), &allowed);
         }
         // A route served without a rule is refused: fail closed.
         return ApiError::new(

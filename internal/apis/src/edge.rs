@@ -114,11 +114,16 @@ pub(super) async fn method_not_allowed(method: Method, uri: Uri) -> Response {
     if method == Method::OPTIONS {
         return StatusCode::NO_CONTENT.into_response();
     }
+    not_allowed(&method, uri.path()).into_response()
+}
+
+/// The 405 of a path that does not take `method`, wherever that is found out (the router, or
+/// delegated auth's rules, which run before it).
+pub(super) fn not_allowed(method: &Method, path: &str) -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
-        format!("{} does not take {method}", uri.path()),
+        format!("{path} does not take {method}"),
     )
-    .into_response()
 }
 
 /// A handler that panicked: our fault, answered as such; the process and the connection's

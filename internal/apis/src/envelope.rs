@@ -107,6 +107,8 @@ fn enveloped_bytes(data: &impl JsonAnswer, metadata: Option<&ListMeta>) -> Vec<u
 pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
+    /// When to try again (`Retry-After`, whole seconds); a 503 says 1 unless told otherwise.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -114,6 +116,14 @@ impl ApiError {
         ApiError {
             status,
             message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    pub fn retry_after(self, seconds: u64) -> Self {
+        ApiError {
+            retry_after: Some(seconds),
+            ..self
         }
     }
 }
@@ -132,10 +142,13 @@ impl IntoResponse for ApiError {
             }),
         )
             .into_response();
-        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+        let retry_after = self
+            .retry_after
+            .or((self.status == StatusCode::SERVICE_UNAVAILABLE).then_some(1));
+        if let Some(seconds) = retry_after {
             response
                 .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }

@@ -133,7 +133,7 @@ async fn list_deployments(
         let guard = s.metrics.watch_opened("Deployment");
         return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
     }
-    off_the_workers(&s.clone(), move || async move {
+    off_the_workers(s, move |s| async move {
         Ok(ok_page_json(s.workloads.list_deployments(&req).await?))
     })
     .await
@@ -149,23 +149,16 @@ const INLINE_LIST_OBJECTS: usize = 2_000;
 /// creationTimestamp, 11 ms for a first page of 500, which sorts and keeps them all), which
 /// would hold a runtime worker and every request queued on it. The live source's lists wait
 /// on the apiserver instead, and stay on the worker.
-async fn off_the_workers<F, Fut>(s: &AppState, work: F) -> Result<Response, ApiError>
+async fn off_the_workers<F, Fut>(s: AppState, work: F) -> Result<Response, ApiError>
 where
-    F: FnOnce() -> Fut + Send + 'static,
+    F: FnOnce(AppState) -> Fut + Send + 'static,
     Fut: Future<Output = Result<Response, ApiError>>,
 {
-    let cached: usize = s
-        .workloads
-        .source()
-        .informer_states()
-        .iter()
-        .map(|state| state.objects)
-        .sum();
-    if cached <= INLINE_LIST_OBJECTS {
-        return work().await;
+    if s.workloads.source().cached_objects() <= INLINE_LIST_OBJECTS {
+        return work(s).await;
     }
     let runtime = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || runtime.block_on(work()))
+    tokio::task::spawn_blocking(move || runtime.block_on(work(s)))
         .await
         .map_err(|e| {
             ApiError::new(
@@ -303,7 +296,7 @@ async fn pods_of_deployment(
         let guard = s.metrics.watch_opened("Pod");
         return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
     }
-    off_the_workers(&s.clone(), move || async move {
+    off_the_workers(s, move |s| async move {
         Ok(ok_json(
             &s.workloads
                 .pods_of_deployment(q.namespace.as_deref(), &name)
@@ -335,7 +328,7 @@ async fn list_pods(
         let guard = s.metrics.watch_opened("Pod");
         return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
     }
-    off_the_workers(&s.clone(), move || async move {
+    off_the_workers(s, move |s| async move {
         Ok(ok_page_json(s.workloads.list_pods(&req).await?))
     })
     .await

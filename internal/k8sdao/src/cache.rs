@@ -134,6 +134,10 @@ impl CacheSource {
         self.statuses.iter().all(|s| s.is_connected())
     }
 
+    pub fn cached_objects(&self) -> usize {
+        self.caches.deployments.len() + self.caches.pods.len() + self.caches.replicasets.len()
+    }
+
     pub fn states(&self) -> Vec<InformerState> {
         self.statuses.iter().map(|s| s.state()).collect()
     }
