@@ -9,6 +9,7 @@ mod auth_limits;
 mod deploy;
 mod edge;
 mod exposure;
+mod kinds;
 mod operations;
 mod parity;
 mod read_path;

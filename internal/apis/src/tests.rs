@@ -505,6 +505,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/k8sailor/v0/pods/{name}/output"),
     ("get", "/k8sailor/v0/pods/{name}/event"),
     ("get", "/k8sailor/v0/pods/{name}/events"),
+    ("get", "/k8sailor/v0/replicasets"),
+    ("get", "/k8sailor/v0/replicasets/{name}"),
     ("get", "/livez"),
     ("get", "/readyz"),
     ("get", "/metrics"),
@@ -596,6 +598,14 @@ async fn answers_carry_exactly_the_documented_keys() {
         .cloned()
         .collect();
     assert_eq!(answered, keys(&schemas["DeploymentDto"]));
+    let (_, replicaset) = get("/k8sailor/v0/replicasets/web-1a2b?namespace=ns-a").await;
+    let answered: std::collections::BTreeSet<String> = replicaset["data"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(answered, keys(&schemas["ReplicaSetDto"]));
     let (_, error) = get("/k8sailor/v0/pods/nope?namespace=ns-a").await;
     let answered: std::collections::BTreeSet<String> =
         error.as_object().unwrap().keys().cloned().collect();
