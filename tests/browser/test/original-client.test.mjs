@@ -1,0 +1,209 @@
+// The original k8sailor web client (the Vue app of the Go project), already built, driven in
+// headless Chromium against a real k8sailor and the real control plane: it must show a waiting
+// container's reason and the pod's event, throw no console error, call no other host, and a
+// pod delete must answer within a second.
+//
+// The client is not part of this repository and nothing here builds it: point
+// K8SAILOR_ORIGINAL_CLIENT_DIST at its built `dist/` directory (see tests/browser/README.md).
+// Its API address is compiled in; the static server rewrites it to the k8sailor this test
+// starts, and serves the one stylesheet it loads from a CDN from the same npm release, so the
+// page needs no other host.
+import assert from "node:assert/strict";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { test } from "node:test";
+
+import { openBrowser } from "../lib/browser.mjs";
+import { apply, kubectl, testNamespace } from "../lib/cluster.mjs";
+import { eventually, repoRoot, serveStatic, startK8sailor } from "../lib/servers.mjs";
+
+const DIST = process.env.K8SAILOR_ORIGINAL_CLIENT_DIST;
+// What the original client compiled in (webapp/src/apis/httpc.ts and DeploymentDetail.vue).
+const ORIGINAL_API = "http://127.0.0.1:8088/k8sailor/v0";
+// webapp/index.html; the integrity attribute stays, so Chromium checks the local copy is the
+// same file byte for byte.
+const BOOTSTRAP_CDN = "https://cdn.jsdelivr.net/npm/bootstrap@5.1.1/dist/css/bootstrap.min.css";
+const BOOTSTRAP_LOCAL = "/__k8sailor-test/bootstrap.min.css";
+const BOOTSTRAP_FILE = createRequire(import.meta.url).resolve("bootstrap/dist/css/bootstrap.min.css");
+
+const DEPLOYMENT = "pull-fails";
+const IMAGE = "registry.invalid/k8sailor/pull-fails:0";
+// The delete must answer "within a second"; the bound is the whole click-to-answer time seen by
+// the page, CORS preflight included.
+const DELETE_BOUND_MS = 1000;
+
+/** Checks that `dist` is a build of the original client: its API address must be in it. */
+function checkDist(dist) {
+  assert.ok(existsSync(path.join(dist, "index.html")), `${dist}/index.html is missing: is it the client's dist/?`);
+  const html = readFileSync(path.join(dist, "index.html"), "utf8");
+  assert.ok(html.includes(BOOTSTRAP_CDN), `${dist}/index.html does not load ${BOOTSTRAP_CDN}: not the expected client build`);
+  const assets = path.join(dist, "assets");
+  const compiledIn = readdirSync(assets)
+    .filter((f) => f.endsWith(".js"))
+    .some((f) => readFileSync(path.join(assets, f), "utf8").includes(ORIGINAL_API));
+  assert.ok(compiledIn, `no script in ${assets} names ${ORIGINAL_API}, so the test could not point the client at its server`);
+}
+
+/**
+ * A Deployment of two pods whose image cannot be pulled. The local control plane has no nodes,
+ * so nothing would ever pull it: the test writes what a kubelet would (a waiting container in
+ * the pods' status, through the status subresource, and the kubelet's event about the pull).
+ */
+async function seedWaitingPods(namespace) {
+  await apply([
+    {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: DEPLOYMENT, namespace, labels: { app: DEPLOYMENT } },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: DEPLOYMENT } },
+        template: {
+          metadata: { labels: { app: DEPLOYMENT } },
+          spec: { containers: [{ name: "app", image: IMAGE }] },
+        },
+      },
+    },
+  ]);
+  const pods = await eventually(
+    "the Deployment's two pods",
+    async () => {
+      const list = JSON.parse(await kubectl(["get", "pods", "-n", namespace, "-l", `app=${DEPLOYMENT}`, "-o", "json"]));
+      return list.items.length === 2 ? list.items : null;
+    },
+    { timeoutMs: 60_000 },
+  );
+  const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  const seeded = [];
+  for (const pod of pods) {
+    const { name, uid } = pod.metadata;
+    const status = {
+      status: {
+        containerStatuses: [
+          {
+            name: "app",
+            image: IMAGE,
+            imageID: "",
+            ready: false,
+            started: false,
+            restartCount: 0,
+            state: { waiting: { reason: "ImagePullBackOff", message: `Back-off pulling image "${IMAGE}"` } },
+          },
+        ],
+      },
+    };
+    await kubectl(["patch", "pod", name, "-n", namespace, "--subresource=status", "--type=merge", "-p", JSON.stringify(status)]);
+    const message = `Failed to pull image "${IMAGE}": not found (pod ${name})`;
+    await apply([
+      {
+        apiVersion: "v1",
+        kind: "Event",
+        metadata: { name: `${name}.pull-failed`, namespace },
+        involvedObject: { apiVersion: "v1", kind: "Pod", name, namespace, uid, fieldPath: "spec.containers{app}" },
+        reason: "Failed",
+        message,
+        type: "Warning",
+        source: { component: "kubelet" },
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+      },
+    ]);
+    seeded.push({ name, message });
+  }
+  return seeded.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+test(
+  "the original web client shows a waiting container's reason and event, and deletes a pod at once",
+  { skip: DIST ? false : "K8SAILOR_ORIGINAL_CLIENT_DIST is not set (tests/browser/README.md)", timeout: 240_000 },
+  async (t) => {
+    checkDist(DIST);
+    const ns = await testNamespace("browser-original");
+    t.after(() => ns.remove());
+    const pods = await seedWaitingPods(ns.name);
+
+    const k8sailor = await startK8sailor({ logFile: path.join(repoRoot, "target", "browser", "original-client.k8sailor.log") });
+    t.after(() => k8sailor.stop());
+    const web = await serveStatic({
+      root: DIST,
+      rewrites: [
+        [ORIGINAL_API, k8sailor.api],
+        [BOOTSTRAP_CDN, BOOTSTRAP_LOCAL],
+      ],
+      files: { [BOOTSTRAP_LOCAL]: BOOTSTRAP_FILE },
+    });
+    t.after(() => web.close());
+
+    const b = await openBrowser({ scenario: "original-client", allowedOrigins: [web.origin, k8sailor.origin] });
+    t.after(() => b.close());
+    const { page } = b;
+    page.setDefaultTimeout(20_000);
+    const result = { namespace: ns.name, pods: pods.map((p) => p.name) };
+    try {
+      // The client's namespace box and its "更新数据" (refresh) link, as a person uses them.
+      await page.goto(`${web.origin}/deployments`);
+      await page.locator("h3", { hasText: "deployments" }).waitFor();
+      await page.locator('input[type="text"]').fill(ns.name);
+      await Promise.all([
+        page.waitForURL(`**/deployments?namespace=${ns.name}`),
+        page.getByRole("button", { name: "更新数据" }).click(),
+      ]);
+      const link = page.locator("table a", { hasText: DEPLOYMENT });
+      await link.waitFor();
+      const row = page.locator("tbody tr", { has: link });
+      // Total/available/unavailable pods, from the Deployment's status.
+      await eventually("the Deployment row to count 2 pods", async () => (await row.innerText()).includes("2/0/2"));
+      await b.screenshot("deployments");
+
+      await Promise.all([page.waitForURL(`**/deployments/${DEPLOYMENT}?namespace=${ns.name}`), link.click()]);
+      const podRows = page.locator(".pod-container tbody tr");
+      for (const pod of pods) {
+        const podRow = podRows.filter({ hasText: pod.name });
+        // The reason in red where the phase would be, and the event fetched for it.
+        await podRow.locator("p.color-red", { hasText: "ImagePullBackOff" }).waitFor();
+        await podRow.locator("label.error", { hasText: pod.message }).waitFor();
+      }
+      await b.screenshot("pods-waiting");
+
+      const victim = pods[0].name;
+      const answered = page.waitForResponse(
+        (r) => r.request().method() === "DELETE" && new URL(r.url()).pathname.endsWith(`/pods/${victim}`),
+      );
+      const clicked = Date.now();
+      await podRows.filter({ hasText: victim }).getByRole("button", { name: "删除" }).click();
+      const response = await answered;
+      const body = await response.json();
+      const clickToAnswerMs = Date.now() - clicked;
+      const timing = response.request().timing();
+      result.delete = {
+        status: response.status(),
+        body,
+        clickToAnswerMs,
+        // The DELETE alone, from its start to its last byte (the preflight before it excluded).
+        requestMs: Math.round(timing.responseEnd),
+      };
+      assert.equal(response.status(), 200, `DELETE /pods/${victim} answered ${response.status()}`);
+      assert.deepEqual({ code: body.code, data: body.data }, { code: 0, data: true });
+      assert.ok(
+        clickToAnswerMs < DELETE_BOUND_MS,
+        `deleting pod ${victim} took ${clickToAnswerMs} ms from the click to the answer (bound ${DELETE_BOUND_MS} ms)`,
+      );
+      await podRows.filter({ hasText: victim }).waitFor({ state: "detached" });
+      await b.screenshot("pod-deleted");
+      b.check();
+    } catch (err) {
+      await b.screenshot("failure").catch(() => {});
+      const problems = b.problems();
+      if (problems.length > 0) err.message += `\nand the page misbehaved:\n  ${problems.join("\n  ")}`;
+      throw err;
+    } finally {
+      result.problems = b.problems();
+      result.screenshots = b.shotDir;
+      await writeFile(path.join(b.shotDir, "result.json"), JSON.stringify(result, null, 2) + "\n");
+      t.diagnostic(`result: ${JSON.stringify(result)}`);
+    }
+  },
+);
