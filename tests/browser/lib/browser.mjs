@@ -29,9 +29,10 @@ const CHROMIUM_ARGS = [
 const LOCAL_SCHEMES = new Set(["data:", "blob:", "about:", "chrome-error:"]);
 
 /**
- * Starts Chromium and opens one page whose every request, console message and page error is
- * checked. `allowedOrigins` are the only origins the page may talk to (the static server's and
- * k8sailor's). Call `check()` at the end (it throws listing every problem) and `close()` always.
+ * Starts Chromium and opens a page; every request, console message and page error of it and of
+ * any page it opens is checked. `allowedOrigins` are the only origins the pages may talk to (the
+ * static server's and k8sailor's). Call `check()` at the end (it throws listing every problem)
+ * and `close()` always.
  */
 export async function openBrowser({ scenario, allowedOrigins, viewport = { width: 1400, height: 900 } }) {
   const shotDir = path.join(repoRoot, "target", "browser", scenario);
@@ -44,30 +45,39 @@ export async function openBrowser({ scenario, allowedOrigins, viewport = { width
     args: CHROMIUM_ARGS,
   });
   const context = await browser.newContext({ viewport });
-  const page = await context.newPage();
   const allowed = new Set(allowedOrigins.map((o) => new URL(o).origin));
   const problems = [];
+  const warnings = [];
   const requests = [];
 
-  page.on("console", (msg) => {
+  // Listening on the context, not a page, also covers a tab the page opens (a link with
+  // target=_blank) from its first message on: a listener added when the tab appears misses
+  // what its first script says.
+  context.on("console", (msg) => {
     if (msg.type() === "error") {
       const where = msg.location();
       problems.push(`console error: ${msg.text()}${where.url ? ` (at ${where.url}:${where.lineNumber})` : ""}`);
+    } else if (msg.type() === "warning") {
+      warnings.push(msg.text());
     }
   });
-  page.on("pageerror", (err) => problems.push(`uncaught page error: ${err.stack || err.message}`));
-  page.on("request", (req) => {
+  context.on("weberror", (err) => {
+    const e = err.error();
+    problems.push(`uncaught page error: ${e.stack || e.message}`);
+  });
+  context.on("request", (req) => {
     const url = new URL(req.url());
     requests.push({ method: req.method(), url: req.url() });
     if (!LOCAL_SCHEMES.has(url.protocol) && !allowed.has(url.origin)) {
       problems.push(`request to a foreign origin: ${req.method()} ${req.url()}`);
     }
   });
-  page.on("requestfailed", (req) => {
+  context.on("requestfailed", (req) => {
     const reason = req.failure()?.errorText ?? "unknown";
     // A navigation cancels the previous page's polling requests: that is no fault.
     if (reason !== "net::ERR_ABORTED") problems.push(`request failed: ${req.method()} ${req.url()}: ${reason}`);
   });
+  const page = await context.newPage();
 
   let shots = 0;
   return {
@@ -76,16 +86,20 @@ export async function openBrowser({ scenario, allowedOrigins, viewport = { width
     page,
     requests,
     shotDir,
-    /** Saves a full-page screenshot as NN-name.png and returns its path. */
-    async screenshot(name) {
+    /** Saves a full-page screenshot of `of` (the first page) as NN-name.png; returns its path. */
+    async screenshot(name, of = page) {
       shots += 1;
       const file = path.join(shotDir, `${String(shots).padStart(2, "0")}-${name}.png`);
-      await page.screenshot({ path: file, fullPage: true });
+      await of.screenshot({ path: file, fullPage: true });
       return file;
     },
     /** The problems seen so far (console errors, page errors, foreign or failed requests). */
     problems() {
       return [...problems];
+    },
+    /** Console warnings: not failures, but worth a look (a framework's complaints land here). */
+    warnings() {
+      return [...warnings];
     },
     /** Throws if anything went wrong in the page since it opened. */
     check() {

@@ -19,6 +19,10 @@ before(async () => {
     path.join(dir, "index.html"),
     `<!doctype html><title>spa</title><link rel="icon" href="data:,"><h1 id="api">API_BASE</h1><script src="/app.js"></script>`,
   );
+  await writeFile(
+    path.join(dir, "opener.html"),
+    `<!doctype html><title>opener</title><link rel="icon" href="data:,"><a target="_blank" href="/bad.html">open</a>`,
+  );
   await writeFile(path.join(dir, "app.js"), `document.title = "API_BASE";`);
   await writeFile(
     path.join(dir, "bad.html"),
@@ -65,4 +69,17 @@ test("console errors, page errors, failed loads and foreign hosts are each caugh
   // Chromium reports a 404 as a console error; the guard must see it.
   assert.match(problems, /404/);
   assert.throws(() => b.check(), /the page misbehaved/);
+});
+
+test("a tab the page opens is held to the same rules", async (t) => {
+  const b = await openBrowser({ scenario: "harness-tab", allowedOrigins: [web.origin] });
+  t.after(() => b.close());
+  await b.page.goto(`${web.origin}/opener.html`);
+  const [tab] = await Promise.all([b.context.waitForEvent("page"), b.page.click("a")]);
+  await tab.waitForLoadState();
+  await tab.waitForTimeout(500);
+  await b.screenshot("tab", tab);
+  const problems = b.problems().join("\n");
+  assert.match(problems, /console error: something broke/);
+  assert.match(problems, /request to a foreign origin: GET https:\/\/cdn\.example\.com\/x\.css/);
 });
