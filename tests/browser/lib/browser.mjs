@@ -31,10 +31,12 @@ const LOCAL_SCHEMES = new Set(["data:", "blob:", "about:", "chrome-error:"]);
 /**
  * Starts Chromium and opens a page; every request, console message and page error of it and of
  * any page it opens is checked. `allowedOrigins` are the only origins the pages may talk to (the
- * static server's and k8sailor's). Call `check()` at the end (it throws listing every problem)
- * and `close()` always.
+ * static server's and k8sailor's). `tolerate` lists URLs whose failure to load is no fault of the
+ * page, each with the reason (such as the icon Chromium asks for when it shows raw JSON in a
+ * tab); their console errors are kept as warnings. Call `check()` at the end (it throws listing
+ * every problem) and `close()` always.
  */
-export async function openBrowser({ scenario, allowedOrigins, viewport = { width: 1400, height: 900 } }) {
+export async function openBrowser({ scenario, allowedOrigins, tolerate = {}, viewport = { width: 1400, height: 900 } }) {
   const shotDir = path.join(repoRoot, "target", "browser", scenario);
   await rm(shotDir, { recursive: true, force: true });
   await mkdir(shotDir, { recursive: true });
@@ -54,8 +56,10 @@ export async function openBrowser({ scenario, allowedOrigins, viewport = { width
   // target=_blank) from its first message on: a listener added when the tab appears misses
   // what its first script says.
   context.on("console", (msg) => {
-    if (msg.type() === "error") {
-      const where = msg.location();
+    const where = msg.location();
+    if (msg.type() === "error" && where.url in tolerate) {
+      warnings.push(`tolerated: ${msg.text()} (at ${where.url}: ${tolerate[where.url]})`);
+    } else if (msg.type() === "error") {
       problems.push(`console error: ${msg.text()}${where.url ? ` (at ${where.url}:${where.lineNumber})` : ""}`);
     } else if (msg.type() === "warning") {
       warnings.push(msg.text());
