@@ -108,7 +108,8 @@ export async function openBrowser({ scenario, allowedOrigins, tolerate = {}, vie
     /** Throws if anything went wrong in the page since it opened. */
     check() {
       if (problems.length > 0) {
-        throw new Error(`the page misbehaved:\n  ${problems.join("\n  ")}`);
+        const err = new Error(`the page misbehaved:\n  ${problems.join("\n  ")}`);
+        throw Object.assign(err, { problems: [...problems] });
       }
     },
     async close() {

@@ -175,7 +175,7 @@ async function recording(b, result, steps) {
   } catch (err) {
     await b.screenshot("failure").catch(() => {});
     const problems = b.problems();
-    if (problems.length > 0) err.message += `\nand the page misbehaved:\n  ${problems.join("\n  ")}`;
+    if (problems.length > 0 && !err.problems) err.message += `\nand the page misbehaved:\n  ${problems.join("\n  ")}`;
     throw err;
   } finally {
     result.problems = b.problems();
