@@ -2,22 +2,23 @@
 //! routes: list, get, label and field selectors, paging, sorting and `watch=true`, from the
 //! cache and from the live source.
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::support::{SOON, Server, TestNamespace, eventually, names};
+use crate::support::{SOON, Server, TestNamespace, deployment, eventually, names};
 use crate::watch::{Watch, summary};
 
-/// Checks one kind's generic reads over three objects the caller made in `ns`: `a` and `b`
-/// labelled `tier=web`, `c` labelled `tier=db`. `relabel` moves `a` to `tier=db`; `remove`
-/// deletes `b`.
-async fn check_reads<R, RF, D, DF>(ns: &TestNamespace, resource: &str, relabel: R, remove: D)
+/// Checks one kind's generic reads over three objects the caller made in `ns` through `api`:
+/// `a` and `b` labelled `tier=web`, `c` labelled `tier=db`. The watch sees `a` relabelled
+/// `tier=db` and `b` deleted.
+async fn check_reads<K>(ns: &TestNamespace, resource: &str, api: &Api<K>)
 where
-    R: FnOnce() -> RF,
-    RF: Future<Output = ()>,
-    D: FnOnce() -> DF,
-    DF: Future<Output = ()>,
+    K: Clone + DeserializeOwned + std::fmt::Debug,
 {
     for source in ["cache", "live"] {
         let server = Server::start(&["--namespace", &ns.name, "--source", source]);
@@ -97,8 +98,13 @@ where
         );
         assert_eq!(watch.next().await["type"], "BOOKMARK");
     }
-    relabel().await;
-    remove().await;
+    let patch = json!({"metadata": {"labels": {"tier": "db"}}});
+    api.patch("a", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("relabel a");
+    api.delete("b", &DeleteParams::default())
+        .await
+        .expect("delete b");
     for watch in &mut watches {
         let mut changes = Vec::new();
         while changes.len() < 2 {
@@ -159,20 +165,148 @@ async fn replicasets_are_listed_got_selected_paged_and_watched() {
         (&json!(0), &json!(0), &json!(0), &json!(["nginx:1.27"])),
         "{a}"
     );
-    check_reads(
-        &ns,
-        "replicasets",
-        || async {
-            let patch = json!({"metadata": {"labels": {"tier": "db"}}});
-            api.patch("a", &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .expect("relabel a");
-        },
-        || async {
-            api.delete("b", &DeleteParams::default())
-                .await
-                .expect("delete b");
-        },
-    )
+    check_reads(&ns, "replicasets", &api).await;
+}
+
+fn service(name: &str, tier: &str) -> Service {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"tier": tier}},
+        "spec": {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": 8080}]}
+    }))
+    .unwrap()
+}
+
+fn ingress(name: &str, tier: &str, backend: &str) -> Ingress {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"tier": tier}},
+        "spec": {"rules": [{"host": format!("{name}.example"), "http": {"paths": [{
+            "path": "/", "pathType": "Prefix",
+            "backend": {"service": {"name": backend, "port": {"number": 80}}}}]}}]}
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn services_are_listed_got_selected_paged_and_watched() {
+    let ns = TestNamespace::new("kind-svc").await;
+    let api = ns.api::<Service>();
+    for (name, tier) in [("a", "web"), ("b", "web"), ("c", "db")] {
+        api.create(&PostParams::default(), &service(name, tier))
+            .await
+            .expect("create the Service");
+    }
+    let server = Server::start(&["--namespace", &ns.name]);
+    let (a, _) = eventually(SOON, "kubectl's columns", || async {
+        let (status, body) = server
+            .get(&format!("/services/a?namespace={}", ns.name))
+            .await;
+        (status == 200).then_some(body["data"].clone())
+    })
     .await;
+    assert_eq!(
+        (&a["type"], &a["externalIp"], &a["ports"], &a["selector"]),
+        (
+            &json!("ClusterIP"),
+            &json!("<none>"),
+            &json!("80/TCP"),
+            &json!({"app": "a"})
+        ),
+        "{a}"
+    );
+    assert!(
+        a["clusterIp"].as_str().unwrap().starts_with("10.0.0."),
+        "{a}"
+    );
+    let (_, by_type) = server
+        .get(&format!(
+            "/services?namespace={}&fieldSelector=spec.type%3DNodePort",
+            ns.name
+        ))
+        .await;
+    assert_eq!(names(&by_type), Vec::<String>::new(), "{by_type}");
+    drop(server);
+    check_reads(&ns, "services", &api).await;
+}
+
+#[tokio::test]
+async fn ingresses_are_listed_got_selected_paged_and_watched() {
+    let ns = TestNamespace::new("kind-ing").await;
+    let api = ns.api::<Ingress>();
+    for (name, tier) in [("a", "web"), ("b", "web"), ("c", "db")] {
+        api.create(&PostParams::default(), &ingress(name, tier, "backend"))
+            .await
+            .expect("create the Ingress");
+    }
+    let server = Server::start(&["--namespace", &ns.name]);
+    let (a, _) = eventually(SOON, "kubectl's columns", || async {
+        let (status, body) = server
+            .get(&format!("/ingresses/a?namespace={}", ns.name))
+            .await;
+        (status == 200).then_some(body["data"].clone())
+    })
+    .await;
+    assert_eq!(
+        (&a["class"], &a["hosts"], &a["ports"], &a["paths"][0]),
+        (
+            &json!("<none>"),
+            &json!("a.example"),
+            &json!("80"),
+            &json!({"host": "a.example", "path": "/", "pathType": "Prefix",
+                    "service": "backend", "port": "80"})
+        ),
+        "{a}"
+    );
+    drop(server);
+    check_reads(&ns, "ingresses", &api).await;
+}
+
+/// A Deployment `web`, the Service `web` selecting its pods, an Ingress to that Service, and
+/// decoys: a Service selecting other pods, an Ingress to that one.
+#[tokio::test]
+async fn services_and_ingresses_lead_to_a_deployments_pods() {
+    let ns = TestNamespace::new("kind-rel").await;
+    let pp = PostParams::default();
+    ns.api::<Deployment>()
+        .create(&pp, &deployment("web", 2, &[]))
+        .await
+        .unwrap();
+    let services = ns.api::<Service>();
+    services.create(&pp, &service("web", "x")).await.unwrap();
+    services.create(&pp, &service("other", "x")).await.unwrap();
+    let ingresses = ns.api::<Ingress>();
+    ingresses
+        .create(&pp, &ingress("site", "x", "web"))
+        .await
+        .unwrap();
+    ingresses
+        .create(&pp, &ingress("decoy", "x", "other"))
+        .await
+        .unwrap();
+    for source in ["cache", "live"] {
+        let server = Server::start(&["--namespace", &ns.name, "--source", source]);
+        let (pods, _) = eventually(SOON, "the Service's two pods", || async {
+            let (status, body) = server
+                .get(&format!("/services/web/pods?namespace={}", ns.name))
+                .await;
+            (status == 200 && names(&body).len() == 2).then_some(body)
+        })
+        .await;
+        assert_eq!(pods["data"][0]["deployment"], "web", "{source}: {pods}");
+        let (_, none) = server
+            .get(&format!("/services/other/pods?namespace={}", ns.name))
+            .await;
+        assert_eq!(names(&none), Vec::<String>::new(), "{source}");
+        let (_, routed) = server
+            .get(&format!("/deployments/web/services?namespace={}", ns.name))
+            .await;
+        assert_eq!(names(&routed), ["web"], "{source}: {routed}");
+        let (_, entered) = server
+            .get(&format!("/deployments/web/ingresses?namespace={}", ns.name))
+            .await;
+        assert_eq!(names(&entered), ["site"], "{source}: {entered}");
+        let (status, missing) = server
+            .get(&format!("/deployments/nope/services?namespace={}", ns.name))
+            .await;
+        assert_eq!(status, 404, "{source}: {missing}");
+    }
 }

@@ -60,9 +60,11 @@ struct AccessQuery {
     watch: Option<String>,
 }
 
-const APPS: &str = "apps";
+// The API groups, as the kinds name them.
+const APPS: &str = Kind::Deployment.group();
+const CORE: &str = Kind::Pod.group();
+const NETWORKING: &str = Kind::Ingress.group();
 const WATCH: &str = "watch";
-const CORE: &str = "";
 
 fn access(
     verb: &'static str,
@@ -168,6 +170,19 @@ fn rule(
         ("/deployments/{name}/pods", "GET") => vec![
             access("get", APPS, "deployments", object_ns, name),
             access(list_verb, CORE, "pods", object_ns, None),
+        ],
+        ("/deployments/{name}/services", "GET") => vec![
+            access("get", APPS, "deployments", object_ns, name),
+            access("list", CORE, "services", object_ns, None),
+        ],
+        ("/deployments/{name}/ingresses", "GET") => vec![
+            access("get", APPS, "deployments", object_ns, name),
+            access("list", CORE, "services", object_ns, None),
+            access("list", NETWORKING, "ingresses", object_ns, None),
+        ],
+        ("/services/{name}/pods", "GET") => vec![
+            access("get", CORE, "services", object_ns, name),
+            access("list", CORE, "pods", object_ns, None),
         ],
         ("/pods", "GET") => {
             return Some(Rule::list(

@@ -23,15 +23,18 @@ use super::edge::enveloped_405;
 use super::envelope::{ApiError, ApiPath, ApiQuery, ok_json, ok_page_json};
 use super::routes::{ListParams, ObjectParams, list_request, off_the_workers};
 use super::watch;
-use biz::{Kind, ReplicaSetRecord, Served, Visibility};
+use biz::{IngressRecord, Kind, ReplicaSetRecord, Served, ServiceRecord, Visibility};
 
 /// The kinds served by the generic routes below, beside Deployments and Pods (whose routes
 /// add relations and writes, in routes.rs, and share these handlers).
-pub(super) const SERVED: &[Kind] = &[Kind::ReplicaSet];
+pub(super) const SERVED: &[Kind] = &[Kind::ReplicaSet, Kind::Service, Kind::Ingress];
 
 /// The generic routes of every kind in [`SERVED`].
 pub(super) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().merge(kind_routes::<ReplicaSetRecord>())
+    OpenApiRouter::new()
+        .merge(kind_routes::<ReplicaSetRecord>())
+        .merge(kind_routes::<ServiceRecord>())
+        .merge(kind_routes::<IngressRecord>())
 }
 
 /// The kind whose generic routes serve `route` (a template), and whether it is the list.

@@ -15,7 +15,10 @@ use super::envelope::{
     ApiError, ApiJson, ApiPath, ApiQuery, Envelope, ErrorEnvelope, ok, ok_json, ok_page_json,
 };
 use super::{AppState, kinds, watch};
-use biz::{CreateDeployment, DeploymentRecord, EventDto, Kind, ListRequest, Visibility};
+use biz::{
+    CreateDeployment, DeploymentRecord, EventDto, IngressDto, Kind, ListRequest, ServiceDto,
+    Visibility,
+};
 
 /// Every API route: each is registered together with its OpenAPI description.
 pub fn api() -> OpenApiRouter<AppState> {
@@ -29,6 +32,9 @@ pub fn api() -> OpenApiRouter<AppState> {
         )))
         .routes(enveloped_405(routes!(scale_deployment)))
         .routes(enveloped_405(routes!(pods_of_deployment)))
+        .routes(enveloped_405(routes!(services_of_deployment)))
+        .routes(enveloped_405(routes!(ingresses_of_deployment)))
+        .routes(enveloped_405(routes!(pods_of_service)))
         .routes(enveloped_405(routes!(list_pods)))
         .routes(enveloped_405(routes!(get_pod, delete_pod)))
         .routes(enveloped_405(routes!(pod_output)))
@@ -289,6 +295,69 @@ async fn pods_of_deployment(
         Ok(ok_json(
             &s.workloads
                 .pods_of_deployment(q.namespace.as_deref(), &name)
+                .await?,
+        ))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/deployments/{name}/services", tag = "deployments",
+    params(("name" = String, Path, description = "Deployment name"), ObjectParams),
+    responses(
+        (status = 200, description = "Services in the Deployment's namespace whose selector picks its pods (by its pod template's labels)", body = Envelope<Vec<ServiceDto>>),
+        (status = 400, description = "Invalid namespace or name", body = ErrorEnvelope),
+        (status = 404, description = "No such Deployment", body = ErrorEnvelope),
+        (status = 503, description = "Caches not synced yet", body = ErrorEnvelope),
+    ))]
+async fn services_of_deployment(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ObjectParams>,
+) -> Result<Response, ApiError> {
+    Ok(ok_json(
+        &s.workloads
+            .services_of_deployment(q.namespace.as_deref(), &name)
+            .await?,
+    ))
+}
+
+#[utoipa::path(get, path = "/deployments/{name}/ingresses", tag = "deployments",
+    params(("name" = String, Path, description = "Deployment name"), ObjectParams),
+    responses(
+        (status = 200, description = "Ingresses in the Deployment's namespace with a path (or default backend) to one of its Services", body = Envelope<Vec<IngressDto>>),
+        (status = 400, description = "Invalid namespace or name", body = ErrorEnvelope),
+        (status = 404, description = "No such Deployment", body = ErrorEnvelope),
+        (status = 503, description = "Caches not synced yet", body = ErrorEnvelope),
+    ))]
+async fn ingresses_of_deployment(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ObjectParams>,
+) -> Result<Response, ApiError> {
+    Ok(ok_json(
+        &s.workloads
+            .ingresses_of_deployment(q.namespace.as_deref(), &name)
+            .await?,
+    ))
+}
+
+#[utoipa::path(get, path = "/services/{name}/pods", tag = "services",
+    params(("name" = String, Path, description = "Service name"), ObjectParams),
+    responses(
+        (status = 200, description = "Pods the Service's selector picks (none without a selector)", body = Envelope<Vec<PodDoc>>),
+        (status = 400, description = "Invalid namespace or name", body = ErrorEnvelope),
+        (status = 404, description = "No such Service", body = ErrorEnvelope),
+        (status = 503, description = "Caches not synced yet", body = ErrorEnvelope),
+    ))]
+async fn pods_of_service(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ObjectParams>,
+) -> Result<Response, ApiError> {
+    off_the_workers(s, move |s| async move {
+        Ok(ok_json(
+            &s.workloads
+                .pods_of_service(q.namespace.as_deref(), &name)
                 .await?,
         ))
     })

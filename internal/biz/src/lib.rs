@@ -3,6 +3,7 @@
 
 mod output;
 mod paging;
+mod relations;
 mod watch;
 mod writes;
 
@@ -13,9 +14,11 @@ use selector::{FieldSelector, LabelSelector};
 
 pub use k8sdao::Served;
 /// The answers' shapes, for whoever describes them (apis' OpenAPI).
-pub use model::{DeploymentDto, EventDto, PodDto, ReplicaSetDto};
+pub use model::{DeploymentDto, EventDto, IngressDto, PodDto, ReplicaSetDto, ServiceDto};
 /// The kinds' records, which name the kinds the generic reads take.
-pub use model::{DeploymentRecord, PodRecord, Record, ReplicaSetRecord};
+pub use model::{
+    DeploymentRecord, IngressRecord, PodRecord, Record, ReplicaSetRecord, ServiceRecord,
+};
 pub use output::OutputFormat;
 pub use paging::{PageStore, SNAPSHOT_CAPACITY, SortSpec};
 pub use watch::{WatchUpdate, WatchUpdates, WatchedView};

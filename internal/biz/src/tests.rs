@@ -361,3 +361,36 @@ async fn selectors_with_more_requirements_than_the_limit_are_refused() {
         }
     ));
 }
+
+#[tokio::test]
+async fn services_and_ingresses_lead_to_a_deployments_pods() {
+    let w = workloads(None);
+    let pods = w.pods_of_service(Some("ns-a"), "web").await.unwrap();
+    let names: Vec<&str> = pods.iter().map(|p| p.record.key.name.as_str()).collect();
+    assert_eq!(names, ["web-1a2b-x", "web-1a2b-y"]);
+    assert_eq!(pods[0].deployment.as_deref(), Some("web"));
+    assert!(
+        w.pods_of_service(Some("ns-a"), "lonely")
+            .await
+            .unwrap()
+            .is_empty(),
+        "a Service without a selector selects no pod"
+    );
+    let services = w.services_of_deployment(Some("ns-a"), "web").await.unwrap();
+    let names: Vec<&str> = services.iter().map(|s| s.0.key.name.as_str()).collect();
+    assert_eq!(names, ["web"]);
+    let ingresses = w
+        .ingresses_of_deployment(Some("ns-a"), "web")
+        .await
+        .unwrap();
+    let names: Vec<&str> = ingresses.iter().map(|i| i.0.key.name.as_str()).collect();
+    assert_eq!(names, ["site"]);
+    assert!(
+        w.services_of_deployment(Some("ns-b"), "api")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let err = w.pods_of_service(Some("ns-a"), "nope").await.unwrap_err();
+    assert_eq!(err.failure(), Failure::NotFound);
+}

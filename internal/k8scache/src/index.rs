@@ -1,7 +1,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use model::{DeploymentRecord, Keyed, ObjectKey, PodRecord, ReplicaSetRecord, Selectable};
+use model::{
+    DeploymentRecord, IngressRecord, Keyed, ObjectKey, PodRecord, ReplicaSetRecord, Selectable,
+    ServiceRecord,
+};
 
 /// A value a record can be looked up by.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -31,6 +34,8 @@ fn label_terms(labels: &model::Labels) -> impl Iterator<Item = Term> + '_ {
 }
 
 impl Indexed for DeploymentRecord {}
+impl Indexed for ServiceRecord {}
+impl Indexed for IngressRecord {}
 
 impl Indexed for PodRecord {
     fn terms(&self) -> Vec<Term> {

@@ -12,29 +12,59 @@ use tokio::sync::broadcast;
 
 pub use index::{INDEXED_POD_FIELDS, Index, Indexed, Term};
 
-use model::{DeploymentRecord, Kind, ObjectKey, Owner, PodRecord, Record, ReplicaSetRecord};
+use model::{
+    DeploymentRecord, IngressRecord, Kind, ObjectKey, Owner, PodRecord, Record, ReplicaSetRecord,
+    ServiceRecord,
+};
 
 /// A kind the caches hold: where its cache is among [`Caches`].
 pub trait Cached: Record + Indexed + Sized {
     fn cache(caches: &Caches) -> &Arc<Cache<Self>>;
 }
 
-impl Cached for DeploymentRecord {
-    fn cache(caches: &Caches) -> &Arc<Cache<Self>> {
-        &caches.deployments
-    }
+/// The caches of every kind: one field each, its [`Cached`] impl, its count and the
+/// namespaces holding it, all from one list.
+macro_rules! caches {
+    ($($field:ident: $record:ty,)*) => {
+        /// One cache per kind, and the relations between them.
+        #[derive(Debug)]
+        pub struct Caches {
+            $(pub $field: Arc<Cache<$record>>,)*
+        }
+
+        $(impl Cached for $record {
+            fn cache(caches: &Caches) -> &Arc<Cache<Self>> {
+                &caches.$field
+            }
+        })*
+
+        impl Caches {
+            fn empty() -> Caches {
+                Caches { $($field: Arc::default(),)* }
+            }
+
+            /// Objects held, of every kind: a read lock per cache, nothing copied.
+            pub fn len(&self) -> usize {
+                0 $(+ self.$field.len())*
+            }
+
+            /// The namespaces holding at least one object of `kind`, in order.
+            pub fn namespaces_holding(&self, kind: Kind) -> Vec<String> {
+                $(if kind == <$record as Record>::KIND {
+                    return self.$field.read().namespaces();
+                })*
+                Vec::new()
+            }
+        }
+    };
 }
 
-impl Cached for PodRecord {
-    fn cache(caches: &Caches) -> &Arc<Cache<Self>> {
-        &caches.pods
-    }
-}
-
-impl Cached for ReplicaSetRecord {
-    fn cache(caches: &Caches) -> &Arc<Cache<Self>> {
-        &caches.replicasets
-    }
+caches! {
+    deployments: DeploymentRecord,
+    pods: PodRecord,
+    replicasets: ReplicaSetRecord,
+    services: ServiceRecord,
+    ingresses: IngressRecord,
 }
 
 /// One change to a cache, as its watchers receive it.
@@ -81,10 +111,6 @@ impl<R> std::fmt::Debug for Cache<R> {
             .finish_non_exhaustive()
     }
 }
-
-pub type DeploymentCache = Cache<DeploymentRecord>;
-pub type PodCache = Cache<PodRecord>;
-pub type ReplicaSetCache = Cache<ReplicaSetRecord>;
 
 impl<R> Default for Cache<R> {
     fn default() -> Self {
@@ -237,21 +263,9 @@ where
     }
 }
 
-/// The three caches and the relations between them.
-#[derive(Debug)]
-pub struct Caches {
-    pub deployments: Arc<DeploymentCache>,
-    pub pods: Arc<PodCache>,
-    pub replicasets: Arc<ReplicaSetCache>,
-}
-
 impl Default for Caches {
     fn default() -> Self {
-        let caches = Caches {
-            deployments: Arc::default(),
-            pods: Arc::default(),
-            replicasets: Arc::default(),
-        };
+        let caches = Caches::empty();
         // A Pod's Deployment is read through its ReplicaSet: when a ReplicaSet appears, goes,
         // or changes owner, its Pods' answers change, so their watchers hear of them (a Pod
         // often arrives before its ReplicaSet, the two coming on separate watches).
@@ -281,22 +295,8 @@ impl Caches {
         R::cache(self)
     }
 
-    /// Objects held, of every kind: a read lock per cache, nothing copied.
-    pub fn len(&self) -> usize {
-        self.deployments.len() + self.pods.len() + self.replicasets.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// The namespaces holding at least one object of `kind`, in order.
-    pub fn namespaces_holding(&self, kind: Kind) -> Vec<String> {
-        match kind {
-            Kind::Deployment => self.deployments.read().namespaces(),
-            Kind::Pod => self.pods.read().namespaces(),
-            Kind::ReplicaSet => self.replicasets.read().namespaces(),
-        }
     }
 
     /// Pods controlled by ReplicaSets that the Deployment controls: ownerReferences, not label
@@ -501,11 +501,13 @@ pub mod fixtures {
     use std::sync::Arc;
 
     use confk8s::Delta;
-    use model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
+    use model::fixtures::{mk_deployment, mk_ingress, mk_pod, mk_replicaset, mk_service};
 
     use super::Caches;
 
-    /// ns-a: Deployment web (2 pods via its ReplicaSet) and a bare pod; ns-b: Deployment api.
+    /// ns-a: Deployment web (2 pods via its ReplicaSet), a bare pod, Service web selecting
+    /// the web pods, Service lonely selecting none, Ingress site to Service web; ns-b:
+    /// Deployment api.
     pub fn filled_caches() -> Arc<Caches> {
         let caches = Arc::new(Caches::default());
         caches.deployments.apply_deltas(&[
@@ -545,6 +547,13 @@ pub mod fixtures {
             )),
             Delta::Added(mk_pod("ns-a", "bare", None, &[("app", "bare")])),
         ]);
+        caches.services.apply_deltas(&[
+            Delta::Added(mk_service("ns-a", "web", &[("app", "web")])),
+            Delta::Added(mk_service("ns-a", "lonely", &[])),
+        ]);
+        caches
+            .ingresses
+            .apply_deltas(&[Delta::Added(mk_ingress("ns-a", "site", "web"))]);
         caches
     }
 }

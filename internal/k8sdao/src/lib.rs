@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use confk8s::{Connection, FactoryError, InformerFactory, InformerState};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::networking::v1::Ingress;
 use selector::{FieldSelector, LabelSelector};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -308,6 +309,8 @@ fn register(caches: &Caches, factory: &InformerFactory) -> Result<(), FactoryErr
     factory.add_handler::<Deployment>(caches.deployments.clone())?;
     factory.add_handler_decoded_as::<Pod, confk8s::SlimPod>(caches.pods.clone())?;
     factory.add_handler::<ReplicaSet>(caches.replicasets.clone())?;
+    factory.add_handler::<Service>(caches.services.clone())?;
+    factory.add_handler::<Ingress>(caches.ingresses.clone())?;
     Ok(())
 }
 

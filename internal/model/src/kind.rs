@@ -7,35 +7,48 @@ pub enum Kind {
     Deployment,
     Pod,
     ReplicaSet,
+    Service,
+    Ingress,
 }
 
 impl Kind {
     /// Every kind, in the order probes and metrics list them.
-    pub const ALL: &'static [Kind] = &[Kind::Deployment, Kind::Pod, Kind::ReplicaSet];
+    pub const ALL: &'static [Kind] = &[
+        Kind::Deployment,
+        Kind::Pod,
+        Kind::ReplicaSet,
+        Kind::Service,
+        Kind::Ingress,
+    ];
 
     /// As the API names it (`kind`, `ownerReferences[].kind`).
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Kind::Deployment => "Deployment",
             Kind::Pod => "Pod",
             Kind::ReplicaSet => "ReplicaSet",
+            Kind::Service => "Service",
+            Kind::Ingress => "Ingress",
         }
     }
 
     /// The API group (empty for the core group).
-    pub fn group(self) -> &'static str {
+    pub const fn group(self) -> &'static str {
         match self {
             Kind::Deployment | Kind::ReplicaSet => "apps",
-            Kind::Pod => "",
+            Kind::Pod | Kind::Service => "",
+            Kind::Ingress => "networking.k8s.io",
         }
     }
 
     /// The resource, as RBAC rules and URLs name it.
-    pub fn resource(self) -> &'static str {
+    pub const fn resource(self) -> &'static str {
         match self {
             Kind::Deployment => "deployments",
             Kind::Pod => "pods",
             Kind::ReplicaSet => "replicasets",
+            Kind::Service => "services",
+            Kind::Ingress => "ingresses",
         }
     }
 
@@ -58,7 +71,7 @@ impl Kind {
 /// Lowercase, as errors name it: `deployment "web" not found`.
 impl std::fmt::Display for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.resource()[..self.resource().len() - 1])
+        f.write_str(&self.name().to_lowercase())
     }
 }
 

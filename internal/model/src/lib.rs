@@ -13,13 +13,17 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::Serialize;
 
+mod ingress;
 mod key;
 mod kind;
 mod replicaset;
+mod service;
 
+pub use ingress::{IngressDto, IngressPathDto, IngressRecord};
 pub use key::ObjectKey;
 pub use kind::Kind;
 pub use replicaset::{ReplicaSetDto, ReplicaSetRecord};
+pub use service::{SERVICE_FIELDS, ServiceDto, ServiceRecord};
 
 pub type Labels = BTreeMap<String, String>;
 
@@ -64,6 +68,8 @@ pub struct DeploymentRecord {
     pub labels: Labels,
     pub creation_timestamp: Option<String>,
     pub resource_version: String,
+    /// The labels its Pods are made with: what Services select them by.
+    pub template_labels: Labels,
     /// The [`DeploymentDto`] as JSON, serialized once per change: answers copy these bytes
     /// rather than serialize the object on every read (serialization is what a LIST costs).
     pub json: Box<str>,
@@ -167,8 +173,20 @@ pub trait Keyed {
 }
 
 /// The parts of [`Keyed`] and [`Record`] every record has alike, read from its fields of the
-/// same names: `key`, `creation_timestamp`, `resource_version` and `json`.
+/// same names: `key`, `creation_timestamp`, `resource_version` and `json`; with
+/// `metadata_selectable`, also [`Selectable`] by its `labels` and the metadata fields alone.
 macro_rules! record_fields {
+    ($record:ty, metadata_selectable) => {
+        $crate::record_fields!($record);
+        impl $crate::Selectable for $record {
+            fn labels(&self) -> &$crate::Labels {
+                &self.labels
+            }
+            fn field(&self, path: &str) -> Option<std::borrow::Cow<'_, str>> {
+                $crate::metadata_field(&self.key, path)
+            }
+        }
+    };
     ($record:ty) => {
         impl $crate::Keyed for $record {
             fn key(&self) -> &$crate::ObjectKey {
@@ -190,7 +208,7 @@ macro_rules! record_fields {
 }
 pub(crate) use record_fields;
 
-record_fields!(DeploymentRecord);
+record_fields!(DeploymentRecord, metadata_selectable);
 record_fields!(PodRecord);
 
 /// What the cache keeps of one object of a kind, and what answers are copied from: built
@@ -247,15 +265,6 @@ pub const POD_FIELDS: &[&str] = &[
     "spec.host",
     "status.podIPs",
 ];
-
-impl Selectable for DeploymentRecord {
-    fn labels(&self) -> &Labels {
-        &self.labels
-    }
-    fn field(&self, path: &str) -> Option<Cow<'_, str>> {
-        metadata_field(&self.key, path)
-    }
-}
 
 impl Record for DeploymentRecord {
     const KIND: Kind = Kind::Deployment;
@@ -427,6 +436,9 @@ impl DeploymentRecord {
         };
         Arc::new(DeploymentRecord {
             key: ObjectKey::of(meta),
+            template_labels: spec
+                .and_then(|s| s.template.metadata.as_ref()?.labels.clone())
+                .unwrap_or_default(),
             json: to_json(&dto),
             uid: dto.uid,
             labels: dto.labels,
@@ -556,7 +568,38 @@ impl PodRecord {
 pub mod fixtures {
     use super::*;
     use k8s_openapi::api::apps::v1::ReplicaSet;
+    use k8s_openapi::api::core::v1::Service;
+    use k8s_openapi::api::networking::v1::Ingress;
     use serde_json::json;
+
+    /// A ClusterIP Service on port 80 selecting `selector` (none: a Service without one).
+    pub fn mk_service(ns: &str, name: &str, selector: &[(&str, &str)]) -> Service {
+        let selector: serde_json::Map<_, _> = selector
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"namespace": ns, "name": name, "uid": format!("uid-{name}"),
+                         "resourceVersion": "1", "creationTimestamp": "2026-11-01T10:00:00Z"},
+            "spec": {"type": "ClusterIP", "clusterIP": "10.0.0.10", "clusterIPs": ["10.0.0.10"],
+                     "selector": selector, "ports": [{"port": 80, "protocol": "TCP"}]}
+        }))
+        .expect("a valid Service")
+    }
+
+    /// An Ingress routing example.com/ (Prefix) to `service`:80, with TLS.
+    pub fn mk_ingress(ns: &str, name: &str, service: &str) -> Ingress {
+        serde_json::from_value(json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"namespace": ns, "name": name, "uid": format!("uid-{name}"),
+                         "resourceVersion": "1", "creationTimestamp": "2026-11-01T10:00:00Z"},
+            "spec": {"tls": [{"hosts": ["example.com"], "secretName": format!("{name}-tls")}],
+                     "rules": [{"host": "example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix",
+                         "backend": {"service": {"name": service, "port": {"number": 80}}}}]}}]}
+        }))
+        .expect("a valid Ingress")
+    }
 
     pub fn mk_deployment(ns: &str, name: &str, uid: &str, labels: &[(&str, &str)]) -> Deployment {
         let labels: serde_json::Map<_, _> = labels

@@ -1,15 +1,13 @@
 //! ReplicaSets: served as `kubectl get replicasets` shows them, and the link from a Pod to
 //! its Deployment (the Pod's controller is a ReplicaSet, whose controller is a Deployment).
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use serde::Serialize;
 
 use crate::{
-    Kind, Labels, METADATA_FIELDS, ObjectKey, Owner, Record, Selectable, metadata_field,
-    record_fields, rfc3339, to_json,
+    Kind, Labels, METADATA_FIELDS, ObjectKey, Owner, Record, record_fields, rfc3339, to_json,
 };
 
 /// The ReplicaSet as the API shows it: kubectl's columns.
@@ -91,16 +89,7 @@ impl ReplicaSetRecord {
     }
 }
 
-record_fields!(ReplicaSetRecord);
-
-impl Selectable for ReplicaSetRecord {
-    fn labels(&self) -> &Labels {
-        &self.labels
-    }
-    fn field(&self, path: &str) -> Option<Cow<'_, str>> {
-        metadata_field(&self.key, path)
-    }
-}
+record_fields!(ReplicaSetRecord, metadata_selectable);
 
 impl Record for ReplicaSetRecord {
     const KIND: Kind = Kind::ReplicaSet;

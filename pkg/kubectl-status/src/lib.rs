@@ -1,6 +1,7 @@
-//! The READY / STATUS / RESTARTS columns of `kubectl get pods` and the
-//! READY / UP-TO-DATE / AVAILABLE columns of `kubectl get deployments`,
-//! computed from typed `k8s-openapi` objects.
+//! The READY / STATUS / RESTARTS columns of `kubectl get pods`, the
+//! READY / UP-TO-DATE / AVAILABLE columns of `kubectl get deployments` and the
+//! columns of `kubectl get services` and `ingresses`, computed from
+//! typed `k8s-openapi` objects.
 //!
 //! The logic is a port of `printPod` and `printDeployment` in
 //! `k8s.io/kubernetes/pkg/printers/internalversion/printers.go` as shipped
@@ -15,6 +16,10 @@
 //! panics.
 
 #![warn(missing_docs)]
+
+mod network;
+
+pub use network::{IngressColumns, ServiceColumns, ingress_columns, service_columns};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{

@@ -4,7 +4,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, Pod, Service};
+use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::{ListParams, ObjectList};
 use kube::core::PartialObjectMeta;
 use serde::de::DeserializeOwned;
@@ -100,6 +101,8 @@ impl LiveSource {
             Kind::Deployment => self.namespaces_of::<Deployment>().await,
             Kind::Pod => self.namespaces_of::<Pod>().await,
             Kind::ReplicaSet => self.namespaces_of::<ReplicaSet>().await,
+            Kind::Service => self.namespaces_of::<Service>().await,
+            Kind::Ingress => self.namespaces_of::<Ingress>().await,
         }
     }
 
