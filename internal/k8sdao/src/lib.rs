@@ -22,7 +22,7 @@ use std::collections::{BTreeSet, HashSet};
 use confk8s::ObjectKey;
 
 use k8scache::Caches;
-use model::{DeploymentRecord, EventDto, Keyed, NewDeployment, PodRecord};
+use model::{DeploymentRecord, EventDto, Keyed, NewDeployment, NewIngress, NewService, PodRecord};
 
 /// Which namespaces and labels a list covers.
 #[derive(Clone, Debug, Default)]
@@ -255,6 +255,31 @@ pub trait WorkloadWriter: Send + Sync {
         namespace: &str,
         name: &str,
     ) -> impl Future<Output = Result<(), DaoError>> + Send;
+    /// The Service as the apiserver stored it, as JSON (what kubectl's `get -o json` shows).
+    fn create_service(
+        &self,
+        namespace: &str,
+        new: &NewService,
+    ) -> impl Future<Output = Result<Vec<u8>, DaoError>> + Send;
+    /// The Ingress as the apiserver stored it, as JSON.
+    fn create_ingress(
+        &self,
+        namespace: &str,
+        new: &NewIngress,
+    ) -> impl Future<Output = Result<Vec<u8>, DaoError>> + Send;
+    /// The Service as JSON, read from the apiserver whatever the source (no cache holds
+    /// Services yet).
+    fn service_json(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Vec<u8>, DaoError>> + Send;
+    /// The Ingress as JSON, read from the apiserver whatever the source.
+    fn ingress_json(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Vec<u8>, DaoError>> + Send;
 }
 
 /// What a write left behind, for a cache to catch up with.
@@ -599,5 +624,26 @@ impl WorkloadWriter for Source {
             .await?;
         self.settle(ObjectKind::Pod, namespace, name, effect).await;
         Ok(())
+    }
+
+    // No cache holds Services or Ingresses yet: nothing to settle, and reads go live.
+    async fn create_service(&self, namespace: &str, new: &NewService) -> Result<Vec<u8>, DaoError> {
+        self.scoped(Some(namespace))?;
+        self.writer()?.create_service(namespace, new).await
+    }
+
+    async fn create_ingress(&self, namespace: &str, new: &NewIngress) -> Result<Vec<u8>, DaoError> {
+        self.scoped(Some(namespace))?;
+        self.writer()?.create_ingress(namespace, new).await
+    }
+
+    async fn service_json(&self, namespace: &str, name: &str) -> Result<Vec<u8>, DaoError> {
+        self.scoped(Some(namespace))?;
+        self.writer()?.service_json(namespace, name).await
+    }
+
+    async fn ingress_json(&self, namespace: &str, name: &str) -> Result<Vec<u8>, DaoError> {
+        self.scoped(Some(namespace))?;
+        self.writer()?.ingress_json(namespace, name).await
     }
 }

@@ -14,6 +14,9 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::Serialize;
 
+mod requests;
+pub use requests::*;
+
 pub type Labels = BTreeMap<String, String>;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
