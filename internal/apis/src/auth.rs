@@ -61,6 +61,7 @@ struct AccessQuery {
 }
 
 const APPS: &str = "apps";
+const NETWORKING: &str = "networking.k8s.io";
 const WATCH: &str = "watch";
 const CORE: &str = "";
 
@@ -173,6 +174,16 @@ fn rule(
             access("get", CORE, "pods", object_ns, name),
             access("list", CORE, "events", object_ns, None),
         ],
+        ("/services/{name}", "POST") => vec![access("create", CORE, "services", object_ns, None)],
+        ("/services/{name}/output", "GET") => {
+            vec![access("get", CORE, "services", object_ns, name)]
+        }
+        ("/ingresses/{name}", "POST") => {
+            vec![access("create", NETWORKING, "ingresses", object_ns, None)]
+        }
+        ("/ingresses/{name}/output", "GET") => {
+            vec![access("get", NETWORKING, "ingresses", object_ns, name)]
+        }
         _ => return None,
     };
     Some(Rule::all(required))
@@ -459,6 +470,22 @@ mod tests {
         assert_eq!(
             shown("/pods/{name}", Method::DELETE, ns(), None),
             ["delete pods \"web\" in namespace \"shop\""]
+        );
+        assert_eq!(
+            shown("/services/{name}", Method::POST, ns(), None),
+            ["create services in namespace \"shop\""]
+        );
+        assert_eq!(
+            shown("/services/{name}/output", Method::GET, ns(), None),
+            ["get services \"web\" in namespace \"shop\""]
+        );
+        assert_eq!(
+            shown("/ingresses/{name}", Method::POST, query(None, None), None),
+            ["create ingresses.networking.k8s.io in namespace \"default\""]
+        );
+        assert_eq!(
+            shown("/ingresses/{name}/output", Method::GET, ns(), None),
+            ["get ingresses.networking.k8s.io \"web\" in namespace \"shop\""]
         );
         assert!(
             rule("/pods/{name}", &Method::PATCH, None, &ns(), None).is_none(),
