@@ -9,7 +9,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::docs::{DeploymentDoc, PodDoc};
+use super::docs::{DeploymentDoc, KubernetesObjectDoc, PodDoc};
 use super::edge::enveloped_405;
 use super::envelope::{
     ApiError, ApiJson, ApiPath, ApiQuery, Envelope, ErrorEnvelope, ok, ok_json, ok_page_json,
@@ -443,7 +443,7 @@ fn printed((format, body): (OutputFormat, String)) -> Response {
     params(("name" = String, Path, description = "Service name (a DNS-1035 label)"), ObjectParams),
     request_body(content = CreateService, description = "Either the original's DSL, `{\"services\": [\"80:8080\", \"!30080:80:8080\", \"#80:8080\", \"@db.example.com\"]}`: `port[:target]` ClusterIP; `!port:target` NodePort, `!node:port:target` with that node port; `#port:target` headless; `@host` ExternalName (the first drops every other entry); one `!` or `#` entry sets the type of the whole Service; ports named `<port>-<target>`. Or the structured form: `{\"type\": \"NodePort\", \"ports\": [{\"port\": 80, \"targetPort\": 8080, \"nodePort\": 30080}]}`, `{\"type\": \"ExternalName\", \"externalName\": \"db.example.com\"}`. At most 100 ports (entries) of 256 bytes."),
     responses(
-        (status = 200, description = "The Service as the apiserver stored it (as `kubectl get -o json` prints it)", body = Envelope<Object>),
+        (status = 200, description = "The Service as the apiserver stored it (as `kubectl get -o json` prints it)", body = Envelope<KubernetesObjectDoc>),
         (status = 400, description = "Invalid namespace, name or body; `error` names the bad entry and why", body = ErrorEnvelope),
         (status = 403, description = "k8sailor's account (or, with --auth delegated, the caller) may not create Services", body = ErrorEnvelope),
         (status = 404, description = "No such namespace", body = ErrorEnvelope),
@@ -491,7 +491,7 @@ async fn service_output(
     params(("name" = String, Path, description = "Ingress name"), ObjectParams),
     request_body(content = CreateIngress, description = "Either the original's DSL, `{\"endpoints\": [\"http://host[:port]/path[*]?backend=service[:port|portName]&tls=secretName\"]}`: the host is kept (the URL's port is not an Ingress's), a trailing `*` makes a Prefix path (else Exact, `/` when empty), the backend defaults to `<name>:80` and an empty port to 80, `tls` adds the host with that Secret. Or the structured form: `{\"rules\": [{\"host\": \"a.example.com\", \"path\": \"/api\", \"pathType\": \"Prefix\", \"backend\": {\"service\": \"api\", \"port\": 8080}}], \"tls\": [{\"hosts\": [\"a.example.com\"], \"secretName\": \"a-cert\"}]}` (host absent: every host; path `/` and pathType Exact by default; port 80 by default). At most 100 rules (entries) of 2,048 bytes."),
     responses(
-        (status = 200, description = "The Ingress as the apiserver stored it (as `kubectl get -o json` prints it)", body = Envelope<Object>),
+        (status = 200, description = "The Ingress as the apiserver stored it (as `kubectl get -o json` prints it)", body = Envelope<KubernetesObjectDoc>),
         (status = 400, description = "Invalid namespace, name or body; `error` names the bad entry and why", body = ErrorEnvelope),
         (status = 403, description = "k8sailor's account (or, with --auth delegated, the caller) may not create Ingresses", body = ErrorEnvelope),
         (status = 404, description = "No such namespace", body = ErrorEnvelope),

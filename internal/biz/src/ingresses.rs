@@ -43,7 +43,6 @@ pub struct IngressRuleRequest {
     /// Default `/`.
     pub path: Option<String>,
     /// Default `Exact`.
-    #[schema(value_type = Option<String>, example = "Prefix")]
     pub path_type: Option<PathType>,
     pub backend: IngressBackendRequest,
 }
