@@ -306,6 +306,10 @@ async fn each_bad_entry_is_a_400_naming_it() {
             "invalid ports[0]: nodePort needs type NodePort",
         ),
         (
+            json!({"ports": [{"port": 80}, {"port": "http"}]}),
+            "invalid ports[1]: port \"http\" must be a number from 1 to 65535",
+        ),
+        (
             json!({"type": "NodePort", "ports": [{"port": 80, "targetPort": 70000}]}),
             "invalid ports[0]: targetPort 70000",
         ),

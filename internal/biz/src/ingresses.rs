@@ -11,14 +11,14 @@
 use serde::Deserialize;
 use url::{Host, Url};
 
-use super::services::{PortValue, port_ref};
+use super::services::{PortValue, port_ref, port_value};
 use super::{
     BizError, OutputFormat, RawObject, Workloads, check_name, check_sizes_of, entry_error,
     object_namespace, render_off_worker,
 };
 use k8sdao::WorkloadWriter;
 use model::{NewIngress, NewIngressRule, NewIngressTls, PathType, PortRef};
-use selector::validation::{is_dns1035_label, is_dns1123_subdomain, is_port_name};
+use selector::validation::{is_dns1035_label, is_dns1123_subdomain};
 
 /// The body of `POST /ingresses/{name}`: either `endpoints` (the original's DSL) or the
 /// structured form (`rules`, `tls`), never both.
@@ -216,17 +216,7 @@ fn structured_rule(rule: &IngressRuleRequest) -> Result<NewIngressRule, String> 
     }
     let port = match &rule.backend.port {
         None => PortRef::Number(DEFAULT_BACKEND_PORT),
-        Some(PortValue::Number(n)) => i32::try_from(*n)
-            .ok()
-            .filter(|p| (1..=65535).contains(p))
-            .map(PortRef::Number)
-            .ok_or_else(|| format!("backend port {n} must be a number from 1 to 65535"))?,
-        Some(PortValue::Name(name)) if is_port_name(name) => PortRef::Name(name.clone()),
-        Some(PortValue::Name(name)) => {
-            return Err(format!(
-                "backend port {name:?} is no port name (at most 15 lowercase alphanumerics or '-', with a letter)"
-            ));
-        }
+        Some(port) => port_value("backend port", port)?,
     };
     Ok(NewIngressRule {
         host,
@@ -611,7 +601,7 @@ mod tests {
             ),
             (
                 serde_json::json!({"rules": [{"backend": {"service": "a", "port": "X"}}]}),
-                "invalid rules[0]: backend port \"X\" is no port name",
+                "invalid rules[0]: port \"X\" is neither a number",
             ),
             (
                 serde_json::json!({"rules": [{"host": "-a", "backend": {"service": "a"}}]}),

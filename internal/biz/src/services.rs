@@ -52,14 +52,15 @@ pub enum ServiceType {
 }
 
 /// One TCP port of a Service.
-#[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ServicePortRequest {
-    pub port: i64,
+    /// A number (a string of digits is read as one).
+    pub port: PortValue,
     /// The Pods' port: a number or a container port's name; default `port`.
     pub target_port: Option<PortValue>,
-    /// NodePort only: the port on every node; default one the cluster chooses.
-    pub node_port: Option<i64>,
+    /// NodePort only: the port on every node, a number; default one the cluster chooses.
+    pub node_port: Option<PortValue>,
     /// Default `<port>-<targetPort>`.
     pub name: Option<String>,
 }
@@ -80,14 +81,18 @@ pub const MAX_SERVICE_ENTRY_BYTES: usize = 256;
 
 const PORT_RULE: &str = "must be a number from 1 to 65535";
 
-/// A port number as the DSL writes it: digits only, so `+80` or `080x` are no ports.
-pub(crate) fn port_number(text: &str) -> Result<i32, String> {
+/// A port number written as text: digits only, so `+80` or `080x` are no ports.
+fn number_in(what: &str, text: &str) -> Result<i32, String> {
     text.bytes()
         .all(|b| b.is_ascii_digit())
         .then(|| text.parse::<i32>().ok())
         .flatten()
         .filter(|p| (1..=65535).contains(p))
-        .ok_or_else(|| format!("port {text:?} {PORT_RULE}"))
+        .ok_or_else(|| format!("{what} {text:?} {PORT_RULE}"))
+}
+
+fn port_number(text: &str) -> Result<i32, String> {
+    number_in("port", text)
 }
 
 fn port_in_range(what: &str, value: i64) -> Result<i32, String> {
@@ -95,6 +100,14 @@ fn port_in_range(what: &str, value: i64) -> Result<i32, String> {
         .ok()
         .filter(|p| (1..=65535).contains(p))
         .ok_or_else(|| format!("{what} {value} {PORT_RULE}"))
+}
+
+/// A port that must be a number, given as one or as digits.
+fn number_of(what: &str, value: &PortValue) -> Result<i32, String> {
+    match value {
+        PortValue::Number(n) => port_in_range(what, *n),
+        PortValue::Name(text) => number_in(what, text),
+    }
 }
 
 /// A port that may be named: digits are a number, anything else a port's name.
@@ -115,10 +128,11 @@ fn port_name(text: &str) -> Result<String, String> {
     }
 }
 
-fn port_value(value: &PortValue) -> Result<PortRef, String> {
+/// A port by number or name, as the structured forms give it (`what` names it in errors).
+pub(crate) fn port_value(what: &str, value: &PortValue) -> Result<PortRef, String> {
     match value {
-        PortValue::Number(n) => port_in_range("targetPort", *n).map(PortRef::Number),
-        PortValue::Name(name) => port_name(name).map(PortRef::Name),
+        PortValue::Number(n) => port_in_range(what, *n).map(PortRef::Number),
+        PortValue::Name(text) => port_ref(text),
     }
 }
 
@@ -303,9 +317,9 @@ fn from_structured(body: &CreateService) -> Result<ServiceShape, BizError> {
     for (i, p) in ports.iter().enumerate() {
         let what = || format!("ports[{i}]");
         let checked = (|| {
-            let port = port_in_range("port", p.port)?;
+            let port = number_of("port", &p.port)?;
             let target = match &p.target_port {
-                Some(t) => port_value(t)?,
+                Some(t) => port_value("targetPort", t)?,
                 None => PortRef::Number(port),
             };
             let mut new = service_port(port, target);
@@ -315,11 +329,11 @@ fn from_structured(body: &CreateService) -> Result<ServiceShape, BizError> {
                 }
                 new.name = name.clone();
             }
-            let node_port = match p.node_port {
+            let node_port = match &p.node_port {
                 Some(_) if marker != Marker::NodePort => {
                     return Err("nodePort needs type NodePort".into());
                 }
-                Some(n) => Some(port_in_range("nodePort", n)?),
+                Some(n) => Some(number_of("nodePort", n)?),
                 None => None,
             };
             seen.add(&new, node_port)?;
@@ -635,6 +649,14 @@ mod tests {
             (
                 serde_json::json!({"ports": [{"port": 80, "nodePort": 30080}]}),
                 "invalid ports[0]: nodePort needs type NodePort",
+            ),
+            (
+                serde_json::json!({"ports": [{"port": "http"}]}),
+                "invalid ports[0]: port \"http\" must be a number from 1 to 65535",
+            ),
+            (
+                serde_json::json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": "x"}]}),
+                "invalid ports[0]: nodePort \"x\" must be a number",
             ),
             (
                 serde_json::json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": -1}]}),
