@@ -163,7 +163,13 @@ fn parse_endpoint(
     let (service, port) = match backend.as_deref() {
         Some("") => return Err("backend is empty".into()),
         Some(backend) => parse_backend(backend)?,
-        None => (ingress.to_string(), PortRef::Number(DEFAULT_BACKEND_PORT)),
+        // The original's default: a Service named as the Ingress.
+        None => (
+            check_service(ingress).map_err(|e| {
+                format!("has no backend, and the default (the Ingress's name): {e}")
+            })?,
+            PortRef::Number(DEFAULT_BACKEND_PORT),
+        ),
     };
     let tls = match tls.as_deref() {
         Some(secret) => Some(NewIngressTls {
@@ -636,6 +642,13 @@ mod tests {
         };
         let e = new_ingress("Shop", &body(1, 1)).unwrap_err().to_string();
         assert!(e.contains("invalid name \"Shop\""), "{e}");
+        let e = new_ingress("shop.v1", &body(1, 1)).unwrap_err().to_string();
+        assert!(e.contains("has no backend, and the default (the Ingress's name): service \"shop.v1\" is no Service name"), "{e}");
+        let named = CreateIngress {
+            endpoints: Some(vec!["http://a.example.com/?backend=shop".into()]),
+            ..Default::default()
+        };
+        assert!(new_ingress("shop.v1", &named).is_ok());
         let e = new_ingress("Shop", &body(101, 1)).unwrap_err().to_string();
         assert_eq!(e, "invalid endpoints: 101 entries, over the limit of 100");
         let e = new_ingress("shop", &body(1, 3000)).unwrap_err().to_string();

@@ -257,6 +257,45 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn answers_leave_out_what_kubectl_does_and_a_missing_object_is_named() {
+        let stored = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "ns", "resourceVersion": "5",
+                "managedFields": [{"manager": "k8sailor"}],
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+            "spec": {"type": "ClusterIP", "clusterIP": "10.0.0.7"}});
+        let missing = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "reason": "NotFound", "code": 404, "message": "ingresses.networking.k8s.io \"gone\" not found"});
+        let (source, server) = super::super::mock::source_with(vec![
+            ("/api/v1/namespaces/ns/services?", 201, stored.clone()),
+            ("/api/v1/namespaces/ns/services/web", 200, stored),
+            (
+                "/apis/networking.k8s.io/v1/namespaces/ns/ingresses/gone",
+                404,
+                missing,
+            ),
+        ]);
+        let new = NewService {
+            name: "web".into(),
+            shape: ServiceShape::ExternalName("db.example.com".into()),
+        };
+        let created: Value =
+            serde_json::from_slice(&source.create_service("ns", &new).await.unwrap()).unwrap();
+        let printed: Value =
+            serde_json::from_slice(&source.service_json("ns", "web").await.unwrap()).unwrap();
+        for answer in [&created, &printed] {
+            assert_eq!(answer["spec"]["clusterIP"], "10.0.0.7", "the stored object");
+            assert!(answer["metadata"]["managedFields"].is_null(), "{answer}");
+            assert!(answer["metadata"]["annotations"].is_null(), "{answer}");
+        }
+        let err = source.ingress_json("ns", "gone").await.unwrap_err();
+        assert!(
+            matches!(&err, DaoError::NotFound { kind: "ingress", name, .. } if name == "gone"),
+            "{err}"
+        );
+        server.await.unwrap();
+    }
+
     #[test]
     fn an_ingress_has_one_rule_per_entry() {
         let ingress = ingress_object(
