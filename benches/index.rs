@@ -6,6 +6,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use biz::PodRecord;
 use confk8s::Delta;
 use k8s_openapi::api::core::v1::Pod;
 use k8scache::Caches;
@@ -68,10 +69,24 @@ async fn main() {
         .collect();
     let scanned = query(&format!("bucket,bucket notin ({})", others.join(",")));
 
-    let (t_index, n_index) =
-        median(|| async { source.list_pods(&indexed).await.unwrap().items.len() }).await;
-    let (t_scan, n_scan) =
-        median(|| async { source.list_pods(&scanned).await.unwrap().items.len() }).await;
+    let (t_index, n_index) = median(|| async {
+        source
+            .list::<PodRecord>(&indexed)
+            .await
+            .unwrap()
+            .items
+            .len()
+    })
+    .await;
+    let (t_scan, n_scan) = median(|| async {
+        source
+            .list::<PodRecord>(&scanned)
+            .await
+            .unwrap()
+            .items
+            .len()
+    })
+    .await;
     assert_eq!(n_index, n_scan, "both queries select the same pods");
 
     let table = format!(

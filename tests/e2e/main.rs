@@ -10,6 +10,7 @@ mod deploy;
 mod edge;
 mod exposure;
 mod ingresses;
+mod kinds;
 mod operations;
 mod parity;
 mod read_path;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::support::{SOON, Server, TestNamespace, deployment};
 
 /// An open watch answer, read event by event.
-struct Watch {
+pub(crate) struct Watch {
     response: reqwest::Response,
     buffer: String,
     /// Server-Sent Events (blocks ending in a blank line) rather than JSON lines.
@@ -18,7 +18,7 @@ struct Watch {
 }
 
 impl Watch {
-    async fn open(server: &Server, path: &str, sse: bool) -> Watch {
+    pub(crate) async fn open(server: &Server, path: &str, sse: bool) -> Watch {
         let mut req = server.http.get(format!("{}{path}", server.base));
         if sse {
             req = req.header("Accept", "text/event-stream");
@@ -40,7 +40,7 @@ impl Watch {
     }
 
     /// The next event, `{"type":..,"object":..}`; panics if none comes within `SOON`.
-    async fn next(&mut self) -> Value {
+    pub(crate) async fn next(&mut self) -> Value {
         let deadline = Instant::now() + SOON;
         loop {
             let separator = if self.sse { "\n\n" } else { "\n" };
@@ -80,7 +80,7 @@ impl Watch {
     }
 }
 
-fn summary(event: &Value) -> (String, String) {
+pub(crate) fn summary(event: &Value) -> (String, String) {
     let object = &event["object"];
     let name = object["name"].as_str().unwrap_or_default();
     (

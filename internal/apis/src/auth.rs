@@ -22,7 +22,7 @@ use confk8s::{Access, ReviewError, Reviewer};
 use serde::Deserialize;
 
 use super::ApiError;
-use biz::{DEFAULT_NAMESPACE, NamespaceFilter, ObjectKind, Visibility, Workloads};
+use biz::{DEFAULT_NAMESPACE, Kind, NamespaceFilter, Visibility, Workloads};
 use k8sdao::Source;
 
 /// SubjectAccessReviews one filtered list may have under way at once: a cold cache with
@@ -89,7 +89,7 @@ struct Rule {
     required: Vec<Access>,
     /// A list or watch across namespaces: it shows the objects of this kind in the namespaces
     /// where this access (its namespace left open) is allowed.
-    per_namespace: Option<(ObjectKind, Access)>,
+    per_namespace: Option<(Kind, Access)>,
 }
 
 impl Rule {
@@ -102,7 +102,7 @@ impl Rule {
 
     /// A list or watch of `kind`: in the namespace `access` names, if it names one (refused
     /// without the right there), else across the namespaces where `access` is allowed.
-    fn list(kind: ObjectKind, access: Access) -> Rule {
+    fn list(kind: Kind, access: Access) -> Rule {
         if access.namespace.is_some() {
             Rule::all(vec![access])
         } else {
@@ -135,11 +135,21 @@ fn rule(
     // An invalid `watch` is the handler's 400; here it is no watch.
     let watch = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false);
     let list_verb = if watch { WATCH } else { "list" };
+    if let Some((kind, is_list)) = super::kinds::served_by(route) {
+        return (method == Method::GET).then(|| {
+            let (group, resource) = (kind.group(), kind.resource());
+            if is_list {
+                Rule::list(kind, access(list_verb, group, resource, list_ns, None))
+            } else {
+                Rule::all(vec![access("get", group, resource, object_ns, name)])
+            }
+        });
+    }
     let required = match (route, method.as_str()) {
         ("/ping", "GET") => Vec::new(),
         ("/deployments", "GET") => {
             return Some(Rule::list(
-                ObjectKind::Deployment,
+                Kind::Deployment,
                 access(list_verb, APPS, "deployments", list_ns, None),
             ));
         }
@@ -162,7 +172,7 @@ fn rule(
         ],
         ("/pods", "GET") => {
             return Some(Rule::list(
-                ObjectKind::Pod,
+                Kind::Pod,
                 access(list_verb, CORE, "pods", list_ns, None),
             ));
         }
@@ -258,7 +268,7 @@ fn refusal(e: ReviewError) -> Response {
 async fn visible_namespaces(
     auth: &AuthLayer,
     token: &str,
-    kind: ObjectKind,
+    kind: Kind,
     access: &Access,
 ) -> Result<NamespaceFilter, Response> {
     // Cluster-wide first: a caller allowed everywhere costs one (cached) review, and sees
@@ -269,9 +279,9 @@ async fn visible_namespaces(
         Err(e) => return Err(refusal(e)),
     }
     // A watch's namespaces are fixed when it starts, so it also takes those holding the
-    // other kind: a Deployment scaled to zero keeps its namespace in, and its new pods show.
-    let kinds: &[ObjectKind] = if access.verb == WATCH {
-        &[ObjectKind::Deployment, ObjectKind::Pod]
+    // other kinds: a Deployment scaled to zero keeps its namespace in, and its new pods show.
+    let kinds: &[Kind] = if access.verb == WATCH {
+        Kind::ALL
     } else {
         std::slice::from_ref(&kind)
     };

@@ -8,6 +8,7 @@ mod edge;
 mod envelope;
 mod health;
 mod host_check;
+mod kinds;
 mod metrics;
 mod routes;
 mod watch;

@@ -14,9 +14,11 @@ use super::edge::enveloped_405;
 use super::envelope::{
     ApiError, ApiJson, ApiPath, ApiQuery, Envelope, ErrorEnvelope, ok, ok_json, ok_page_json,
 };
-use super::{AppState, watch};
-use biz::EventDto;
-use biz::{CreateDeployment, CreateIngress, CreateService, ListRequest, OutputFormat, Visibility};
+use super::{AppState, kinds, watch};
+use biz::{
+    CreateDeployment, CreateIngress, CreateService, DeploymentRecord, EventDto, Kind, ListRequest,
+    OutputFormat, Visibility,
+};
 
 /// Every API route: each is registered together with its OpenAPI description.
 pub fn api() -> OpenApiRouter<AppState> {
@@ -39,6 +41,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .routes(enveloped_405(routes!(service_output)))
         .routes(enveloped_405(routes!(create_ingress)))
         .routes(enveloped_405(routes!(ingress_output)))
+        .merge(kinds::routes())
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -66,7 +69,7 @@ pub(super) struct ListParams {
     /// BOOKMARK, then each change (ADDED, MODIFIED, DELETED, as the apiserver's watch); as
     /// Server-Sent Events when `Accept` names `text/event-stream`, else as newline-delimited
     /// JSON. Not with `limit`, `continue` or `sort`.
-    watch: Option<String>,
+    pub(super) watch: Option<String>,
 }
 
 impl From<ListParams> for ListRequest {
@@ -85,7 +88,10 @@ impl From<ListParams> for ListRequest {
 
 /// The list request, with what the access check decided the caller may see (none without
 /// authentication: everything).
-fn list_request(q: ListParams, visibility: Option<Extension<Visibility>>) -> ListRequest {
+pub(super) fn list_request(
+    q: ListParams,
+    visibility: Option<Extension<Visibility>>,
+) -> ListRequest {
     ListRequest {
         visibility: visibility.map(|v| v.0).unwrap_or_default(),
         ..q.into()
@@ -96,7 +102,7 @@ fn list_request(q: ListParams, visibility: Option<Extension<Visibility>>) -> Lis
 #[into_params(parameter_in = Query)]
 pub(super) struct ObjectParams {
     /// The object's namespace; default `default`.
-    namespace: Option<String>,
+    pub(super) namespace: Option<String>,
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -130,17 +136,7 @@ async fn list_deployments(
     visibility: Option<Extension<Visibility>>,
     ApiQuery(q): ApiQuery<ListParams>,
 ) -> Result<Response, ApiError> {
-    let is_watch = watch::is_watch(q.watch.as_deref())?;
-    let req = list_request(q, visibility);
-    if is_watch {
-        let frames = s.workloads.watch_deployments(&req).await?;
-        let guard = s.metrics.watch_opened("Deployment");
-        return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
-    }
-    off_the_workers(s, move |s| async move {
-        Ok(ok_page_json(s.workloads.list_deployments(&req).await?))
-    })
-    .await
+    kinds::list::<DeploymentRecord>(s, headers, visibility, q).await
 }
 
 /// Caches holding at most this many objects are listed on the runtime's worker: a list over
@@ -153,7 +149,7 @@ const INLINE_LIST_OBJECTS: usize = 2_000;
 /// creationTimestamp, 11 ms for a first page of 500, which sorts and keeps them all), which
 /// would hold a runtime worker and every request queued on it. The live source's lists wait
 /// on the apiserver instead, and stay on the worker.
-async fn off_the_workers<F, Fut>(s: AppState, work: F) -> Result<Response, ApiError>
+pub(super) async fn off_the_workers<F, Fut>(s: AppState, work: F) -> Result<Response, ApiError>
 where
     F: FnOnce(AppState) -> Fut + Send + 'static,
     Fut: Future<Output = Result<Response, ApiError>>,
@@ -185,11 +181,7 @@ async fn get_deployment(
     ApiPath(name): ApiPath<String>,
     ApiQuery(q): ApiQuery<ObjectParams>,
 ) -> Result<Response, ApiError> {
-    Ok(ok_json(
-        &s.workloads
-            .get_deployment(q.namespace.as_deref(), &name)
-            .await?,
-    ))
+    kinds::get_one::<DeploymentRecord>(s, name, q).await
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -297,7 +289,7 @@ async fn pods_of_deployment(
             .workloads
             .watch_pods_of_deployment(q.namespace.as_deref(), &name)
             .await?;
-        let guard = s.metrics.watch_opened("Pod");
+        let guard = s.metrics.watch_opened(Kind::Pod.name());
         return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
     }
     off_the_workers(s, move |s| async move {
@@ -329,7 +321,7 @@ async fn list_pods(
     let req = list_request(q, visibility);
     if is_watch {
         let frames = s.workloads.watch_pods(&req).await?;
-        let guard = s.metrics.watch_opened("Pod");
+        let guard = s.metrics.watch_opened(Kind::Pod.name());
         return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
     }
     off_the_workers(s, move |s| async move {

@@ -509,6 +509,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/k8sailor/v0/services/{name}/output"),
     ("post", "/k8sailor/v0/ingresses/{name}"),
     ("get", "/k8sailor/v0/ingresses/{name}/output"),
+    ("get", "/k8sailor/v0/replicasets"),
+    ("get", "/k8sailor/v0/replicasets/{name}"),
     ("get", "/livez"),
     ("get", "/readyz"),
     ("get", "/metrics"),
@@ -600,6 +602,14 @@ async fn answers_carry_exactly_the_documented_keys() {
         .cloned()
         .collect();
     assert_eq!(answered, keys(&schemas["DeploymentDto"]));
+    let (_, replicaset) = get("/k8sailor/v0/replicasets/web-1a2b?namespace=ns-a").await;
+    let answered: std::collections::BTreeSet<String> = replicaset["data"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(answered, keys(&schemas["ReplicaSetDto"]));
     let (_, error) = get("/k8sailor/v0/pods/nope?namespace=ns-a").await;
     let answered: std::collections::BTreeSet<String> =
         error.as_object().unwrap().keys().cloned().collect();

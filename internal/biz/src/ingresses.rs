@@ -43,8 +43,27 @@ pub struct IngressRuleRequest {
     /// Default `/`.
     pub path: Option<String>,
     /// Default `Exact`.
-    pub path_type: Option<PathType>,
+    pub path_type: Option<PathTypeRequest>,
     pub backend: IngressBackendRequest,
+}
+
+/// networking.k8s.io/v1 `pathType`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+#[schema(as = PathType)]
+pub enum PathTypeRequest {
+    Exact,
+    Prefix,
+    ImplementationSpecific,
+}
+
+impl From<PathTypeRequest> for PathType {
+    fn from(p: PathTypeRequest) -> Self {
+        match p {
+            PathTypeRequest::Exact => PathType::Exact,
+            PathTypeRequest::Prefix => PathType::Prefix,
+            PathTypeRequest::ImplementationSpecific => PathType::ImplementationSpecific,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
@@ -212,7 +231,7 @@ fn from_endpoints(ingress: &str, endpoints: &[String]) -> Result<NewIngress, Biz
 
 fn structured_rule(rule: &IngressRuleRequest) -> Result<NewIngressRule, String> {
     let host = rule.host.as_deref().map(check_host).transpose()?;
-    let path_type = rule.path_type.unwrap_or(PathType::Exact);
+    let path_type = rule.path_type.map_or(PathType::Exact, PathType::from);
     let path = rule.path.clone().unwrap_or_else(|| "/".to_string());
     if path_type != PathType::ImplementationSpecific && !path.starts_with('/') {
         return Err(format!(

@@ -14,8 +14,11 @@ use selector::validation::{is_dns1123_label, is_dns1123_subdomain};
 use selector::{FieldSelector, LabelSelector};
 
 pub use ingresses::{CreateIngress, IngressBackendRequest, IngressRuleRequest, IngressTlsRequest};
+pub use k8sdao::Served;
 /// The answers' shapes, for whoever describes them (apis' OpenAPI).
-pub use model::{DeploymentDto, EventDto, PodDto};
+pub use model::{DeploymentDto, EventDto, PodDto, ReplicaSetDto};
+/// The kinds' records, which name the kinds the generic reads take.
+pub use model::{DeploymentRecord, PodRecord, Record, ReplicaSetRecord};
 pub use output::OutputFormat;
 pub use paging::{PageStore, SNAPSHOT_CAPACITY, SortSpec};
 pub use services::{CreateService, PortValue, ServicePortRequest, ServiceType};
@@ -23,8 +26,8 @@ pub use watch::{WatchUpdate, WatchUpdates, WatchedView};
 pub use writes::{ContainerRequest, CreateDeployment};
 
 use k8sdao::{DaoError, ListQuery, WorkloadSource};
-pub use k8sdao::{NamespaceFilter, ObjectKind};
-use model::{DEPLOYMENT_FIELDS, DeploymentRecord, Keyed, POD_FIELDS, PodRecord};
+pub use k8sdao::{Kind, NamespaceFilter};
+use paging::PageStores;
 
 /// Raw objects up to this size are rendered on the runtime's worker (well under a
 /// millisecond); larger ones on the blocking pool.
@@ -347,19 +350,29 @@ impl JsonAnswer for PodView {
     }
 }
 
-/// A Deployment as answered.
-#[derive(Clone, Debug)]
-pub struct DeploymentView(pub Arc<DeploymentRecord>);
+/// An object answered as its record alone: its kind's DTO.
+#[derive(Debug)]
+pub struct RecordView<R>(pub Arc<R>);
 
-impl JsonAnswer for DeploymentView {
+// Not derived: that would require `R: Clone`, and only the `Arc` is cloned.
+impl<R> Clone for RecordView<R> {
+    fn clone(&self) -> Self {
+        RecordView(self.0.clone())
+    }
+}
+
+impl<R: Record> JsonAnswer for RecordView<R> {
     fn write_json(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(self.0.json.as_bytes());
+        out.extend_from_slice(self.0.json().as_bytes());
     }
 
     fn json_len(&self) -> usize {
-        self.0.json.len()
+        self.0.json().len()
     }
 }
+
+/// A Deployment as answered.
+pub type DeploymentView = RecordView<DeploymentRecord>;
 
 impl<T: JsonAnswer> JsonAnswer for Vec<T> {
     fn write_json(&self, out: &mut Vec<u8>) {
@@ -386,33 +399,22 @@ fn write_json_string(out: &mut Vec<u8>, s: &str) {
 /// The use cases of the API over any [`WorkloadSource`].
 pub struct Workloads<S> {
     source: S,
-    deployment_pages: PageStore<DeploymentRecord>,
-    pod_pages: PageStore<PodRecord>,
+    pages: PageStores,
 }
 
 impl<S: WorkloadSource> Workloads<S> {
     pub fn new(source: S) -> Self {
         Workloads {
             source,
-            deployment_pages: PageStore::default(),
-            pod_pages: PageStore::default(),
+            pages: PageStores::default(),
         }
     }
 
     /// Filters through the source, sorts, and cuts the page; a continue token reads its
     /// snapshot instead of the source.
-    async fn paged<R, F, Fut>(
-        store: &PageStore<R>,
-        req: &ListRequest,
-        fields: &[&str],
-        list: F,
-    ) -> Result<paging::PageSlice<R>, BizError>
-    where
-        R: Keyed,
-        F: FnOnce(ListQuery) -> Fut,
-        Fut: Future<Output = Result<k8sdao::Listing<R>, DaoError>>,
-    {
-        let query = req.query(fields)?;
+    async fn paged<R: Served>(&self, req: &ListRequest) -> Result<paging::PageSlice<R>, BizError> {
+        let store = self.pages.of::<R>();
+        let query = req.query(R::FIELDS)?;
         let sort = SortSpec::parse(req.sort.as_deref())?;
         let limit = req.limit.filter(|l| *l > 0);
         let fingerprint = paging::fingerprint(&(
@@ -425,7 +427,7 @@ impl<S: WorkloadSource> Workloads<S> {
         if let Some(token) = req.continue_token.as_deref().filter(|t| !t.is_empty()) {
             return store.next(token, fingerprint, viewer, limit);
         }
-        let mut listing = list(query).await?;
+        let mut listing = self.source.list::<R>(&query).await?;
         // Sources list in (namespace, name) order already; sorting a sorted list is linear.
         listing
             .items
@@ -445,23 +447,18 @@ impl<S: WorkloadSource> Workloads<S> {
 
     /// The namespaces holding objects of `kind`: the only ones where an all-namespace list
     /// of it can find anything, so the only ones whose rights need deciding.
-    pub async fn namespaces_holding(&self, kind: ObjectKind) -> Result<Vec<String>, BizError> {
+    pub async fn namespaces_holding(&self, kind: Kind) -> Result<Vec<String>, BizError> {
         Ok(self.source.namespaces_holding(kind).await?)
     }
 
-    pub async fn list_deployments(
+    /// The objects of kind `R` the request selects, sorted and paged.
+    pub async fn list<R: Served>(
         &self,
         req: &ListRequest,
-    ) -> Result<Page<DeploymentView>, BizError> {
-        let page = Self::paged(
-            &self.deployment_pages,
-            req,
-            DEPLOYMENT_FIELDS,
-            |q| async move { self.source.list_deployments(&q).await },
-        )
-        .await?;
+    ) -> Result<Page<RecordView<R>>, BizError> {
+        let page = self.paged::<R>(req).await?;
         Ok(Page {
-            items: page.items.into_iter().map(DeploymentView).collect(),
+            items: page.items.into_iter().map(RecordView).collect(),
             resource_version: page.resource_version,
             continue_token: page.continue_token,
             remaining: page.remaining,
@@ -469,14 +466,14 @@ impl<S: WorkloadSource> Workloads<S> {
         })
     }
 
-    pub async fn get_deployment(
+    pub async fn get<R: Served>(
         &self,
         namespace: Option<&str>,
         name: &str,
-    ) -> Result<DeploymentView, BizError> {
+    ) -> Result<RecordView<R>, BizError> {
         let ns = object_namespace(namespace)?;
         check_name(name)?;
-        Ok(DeploymentView(self.source.get_deployment(ns, name).await?))
+        Ok(RecordView(self.source.get::<R>(ns, name).await?))
     }
 
     pub async fn pods_of_deployment(
@@ -497,10 +494,7 @@ impl<S: WorkloadSource> Workloads<S> {
     }
 
     pub async fn list_pods(&self, req: &ListRequest) -> Result<Page<PodView>, BizError> {
-        let page = Self::paged(&self.pod_pages, req, POD_FIELDS, |q| async move {
-            self.source.list_pods(&q).await
-        })
-        .await?;
+        let page = self.paged::<PodRecord>(req).await?;
         Ok(Page {
             items: self.with_deployments(page.items).await?,
             resource_version: page.resource_version,
@@ -567,7 +561,7 @@ impl<S: WorkloadSource> Workloads<S> {
     ) -> Result<Arc<PodRecord>, BizError> {
         let ns = object_namespace(namespace)?;
         check_name(name)?;
-        Ok(self.source.get_pod(ns, name).await?)
+        Ok(self.source.get::<PodRecord>(ns, name).await?)
     }
 
     async fn with_deployments(&self, pods: Vec<Arc<PodRecord>>) -> Result<Vec<PodView>, BizError> {

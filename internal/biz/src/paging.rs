@@ -3,8 +3,9 @@
 //! list that changes meanwhile returns every object of the first page's resourceVersion
 //! exactly once, as the apiserver promises. Snapshots expire; an expired token is a 410.
 
+use std::any::Any;
 use std::cmp::Ordering;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,7 +14,7 @@ use ring::hmac;
 use ring::rand::SystemRandom;
 
 use super::{BizError, ViewerKey};
-use model::Keyed;
+use model::{Keyed, Kind, Record};
 
 /// How long a continue token stays valid: the apiserver's default compaction interval.
 pub const SNAPSHOT_TTL: Duration = Duration::from_secs(5 * 60);
@@ -122,6 +123,26 @@ pub struct PageStore<R> {
 impl<R> Default for PageStore<R> {
     fn default() -> Self {
         PageStore::new(SNAPSHOT_TTL, SNAPSHOT_CAPACITY)
+    }
+}
+
+/// One [`PageStore`] per kind, made when the kind is first listed with a limit.
+#[derive(Default)]
+pub(crate) struct PageStores {
+    stores: Mutex<HashMap<Kind, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl PageStores {
+    pub(crate) fn of<R: Record>(&self) -> Arc<PageStore<R>> {
+        let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
+        let store = stores
+            .entry(R::KIND)
+            .or_insert_with(|| Arc::new(PageStore::<R>::default()))
+            .clone();
+        // Each entry is made above by its kind's record type, so it always is that type.
+        store
+            .downcast::<PageStore<R>>()
+            .unwrap_or_else(|_| unreachable!("the page store of {} has its own type", R::KIND))
     }
 }
 

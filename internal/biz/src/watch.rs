@@ -6,42 +6,46 @@ use std::sync::Arc;
 use futures::stream::{BoxStream, StreamExt};
 
 use super::{
-    BizError, DeploymentView, JsonAnswer, ListRequest, PodView, Workloads, check_name,
-    object_namespace,
+    BizError, JsonAnswer, ListRequest, PodView, RecordView, Workloads, check_name, object_namespace,
 };
-use k8sdao::{DaoError, WatchEvent, WorkloadSource};
-use model::{DEPLOYMENT_FIELDS, POD_FIELDS};
+use k8sdao::{DaoError, Served, WatchEvent, WorkloadSource};
+use model::{PodRecord, Record};
 
-/// A watched object as answered, of its kind.
-#[derive(Clone, Debug)]
-pub enum WatchedView {
-    Deployment(DeploymentView),
-    Pod(PodView),
+/// An object as a watch answers it, whatever its kind.
+pub trait View: JsonAnswer + std::fmt::Debug + Send + Sync {
+    /// The resourceVersion this object brings a client to.
+    fn resource_version(&self) -> &str;
 }
 
+impl<R: Record> View for RecordView<R> {
+    fn resource_version(&self) -> &str {
+        self.0.resource_version()
+    }
+}
+
+impl View for PodView {
+    fn resource_version(&self) -> &str {
+        &self.record.resource_version
+    }
+}
+
+/// A watched object as answered.
+#[derive(Debug)]
+pub struct WatchedView(Box<dyn View>);
+
 impl WatchedView {
-    /// The resourceVersion this object brings a client to.
     pub fn resource_version(&self) -> &str {
-        match self {
-            WatchedView::Deployment(d) => &d.0.resource_version,
-            WatchedView::Pod(p) => &p.record.resource_version,
-        }
+        self.0.resource_version()
     }
 }
 
 impl JsonAnswer for WatchedView {
     fn write_json(&self, out: &mut Vec<u8>) {
-        match self {
-            WatchedView::Deployment(d) => d.write_json(out),
-            WatchedView::Pod(p) => p.write_json(out),
-        }
+        self.0.write_json(out)
     }
 
     fn json_len(&self) -> usize {
-        match self {
-            WatchedView::Deployment(d) => d.json_len(),
-            WatchedView::Pod(p) => p.json_len(),
-        }
+        self.0.json_len()
     }
 }
 
@@ -125,14 +129,14 @@ impl ListRequest {
 }
 
 impl<S: WorkloadSource + 'static> Workloads<S> {
-    /// The Deployments the request selects, then each change to that set.
-    pub async fn watch_deployments(&self, req: &ListRequest) -> Result<WatchUpdates, BizError> {
-        let query = req.watch_query(DEPLOYMENT_FIELDS)?;
+    /// The objects of kind `R` the request selects, then each change to that set.
+    pub async fn watch<R: Served>(&self, req: &ListRequest) -> Result<WatchUpdates, BizError> {
+        let query = req.watch_query(R::FIELDS)?;
         let filtered = query.visible.is_restricted();
-        let events = self.source.watch_deployments(&query).await?;
+        let events = self.source.watch::<R>(&query).await?;
         Ok(until_failed(events.then(move |event| {
             update(event, filtered, |record| async {
-                Ok(WatchedView::Deployment(DeploymentView(record)))
+                Ok(WatchedView(Box::new(RecordView(record))))
             })
         })))
     }
@@ -140,8 +144,8 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
     /// The Pods the request selects, then each change to that set; each Pod names its
     /// Deployment as in lists.
     pub async fn watch_pods(self: &Arc<Self>, req: &ListRequest) -> Result<WatchUpdates, BizError> {
-        let query = req.watch_query(POD_FIELDS)?;
-        let events = self.source.watch_pods(&query).await?;
+        let query = req.watch_query(PodRecord::FIELDS)?;
+        let events = self.source.watch::<PodRecord>(&query).await?;
         Ok(self.pod_updates(events, query.visible.is_restricted()))
     }
 
@@ -159,7 +163,7 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
 
     fn pod_updates(
         self: &Arc<Self>,
-        events: k8sdao::WatchStream<model::PodRecord>,
+        events: k8sdao::WatchStream<PodRecord>,
         access_filtered: bool,
     ) -> WatchUpdates {
         let workloads = self.clone();
@@ -167,7 +171,8 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
             let workloads = workloads.clone();
             async move {
                 update(event, access_filtered, |record| async move {
-                    workloads.pod_view(record).await.map(WatchedView::Pod)
+                    let view = workloads.pod_view(record).await?;
+                    Ok(WatchedView(Box::new(view)))
                 })
                 .await
             }
@@ -183,6 +188,7 @@ mod tests {
     use super::*;
     use k8scache::fixtures::filled_caches;
     use k8sdao::{CacheSource, Source};
+    use model::DeploymentRecord;
     use model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
 
     fn workloads() -> (Arc<Workloads<Source>>, Arc<k8scache::Caches>) {
@@ -301,9 +307,10 @@ mod tests {
         assert_eq!(next(&mut frames).await, ("DELETED", "bare".into()));
         caches
             .pods
-            .apply_deltas::<k8s_openapi::api::core::v1::Pod>(&[Delta::Deleted(
-                confk8s::ObjectKey::new("ns-a", "web-1a2b-x"),
-            )]);
+            .apply_deltas(&[Delta::Deleted(confk8s::ObjectKey::new(
+                "ns-a",
+                "web-1a2b-x",
+            ))]);
         let frame = next_frame(&mut frames).await;
         assert_eq!(frame.event, "DELETED");
         let json: serde_json::Value = serde_json::from_str(&frame.json).unwrap();
@@ -398,9 +405,10 @@ mod tests {
             ))]);
         caches
             .pods
-            .apply_deltas::<k8s_openapi::api::core::v1::Pod>(&[Delta::Deleted(
-                confk8s::ObjectKey::new("ns-a", "web-1a2b-x"),
-            )]);
+            .apply_deltas(&[Delta::Deleted(confk8s::ObjectKey::new(
+                "ns-a",
+                "web-1a2b-x",
+            ))]);
         // Membership is judged when an event is read, so the pod may already count when its
         // own ADDED is read, and the ReplicaSet's arrival then repeats it as MODIFIED.
         let mut seen = Vec::new();
@@ -430,7 +438,7 @@ mod tests {
     async fn a_watcher_that_falls_behind_is_told_to_start_again_and_the_watch_ends() {
         let (workloads, caches) = workloads();
         let mut frames = workloads
-            .watch_deployments(&request("ns-a", None))
+            .watch::<DeploymentRecord>(&request("ns-a", None))
             .await
             .unwrap();
         assert_eq!(next(&mut frames).await, ("ADDED", "web".into()));
@@ -487,7 +495,7 @@ mod tests {
             .unwrap();
         assert!(matches!(err, BizError::Selector(_)), "{err}");
         let err = workloads
-            .watch_deployments(&ListRequest {
+            .watch::<DeploymentRecord>(&ListRequest {
                 field_selector: Some("spec.nodeName=n".into()),
                 ..Default::default()
             })

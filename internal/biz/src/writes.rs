@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use selector::validation::is_dns1123_label;
 use serde::Deserialize;
 
-use super::{BizError, DeploymentView, Workloads, check_name, object_namespace};
+use super::{BizError, DeploymentView, RecordView, Workloads, check_name, object_namespace};
 use k8sdao::WorkloadWriter;
 use model::{NewContainer, NewDeployment};
 
@@ -236,9 +236,7 @@ impl<S: WorkloadWriter> Workloads<S> {
     ) -> Result<DeploymentView, BizError> {
         let ns = object_namespace(namespace)?;
         let new = new_deployment(name, body)?;
-        Ok(DeploymentView(
-            self.source.create_deployment(ns, &new).await?,
-        ))
+        Ok(RecordView(self.source.create_deployment(ns, &new).await?))
     }
 
     pub async fn delete_deployment(

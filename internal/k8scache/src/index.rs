@@ -1,9 +1,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use confk8s::ObjectKey;
-
-use model::{DeploymentRecord, Keyed, PodRecord, ReplicaSetRecord};
+use model::{DeploymentRecord, Keyed, ObjectKey, PodRecord, ReplicaSetRecord, Selectable};
 
 /// A value a record can be looked up by.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -18,9 +16,12 @@ pub enum Term {
 /// Fields worth an index: their values group many objects, unlike names or IPs.
 pub const INDEXED_POD_FIELDS: &[&str] = &["spec.nodeName", "status.phase"];
 
-/// What the index needs to know of a record beyond its key.
-pub trait Indexed: Keyed {
-    fn terms(&self) -> Vec<Term>;
+/// What the index needs to know of a record beyond its key: its labels, unless the kind has
+/// more to look it up by.
+pub trait Indexed: Keyed + Selectable {
+    fn terms(&self) -> Vec<Term> {
+        label_terms(self.labels()).collect()
+    }
 }
 
 fn label_terms(labels: &model::Labels) -> impl Iterator<Item = Term> + '_ {
@@ -29,11 +30,7 @@ fn label_terms(labels: &model::Labels) -> impl Iterator<Item = Term> + '_ {
         .map(|(k, v)| Term::Label(k.clone(), v.clone()))
 }
 
-impl Indexed for DeploymentRecord {
-    fn terms(&self) -> Vec<Term> {
-        label_terms(&self.labels).collect()
-    }
-}
+impl Indexed for DeploymentRecord {}
 
 impl Indexed for PodRecord {
     fn terms(&self) -> Vec<Term> {
@@ -47,10 +44,9 @@ impl Indexed for PodRecord {
 
 impl Indexed for ReplicaSetRecord {
     fn terms(&self) -> Vec<Term> {
-        self.owner
-            .iter()
-            .map(|o| Term::Owner(o.uid.clone()))
-            .collect()
+        let mut terms: Vec<Term> = label_terms(&self.labels).collect();
+        terms.extend(self.owner.as_ref().map(|o| Term::Owner(o.uid.clone())));
+        terms
     }
 }
 

@@ -7,36 +7,33 @@ mod index;
 
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use confk8s::{Delta, FactoryError, Handler, InformerFactory, ObjectKey, RelistBatch};
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::Pod;
-use kube::core::PartialObjectMeta;
+use confk8s::{Delta, Handler, RelistBatch};
 use tokio::sync::broadcast;
 
 pub use index::{INDEXED_POD_FIELDS, Index, Indexed, Term};
 
-use model::{DeploymentRecord, Owner, PodRecord, ReplicaSetRecord};
+use model::{DeploymentRecord, Kind, ObjectKey, Owner, PodRecord, Record, ReplicaSetRecord};
 
-/// Builds the record a cache keeps for an object of kind `K`.
-pub trait FromObject<K> {
-    fn from_object(obj: &K) -> Arc<Self>;
+/// A kind the caches hold: where its cache is among [`Caches`].
+pub trait Cached: Record + Indexed + Sized {
+    fn cache(caches: &Caches) -> &Arc<Cache<Self>>;
 }
 
-impl FromObject<Deployment> for DeploymentRecord {
-    fn from_object(obj: &Deployment) -> Arc<Self> {
-        DeploymentRecord::from_deployment(obj)
+impl Cached for DeploymentRecord {
+    fn cache(caches: &Caches) -> &Arc<Cache<Self>> {
+        &caches.deployments
     }
 }
 
-impl FromObject<Pod> for PodRecord {
-    fn from_object(obj: &Pod) -> Arc<Self> {
-        PodRecord::from_pod(obj)
+impl Cached for PodRecord {
+    fn cache(caches: &Caches) -> &Arc<Cache<Self>> {
+        &caches.pods
     }
 }
 
-impl FromObject<PartialObjectMeta<ReplicaSet>> for ReplicaSetRecord {
-    fn from_object(obj: &PartialObjectMeta<ReplicaSet>) -> Arc<Self> {
-        ReplicaSetRecord::from_meta(&obj.metadata)
+impl Cached for ReplicaSetRecord {
+    fn cache(caches: &Caches) -> &Arc<Cache<Self>> {
+        &caches.replicasets
     }
 }
 
@@ -185,9 +182,9 @@ impl<R: Indexed> Cache<R> {
         self.read().is_empty()
     }
 
-    pub fn apply_deltas<K>(&self, deltas: &[Delta<K>])
+    pub fn apply_deltas(&self, deltas: &[Delta<R::Object>])
     where
-        R: FromObject<K>,
+        R: Record,
     {
         // Project outside the lock: readers wait only for the map updates.
         let changes: Vec<_> = deltas.iter().map(record_of).collect();
@@ -195,16 +192,16 @@ impl<R: Indexed> Cache<R> {
     }
 }
 
-impl<K, R> Handler<K> for Cache<R>
+impl<R> Handler<R::Object> for Cache<R>
 where
-    K: Send + Sync + 'static,
-    R: Indexed + FromObject<K> + Send + Sync + 'static,
+    R: Record + Indexed,
+    R::Object: Send + Sync + 'static,
 {
-    fn on_deltas(&self, deltas: &[Delta<K>]) {
+    fn on_deltas(&self, deltas: &[Delta<R::Object>]) {
         self.apply_deltas(deltas);
     }
 
-    fn begin_relist(self: Arc<Self>) -> Box<dyn RelistBatch<K>> {
+    fn begin_relist(self: Arc<Self>) -> Box<dyn RelistBatch<R::Object>> {
         Box::new(CacheRelist {
             cache: self,
             changes: Vec::new(),
@@ -213,10 +210,10 @@ where
 }
 
 /// A delta as the index takes it: the record to apply, or the key to delete.
-fn record_of<K, R: FromObject<K>>(delta: &Delta<K>) -> Result<Arc<R>, ObjectKey> {
+fn record_of<R: Record>(delta: &Delta<R::Object>) -> Result<Arc<R>, ObjectKey> {
     match delta {
         Delta::Added(o) | Delta::Updated(o) => Ok(R::from_object(o)),
-        Delta::Deleted(key) => Err(key.clone()),
+        Delta::Deleted(key) => Err(ObjectKey::new(key.namespace.as_str(), key.name.as_str())),
     }
 }
 
@@ -227,11 +224,11 @@ struct CacheRelist<R> {
     changes: Vec<Result<Arc<R>, ObjectKey>>,
 }
 
-impl<K, R> RelistBatch<K> for CacheRelist<R>
+impl<R> RelistBatch<R::Object> for CacheRelist<R>
 where
-    R: Indexed + FromObject<K> + Send + Sync + 'static,
+    R: Record + Indexed,
 {
-    fn add(&mut self, delta: &Delta<K>) {
+    fn add(&mut self, delta: &Delta<R::Object>) {
         self.changes.push(record_of(delta));
     }
 
@@ -279,12 +276,27 @@ impl Default for Caches {
 }
 
 impl Caches {
-    /// Registers each cache with the factory's shared watch of its kind.
-    pub fn register(&self, factory: &InformerFactory) -> Result<(), FactoryError> {
-        factory.add_handler::<Deployment>(self.deployments.clone())?;
-        factory.add_handler_decoded_as::<Pod, confk8s::SlimPod>(self.pods.clone())?;
-        factory.add_handler::<PartialObjectMeta<ReplicaSet>>(self.replicasets.clone())?;
-        Ok(())
+    /// The cache of records `R`.
+    pub fn of<R: Cached>(&self) -> &Arc<Cache<R>> {
+        R::cache(self)
+    }
+
+    /// Objects held, of every kind: a read lock per cache, nothing copied.
+    pub fn len(&self) -> usize {
+        self.deployments.len() + self.pods.len() + self.replicasets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The namespaces holding at least one object of `kind`, in order.
+    pub fn namespaces_holding(&self, kind: Kind) -> Vec<String> {
+        match kind {
+            Kind::Deployment => self.deployments.read().namespaces(),
+            Kind::Pod => self.pods.read().namespaces(),
+            Kind::ReplicaSet => self.replicasets.read().namespaces(),
+        }
     }
 
     /// Pods controlled by ReplicaSets that the Deployment controls: ownerReferences, not label
@@ -331,7 +343,10 @@ fn deployment_of<'a>(
     replicasets: &'a Index<ReplicaSetRecord>,
     pod: &PodRecord,
 ) -> Option<&'a Owner> {
-    let owner = pod.owner.as_ref().filter(|o| o.kind == "ReplicaSet")?;
+    let owner = pod
+        .owner
+        .as_ref()
+        .filter(|o| o.kind == Some(Kind::ReplicaSet))?;
     replicasets
         .get(&ObjectKey::new(
             pod.key.namespace.clone(),
@@ -340,7 +355,7 @@ fn deployment_of<'a>(
         .filter(|rs| rs.uid == owner.uid)?
         .owner
         .as_ref()
-        .filter(|o| o.kind == "Deployment")
+        .filter(|o| o.kind == Some(Kind::Deployment))
 }
 
 #[cfg(test)]
@@ -456,7 +471,7 @@ mod tests {
             Some(("web-abc", "rs-web")),
             &[("app", "new")],
         )));
-        batch.add(&Delta::Deleted(ObjectKey::new("ns", "web-abc-2")));
+        batch.add(&Delta::Deleted(confk8s::ObjectKey::new("ns", "web-abc-2")));
         // Readers still see the old state while the pages arrive.
         assert_eq!(
             pod_names(&caches.pods_of_deployment(&web)),
@@ -474,10 +489,7 @@ mod tests {
         // What the informer delivers after a relist in which web-abc-2 no longer exists.
         caches
             .pods
-            .apply_deltas::<k8s_openapi::api::core::v1::Pod>(&[Delta::Deleted(ObjectKey::new(
-                "ns",
-                "web-abc-2",
-            ))]);
+            .apply_deltas(&[Delta::Deleted(confk8s::ObjectKey::new("ns", "web-abc-2"))]);
         assert_eq!(pod_names(&caches.pods_of_deployment(&web)), ["web-abc-1"]);
         assert_eq!(caches.pods.len(), 3);
     }

@@ -1,19 +1,19 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use confk8s::{InformerState, InformerStatus, ObjectKey};
+use confk8s::{InformerState, InformerStatus};
 
 use futures::StreamExt;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{
-    DaoError, ListQuery, Listing, LiveSource, MemberChange, NamespaceFilter, ObjectKind,
-    WatchEvent, WatchStream, WorkloadSource, WriteEffect, member_event,
+    DaoError, ListQuery, Listing, LiveSource, MemberChange, NamespaceFilter, Served, WatchEvent,
+    WatchStream, WorkloadSource, WriteEffect, member_event,
 };
 use selector::{FieldOperator, Operator};
 
 use k8scache::{Cache, Caches, Change, INDEXED_POD_FIELDS, Index, Indexed, Term};
-use model::{DeploymentRecord, EventDto, Keyed, PodRecord, Selectable};
+use model::{DeploymentRecord, EventDto, Keyed, Kind, ObjectKey, PodRecord, Selectable};
 
 /// The index terms a query requires: one group per equality-like requirement, any term of
 /// a group will do. Requirements that no index can answer (!=, notin, exists) are left to the
@@ -135,7 +135,7 @@ impl CacheSource {
     }
 
     pub fn cached_objects(&self) -> usize {
-        self.caches.deployments.len() + self.caches.pods.len() + self.caches.replicasets.len()
+        self.caches.len()
     }
 
     pub fn states(&self) -> Vec<InformerState> {
@@ -159,32 +159,29 @@ impl CacheSource {
     /// The newest resourceVersion the kind's informer has heard. An informer hears versions
     /// from objects only, so one that has seen none (an empty kind) knows no version, and the
     /// answer says none (empty): the absence is the truth, not a failure.
-    fn resource_version(&self, kind: &str) -> String {
+    fn resource_version(&self, kind: Kind) -> String {
         self.statuses
             .iter()
-            .find(|s| s.kind() == kind)
+            .find(|s| s.kind() == kind.name())
             .and_then(|s| s.resource_version())
             .unwrap_or_default()
     }
 
-    fn list<R>(&self, cache: &Cache<R>, q: &ListQuery, kind: &str) -> Result<Listing<R>, DaoError>
-    where
-        R: Indexed + Selectable,
-    {
+    fn listing<R: Served>(&self, q: &ListQuery) -> Result<Listing<R>, DaoError> {
         self.ensure_synced()?;
         Ok(Listing {
-            items: select(&cache.read(), q),
-            resource_version: self.resource_version(kind),
+            items: select(&self.caches.of::<R>().read(), q),
+            resource_version: self.resource_version(R::KIND),
         })
     }
 
     /// What `initial` picks from the cache now, as Added events, then Synced, then what
     /// the mapper `follow` makes from the initial records turns each change into. A watcher
     /// that falls more than the cache buffers behind gets WatchExpired.
-    fn watch<R, F>(
+    fn watch_with<R, F>(
         &self,
         cache: &Cache<R>,
-        kind: &str,
+        kind: Kind,
         initial: impl FnOnce(&Index<R>) -> Vec<Arc<R>>,
         follow: impl FnOnce(&[Arc<R>]) -> F,
     ) -> Result<WatchStream<R>, DaoError>
@@ -226,37 +223,13 @@ impl CacheSource {
         Ok(futures::stream::iter(initial).chain(changes).boxed())
     }
 
-    /// A watch of what `q` selects.
-    fn watch_query<R>(
-        &self,
-        cache: &Cache<R>,
-        q: &ListQuery,
-        kind: &str,
-    ) -> Result<WatchStream<R>, DaoError>
-    where
-        R: Indexed + Selectable + Send + Sync + 'static,
-    {
-        let query = q.clone();
-        self.watch(
-            cache,
-            kind,
-            |index| select(index, q),
-            |_| move |change| watch_event(&query, change),
-        )
-    }
-
-    fn get<R: Indexed>(
-        &self,
-        cache: &Cache<R>,
-        kind: &'static str,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Arc<R>, DaoError> {
+    fn record<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
         self.ensure_synced()?;
-        cache
+        self.caches
+            .of::<R>()
             .get(&ObjectKey::new(namespace, name))
             .ok_or_else(|| DaoError::NotFound {
-                kind,
+                kind: R::KIND,
                 namespace: namespace.to_string(),
                 name: name.to_string(),
             })
@@ -266,9 +239,8 @@ impl CacheSource {
 impl CacheSource {
     /// Whether the cache shows `effect` on the object: true as soon as it does, false if it
     /// still does not after `timeout`. Writes are rare, so polling costs nothing that matters.
-    pub(super) async fn settle(
+    pub(super) async fn settle<R: Served>(
         &self,
-        kind: ObjectKind,
         namespace: &str,
         name: &str,
         effect: WriteEffect,
@@ -278,18 +250,11 @@ impl CacheSource {
         // A version that is not a number compares as no version: never as recent as the write.
         let version = |rv: &str| rv.parse::<u64>().ok();
         let shows = || {
-            let current = match kind {
-                ObjectKind::Deployment => self
-                    .caches
-                    .deployments
-                    .get(&key)
-                    .map(|d| version(&d.resource_version)),
-                ObjectKind::Pod => self
-                    .caches
-                    .pods
-                    .get(&key)
-                    .map(|p| version(&p.resource_version)),
-            };
+            let current = self
+                .caches
+                .of::<R>()
+                .get(&key)
+                .map(|r| version(r.resource_version()));
             match (effect, current) {
                 (WriteEffect::Unversioned, _) => true,
                 (WriteEffect::Gone, current) => current.is_none(),
@@ -311,24 +276,22 @@ impl CacheSource {
 }
 
 impl WorkloadSource for CacheSource {
-    async fn list_deployments(&self, q: &ListQuery) -> Result<Listing<DeploymentRecord>, DaoError> {
-        self.list(&self.caches.deployments, q, "Deployment")
+    async fn list<R: Served>(&self, q: &ListQuery) -> Result<Listing<R>, DaoError> {
+        self.listing(q)
     }
 
-    async fn get_deployment(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Arc<DeploymentRecord>, DaoError> {
-        self.get(&self.caches.deployments, "deployment", namespace, name)
+    async fn get<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
+        self.record(namespace, name)
     }
 
-    async fn list_pods(&self, q: &ListQuery) -> Result<Listing<PodRecord>, DaoError> {
-        self.list(&self.caches.pods, q, "Pod")
-    }
-
-    async fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<PodRecord>, DaoError> {
-        self.get(&self.caches.pods, "pod", namespace, name)
+    async fn watch<R: Served>(&self, q: &ListQuery) -> Result<WatchStream<R>, DaoError> {
+        let query = q.clone();
+        self.watch_with(
+            self.caches.of::<R>(),
+            R::KIND,
+            |index| select(index, q),
+            |_| move |change| watch_event(&query, change),
+        )
     }
 
     async fn pods_of_deployment(
@@ -336,12 +299,12 @@ impl WorkloadSource for CacheSource {
         namespace: &str,
         name: &str,
     ) -> Result<Vec<Arc<PodRecord>>, DaoError> {
-        let deployment = self.get(&self.caches.deployments, "deployment", namespace, name)?;
+        let deployment = self.record::<DeploymentRecord>(namespace, name)?;
         Ok(self.caches.pods_of_deployment(&deployment))
     }
 
     async fn pod_events(&self, namespace: &str, name: &str) -> Result<Vec<EventDto>, DaoError> {
-        self.get(&self.caches.pods, "pod", namespace, name)?;
+        self.record::<PodRecord>(namespace, name)?;
         match &self.events {
             Some(live) => live.events_of_pod(namespace, name).await,
             None => Err(DaoError::Unavailable(
@@ -350,12 +313,9 @@ impl WorkloadSource for CacheSource {
         }
     }
 
-    async fn namespaces_holding(&self, kind: ObjectKind) -> Result<Vec<String>, DaoError> {
+    async fn namespaces_holding(&self, kind: Kind) -> Result<Vec<String>, DaoError> {
         self.ensure_synced()?;
-        Ok(match kind {
-            ObjectKind::Deployment => self.caches.deployments.read().namespaces(),
-            ObjectKind::Pod => self.caches.pods.read().namespaces(),
-        })
+        Ok(self.caches.namespaces_holding(kind))
     }
 
     async fn deployments_of_pods(
@@ -365,27 +325,16 @@ impl WorkloadSource for CacheSource {
         Ok(self.caches.deployments_of_pods(pods))
     }
 
-    async fn watch_deployments(
-        &self,
-        q: &ListQuery,
-    ) -> Result<WatchStream<DeploymentRecord>, DaoError> {
-        self.watch_query(&self.caches.deployments, q, "Deployment")
-    }
-
-    async fn watch_pods(&self, q: &ListQuery) -> Result<WatchStream<PodRecord>, DaoError> {
-        self.watch_query(&self.caches.pods, q, "Pod")
-    }
-
     async fn watch_pods_of_deployment(
         &self,
         namespace: &str,
         name: &str,
     ) -> Result<WatchStream<PodRecord>, DaoError> {
-        let deployment = self.get(&self.caches.deployments, "deployment", namespace, name)?;
+        let deployment = self.record::<DeploymentRecord>(namespace, name)?;
         let caches = self.caches.clone();
-        self.watch(
+        self.watch_with(
             &self.caches.pods,
-            "Pod",
+            Kind::Pod,
             |pods| self.caches.owned_pods(pods, &deployment.uid),
             |initial| {
                 let mut members: HashSet<ObjectKey> =

@@ -10,19 +10,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use confk8s::{Connection, FactoryError, InformerFactory, InformerState};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::Pod;
 use selector::{FieldSelector, LabelSelector};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use cache::CacheSource;
-pub use live::LiveSource;
+pub use live::{LiveSource, Namespaced};
 
 use std::collections::{BTreeSet, HashSet};
 
-use confk8s::ObjectKey;
-
-use k8scache::Caches;
-use model::{DeploymentRecord, EventDto, Keyed, NewDeployment, NewIngress, NewService, PodRecord};
+use k8scache::{Cached, Caches};
+pub use model::Kind;
+use model::{
+    DeploymentRecord, EventDto, Keyed, NewDeployment, NewIngress, NewService, ObjectKey, PodRecord,
+};
 
 /// Which namespaces and labels a list covers.
 #[derive(Clone, Debug, Default)]
@@ -133,7 +136,7 @@ pub struct Listing<R> {
 pub enum DaoError {
     #[error("{kind} {name:?} not found in namespace {namespace:?}")]
     NotFound {
-        kind: &'static str,
+        kind: Kind,
         namespace: String,
         name: String,
     },
@@ -165,26 +168,36 @@ impl From<kube::Error> for DaoError {
     }
 }
 
+/// A kind both sources serve: the caches hold its records, and the live source reads its
+/// objects through kube's `Api` and projects them the same way.
+pub trait Served: Cached<Object: Namespaced> {}
+
+impl<R> Served for R where R: Cached<Object: Namespaced> {}
+
 /// The reads biz needs. Not-found is an error; an empty list is not.
 pub trait WorkloadSource: Send + Sync {
-    fn list_deployments(
+    /// The objects of kind `R` that `q` selects, in (namespace, name) order.
+    fn list<R: Served>(
         &self,
         q: &ListQuery,
-    ) -> impl Future<Output = Result<Listing<DeploymentRecord>, DaoError>> + Send;
-    fn get_deployment(
+    ) -> impl Future<Output = Result<Listing<R>, DaoError>> + Send;
+    fn get<R: Served>(
         &self,
         namespace: &str,
         name: &str,
-    ) -> impl Future<Output = Result<Arc<DeploymentRecord>, DaoError>> + Send;
-    fn list_pods(
+    ) -> impl Future<Output = Result<Arc<R>, DaoError>> + Send;
+    /// The objects of kind `R` that `q` selects, then each change to that set, until the
+    /// stream is dropped.
+    fn watch<R: Served>(
         &self,
         q: &ListQuery,
-    ) -> impl Future<Output = Result<Listing<PodRecord>, DaoError>> + Send;
-    fn get_pod(
+    ) -> impl Future<Output = Result<WatchStream<R>, DaoError>> + Send;
+    /// The namespaces that hold at least one object of `kind`, in order: where an
+    /// all-namespace list can find anything, so the only ones whose rights matter.
+    fn namespaces_holding(
         &self,
-        namespace: &str,
-        name: &str,
-    ) -> impl Future<Output = Result<Arc<PodRecord>, DaoError>> + Send;
+        kind: Kind,
+    ) -> impl Future<Output = Result<Vec<String>, DaoError>> + Send;
     /// Pods controlled, through their ReplicaSets, by the Deployment; NotFound if it is absent.
     fn pods_of_deployment(
         &self,
@@ -198,27 +211,11 @@ pub trait WorkloadSource: Send + Sync {
         namespace: &str,
         name: &str,
     ) -> impl Future<Output = Result<Vec<EventDto>, DaoError>> + Send;
-    /// The namespaces that hold at least one object of `kind`, in order: where an
-    /// all-namespace list can find anything, so the only ones whose rights matter.
-    fn namespaces_holding(
-        &self,
-        kind: ObjectKind,
-    ) -> impl Future<Output = Result<Vec<String>, DaoError>> + Send;
     /// For each pod, the name of the Deployment controlling it, if any.
     fn deployments_of_pods(
         &self,
         pods: &[Arc<PodRecord>],
     ) -> impl Future<Output = Result<Vec<Option<String>>, DaoError>> + Send;
-    /// The Deployments `q` selects, then each change to that set, until the stream is dropped.
-    fn watch_deployments(
-        &self,
-        q: &ListQuery,
-    ) -> impl Future<Output = Result<WatchStream<DeploymentRecord>, DaoError>> + Send;
-    /// The Pods `q` selects, then each change to that set, until the stream is dropped.
-    fn watch_pods(
-        &self,
-        q: &ListQuery,
-    ) -> impl Future<Output = Result<WatchStream<PodRecord>, DaoError>> + Send;
     /// The Pods the Deployment controls (as [`WorkloadSource::pods_of_deployment`]), then
     /// each change to that set; NotFound if the Deployment is absent when the watch begins.
     fn watch_pods_of_deployment(
@@ -332,6 +329,15 @@ pub struct Source {
     writer: Option<LiveSource>,
 }
 
+/// Registers each cache with the factory's shared watch of its kind, decoded as leanly as the
+/// cache allows.
+fn register(caches: &Caches, factory: &InformerFactory) -> Result<(), FactoryError> {
+    factory.add_handler::<Deployment>(caches.deployments.clone())?;
+    factory.add_handler_decoded_as::<Pod, confk8s::SlimPod>(caches.pods.clone())?;
+    factory.add_handler::<ReplicaSet>(caches.replicasets.clone())?;
+    Ok(())
+}
+
 impl Source {
     /// Opens the configured source; for the cache this registers the informers, checks that
     /// RBAC lets us list and watch each kind, and starts them; they stop when `shutdown` is
@@ -357,7 +363,7 @@ impl Source {
                 let factory = InformerFactory::new(client.clone(), scope.clone())
                     .with_watch_signals(connection.watches);
                 let caches = Arc::new(Caches::default());
-                caches.register(&factory)?;
+                register(&caches, &factory)?;
                 factory.check_access().await?;
                 let tasks = factory.start(shutdown);
                 let source = CacheSource::new(caches, factory.statuses())
@@ -448,37 +454,35 @@ impl Source {
 }
 
 macro_rules! dispatch {
-    ($self:ident, $method:ident ( $($arg:expr),* )) => {
+    ($self:ident, $method:ident $(::<$r:ty>)? ( $($arg:expr),* )) => {
         match &$self.backend {
-            Backend::Cache(s) => s.$method($($arg),*).await,
-            Backend::Live(s) => s.$method($($arg),*).await,
+            Backend::Cache(s) => s.$method$(::<$r>)?($($arg),*).await,
+            Backend::Live(s) => s.$method$(::<$r>)?($($arg),*).await,
         }
     };
 }
 
 impl WorkloadSource for Source {
-    async fn list_deployments(&self, q: &ListQuery) -> Result<Listing<DeploymentRecord>, DaoError> {
+    async fn list<R: Served>(&self, q: &ListQuery) -> Result<Listing<R>, DaoError> {
         let q = self.scoped_query(q)?;
-        dispatch!(self, list_deployments(&q))
+        dispatch!(self, list::<R>(&q))
     }
 
-    async fn get_deployment(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Arc<DeploymentRecord>, DaoError> {
+    async fn get<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
         self.scoped(Some(namespace))?;
-        dispatch!(self, get_deployment(namespace, name))
+        dispatch!(self, get::<R>(namespace, name))
     }
 
-    async fn list_pods(&self, q: &ListQuery) -> Result<Listing<PodRecord>, DaoError> {
+    async fn watch<R: Served>(&self, q: &ListQuery) -> Result<WatchStream<R>, DaoError> {
         let q = self.scoped_query(q)?;
-        dispatch!(self, list_pods(&q))
+        dispatch!(self, watch::<R>(&q))
     }
 
-    async fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<PodRecord>, DaoError> {
-        self.scoped(Some(namespace))?;
-        dispatch!(self, get_pod(namespace, name))
+    async fn namespaces_holding(&self, kind: Kind) -> Result<Vec<String>, DaoError> {
+        match &self.scope {
+            Some(served) => Ok(vec![served.clone()]),
+            None => dispatch!(self, namespaces_holding(kind)),
+        }
     }
 
     async fn pods_of_deployment(
@@ -495,31 +499,11 @@ impl WorkloadSource for Source {
         dispatch!(self, pod_events(namespace, name))
     }
 
-    async fn namespaces_holding(&self, kind: ObjectKind) -> Result<Vec<String>, DaoError> {
-        match &self.scope {
-            Some(served) => Ok(vec![served.clone()]),
-            None => dispatch!(self, namespaces_holding(kind)),
-        }
-    }
-
     async fn deployments_of_pods(
         &self,
         pods: &[Arc<PodRecord>],
     ) -> Result<Vec<Option<String>>, DaoError> {
         dispatch!(self, deployments_of_pods(pods))
-    }
-
-    async fn watch_deployments(
-        &self,
-        q: &ListQuery,
-    ) -> Result<WatchStream<DeploymentRecord>, DaoError> {
-        let q = self.scoped_query(q)?;
-        dispatch!(self, watch_deployments(&q))
-    }
-
-    async fn watch_pods(&self, q: &ListQuery) -> Result<WatchStream<PodRecord>, DaoError> {
-        let q = self.scoped_query(q)?;
-        dispatch!(self, watch_pods(&q))
     }
 
     async fn watch_pods_of_deployment(
@@ -544,38 +528,15 @@ impl Source {
 
     /// Read-your-writes: with the cache, waits (bounded) until it shows the write, so that the
     /// client's next read sees what it just did.
-    async fn settle(&self, kind: ObjectKind, namespace: &str, name: &str, effect: WriteEffect) {
+    async fn settle<R: Served>(&self, namespace: &str, name: &str, effect: WriteEffect) {
         if let Backend::Cache(cache) = &self.backend
             && !cache
-                .settle(kind, namespace, name, effect, SETTLE_TIMEOUT)
+                .settle::<R>(namespace, name, effect, SETTLE_TIMEOUT)
                 .await
         {
-            tracing::warn!(%kind, namespace, name, ?effect, timeout = ?SETTLE_TIMEOUT,
+            tracing::warn!(kind = %R::KIND, namespace, name, ?effect, timeout = ?SETTLE_TIMEOUT,
                 "the cache has not shown a write yet; answering anyway");
         }
-    }
-}
-
-/// The kinds a write can touch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ObjectKind {
-    Deployment,
-    Pod,
-}
-
-impl ObjectKind {
-    /// As errors name it (`DaoError::NotFound::kind`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ObjectKind::Deployment => "deployment",
-            ObjectKind::Pod => "pod",
-        }
-    }
-}
-
-impl std::fmt::Display for ObjectKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -588,7 +549,7 @@ impl WorkloadWriter for Source {
     ) -> Result<(), DaoError> {
         self.scoped(Some(namespace))?;
         let effect = self.writer()?.scale(namespace, name, replicas).await?;
-        self.settle(ObjectKind::Deployment, namespace, name, effect)
+        self.settle::<DeploymentRecord>(namespace, name, effect)
             .await;
         Ok(())
     }
@@ -600,7 +561,7 @@ impl WorkloadWriter for Source {
     ) -> Result<Arc<DeploymentRecord>, DaoError> {
         self.scoped(Some(namespace))?;
         let (record, effect) = self.writer()?.create(namespace, new).await?;
-        self.settle(ObjectKind::Deployment, namespace, &new.name, effect)
+        self.settle::<DeploymentRecord>(namespace, &new.name, effect)
             .await;
         Ok(record)
     }
@@ -609,20 +570,17 @@ impl WorkloadWriter for Source {
         self.scoped(Some(namespace))?;
         let effect = self
             .writer()?
-            .delete(ObjectKind::Deployment, namespace, name)
+            .delete::<DeploymentRecord>(namespace, name)
             .await?;
-        self.settle(ObjectKind::Deployment, namespace, name, effect)
+        self.settle::<DeploymentRecord>(namespace, name, effect)
             .await;
         Ok(())
     }
 
     async fn delete_pod(&self, namespace: &str, name: &str) -> Result<(), DaoError> {
         self.scoped(Some(namespace))?;
-        let effect = self
-            .writer()?
-            .delete(ObjectKind::Pod, namespace, name)
-            .await?;
-        self.settle(ObjectKind::Pod, namespace, name, effect).await;
+        let effect = self.writer()?.delete::<PodRecord>(namespace, name).await?;
+        self.settle::<PodRecord>(namespace, name, effect).await;
         Ok(())
     }
 

@@ -8,18 +8,26 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use confk8s::ObjectKey;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::Serialize;
+
+mod key;
+mod kind;
+mod replicaset;
+
+pub use key::ObjectKey;
+pub use kind::Kind;
+pub use replicaset::{ReplicaSetDto, ReplicaSetRecord};
 
 mod requests;
 pub use requests::*;
 
 pub type Labels = BTreeMap<String, String>;
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentStatusDto {
     pub replicas: i32,
@@ -28,7 +36,8 @@ pub struct DeploymentStatusDto {
 }
 
 /// The Deployment as the API shows it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentDto {
     pub name: String,
@@ -63,7 +72,8 @@ pub struct DeploymentRecord {
     pub json: Box<str>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PodStatusDto {
     pub phase: String,
@@ -72,7 +82,8 @@ pub struct PodStatusDto {
 }
 
 /// The Pod as the API shows it; `deployment` is resolved at read time through ownerReferences.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PodDto {
     pub name: String,
@@ -98,19 +109,20 @@ pub struct PodDto {
 /// The controller that owns an object, from its ownerReferences.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Owner {
-    pub kind: String,
+    /// None for a kind k8sailor does not know (a StatefulSet, a Job, a custom resource).
+    pub kind: Option<Kind>,
     pub name: String,
     pub uid: String,
 }
 
 impl Owner {
-    fn controller_of(meta: &ObjectMeta) -> Option<Owner> {
+    pub fn controller_of(meta: &ObjectMeta) -> Option<Owner> {
         meta.owner_references
             .iter()
             .flatten()
             .find(|o: &&OwnerReference| o.controller == Some(true))
             .map(|o| Owner {
-                kind: o.kind.clone(),
+                kind: Kind::of_reference(&o.api_version, &o.kind),
                 name: o.name.clone(),
                 uid: o.uid.clone(),
             })
@@ -157,30 +169,59 @@ pub trait Keyed {
     fn creation_timestamp(&self) -> Option<&str>;
 }
 
-impl Keyed for DeploymentRecord {
-    fn key(&self) -> &ObjectKey {
-        &self.key
-    }
-    fn creation_timestamp(&self) -> Option<&str> {
-        self.creation_timestamp.as_deref()
-    }
+/// The parts of [`Keyed`] and [`Record`] every record has alike, read from its fields of the
+/// same names: `key`, `creation_timestamp`, `resource_version` and `json`.
+macro_rules! record_fields {
+    ($record:ty) => {
+        impl $crate::Keyed for $record {
+            fn key(&self) -> &$crate::ObjectKey {
+                &self.key
+            }
+            fn creation_timestamp(&self) -> Option<&str> {
+                self.creation_timestamp.as_deref()
+            }
+        }
+    };
+    () => {
+        fn resource_version(&self) -> &str {
+            &self.resource_version
+        }
+        fn json(&self) -> &str {
+            &self.json
+        }
+    };
+}
+pub(crate) use record_fields;
+
+record_fields!(DeploymentRecord);
+record_fields!(PodRecord);
+
+/// What the cache keeps of one object of a kind, and what answers are copied from: built
+/// once per change from the typed object, so reads never touch the object.
+pub trait Record: Keyed + Selectable + std::fmt::Debug + Sized + Send + Sync + 'static {
+    const KIND: Kind;
+    /// The field paths a field selector may name: the apiserver's for the kind.
+    const FIELDS: &'static [&'static str];
+    /// The typed object it is projected from.
+    type Object;
+    /// The answer's shape, as [`Record::json`] holds it.
+    type Dto: Serialize;
+    fn from_object(object: &Self::Object) -> Arc<Self>;
+    fn resource_version(&self) -> &str;
+    /// The answer (the kind's DTO) as JSON, serialized once per change: answers copy these
+    /// bytes rather than serialize on every read (serialization is what a LIST costs).
+    fn json(&self) -> &str;
 }
 
-impl Keyed for PodRecord {
-    fn key(&self) -> &ObjectKey {
-        &self.key
-    }
-    fn creation_timestamp(&self) -> Option<&str> {
-        self.creation_timestamp.as_deref()
-    }
-}
+/// The fields every kind can be selected by, as the apiserver allows for all of them.
+pub const METADATA_FIELDS: &[&str] = &["metadata.name", "metadata.namespace"];
 
-impl Keyed for ReplicaSetRecord {
-    fn key(&self) -> &ObjectKey {
-        &self.key
-    }
-    fn creation_timestamp(&self) -> Option<&str> {
-        None
+/// `metadata.name` and `metadata.namespace` of a key, the fields every kind has.
+pub(crate) fn metadata_field<'a>(key: &'a ObjectKey, path: &str) -> Option<Cow<'a, str>> {
+    match path {
+        "metadata.name" => Some(Cow::Borrowed(&key.name)),
+        "metadata.namespace" => Some(Cow::Borrowed(&key.namespace)),
+        _ => None,
     }
 }
 
@@ -192,7 +233,7 @@ pub trait Selectable {
 }
 
 /// Field paths the apiserver supports in field selectors, per kind.
-pub const DEPLOYMENT_FIELDS: &[&str] = &["metadata.name", "metadata.namespace"];
+pub const DEPLOYMENT_FIELDS: &[&str] = METADATA_FIELDS;
 pub const POD_FIELDS: &[&str] = &[
     "metadata.name",
     "metadata.namespace",
@@ -215,12 +256,30 @@ impl Selectable for DeploymentRecord {
         &self.labels
     }
     fn field(&self, path: &str) -> Option<Cow<'_, str>> {
-        match path {
-            "metadata.name" => Some(Cow::Borrowed(&self.key.name)),
-            "metadata.namespace" => Some(Cow::Borrowed(&self.key.namespace)),
-            _ => None,
-        }
+        metadata_field(&self.key, path)
     }
+}
+
+impl Record for DeploymentRecord {
+    const KIND: Kind = Kind::Deployment;
+    const FIELDS: &'static [&'static str] = DEPLOYMENT_FIELDS;
+    type Object = Deployment;
+    type Dto = DeploymentDto;
+    fn from_object(object: &Deployment) -> Arc<Self> {
+        DeploymentRecord::from_deployment(object)
+    }
+    record_fields!();
+}
+
+impl Record for PodRecord {
+    const KIND: Kind = Kind::Pod;
+    const FIELDS: &'static [&'static str] = POD_FIELDS;
+    type Object = Pod;
+    type Dto = PodDto;
+    fn from_object(object: &Pod) -> Arc<Self> {
+        PodRecord::from_pod(object)
+    }
+    record_fields!();
 }
 
 impl Selectable for PodRecord {
@@ -230,8 +289,6 @@ impl Selectable for PodRecord {
     fn field(&self, path: &str) -> Option<Cow<'_, str>> {
         let f = &self.fields;
         let value: &str = match path {
-            "metadata.name" => &self.key.name,
-            "metadata.namespace" => &self.key.namespace,
             "spec.nodeName" | "spec.host" => &f.node_name,
             "spec.restartPolicy" => &f.restart_policy,
             "spec.schedulerName" => &f.scheduler_name,
@@ -243,14 +300,15 @@ impl Selectable for PodRecord {
             "status.podIP" => &f.pod_ip,
             "status.nominatedNodeName" => &f.nominated_node_name,
             "status.podIPs" => "",
-            _ => return None,
+            _ => return metadata_field(&self.key, path),
         };
         Some(Cow::Borrowed(value))
     }
 }
 
 /// An Event about a Pod; `namespace`, `name`, `message`, `reason` are the original client's.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct EventDto {
     /// The Pod's namespace and name.
@@ -322,31 +380,16 @@ pub struct NewContainer {
     pub ports: Vec<i32>,
 }
 
-/// A ReplicaSet is only a link from Pods to their Deployment: metadata is all we keep.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReplicaSetRecord {
-    pub key: ObjectKey,
-    pub uid: String,
-    pub owner: Option<Owner>,
-}
-
 /// A DTO as compact JSON. Our DTOs hold only strings, numbers and string maps, which always
 /// serialize.
-fn to_json<T: Serialize>(dto: &T) -> Box<str> {
+pub(crate) fn to_json<T: Serialize>(dto: &T) -> Box<str> {
     serde_json::to_string(dto)
         .unwrap_or_else(|e| unreachable!("a DTO always serializes: {e}"))
         .into_boxed_str()
 }
 
-fn rfc3339(t: &Option<Time>) -> Option<String> {
+pub(crate) fn rfc3339(t: &Option<Time>) -> Option<String> {
     t.as_ref().map(|t| t.0.to_string())
-}
-
-fn key_of(meta: &ObjectMeta) -> ObjectKey {
-    ObjectKey::new(
-        meta.namespace.clone().unwrap_or_default(),
-        meta.name.clone().unwrap_or_default(),
-    )
 }
 
 impl DeploymentRecord {
@@ -386,7 +429,7 @@ impl DeploymentRecord {
             available: columns.available,
         };
         Arc::new(DeploymentRecord {
-            key: key_of(meta),
+            key: ObjectKey::of(meta),
             json: to_json(&dto),
             uid: dto.uid,
             labels: dto.labels,
@@ -481,7 +524,7 @@ impl PodRecord {
             &json, dictionary,
         ));
         Arc::new(PodRecord {
-            key: key_of(meta),
+            key: ObjectKey::of(meta),
             owner: Owner::controller_of(meta),
             json: to_json(&dto),
             labels: dto.labels,
@@ -511,24 +554,11 @@ impl PodRecord {
     }
 }
 
-impl ReplicaSetRecord {
-    /// From a ReplicaSet's metadata, all the cache watches of it.
-    pub fn from_meta(metadata: &ObjectMeta) -> Arc<Self> {
-        Arc::new(ReplicaSetRecord {
-            key: key_of(metadata),
-            uid: metadata.uid.clone().unwrap_or_default(),
-            owner: Owner::controller_of(metadata),
-        })
-    }
-}
-
 /// mk_pod-style builders of typed objects, for tests here and in the crates above.
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures {
-    use k8s_openapi::api::apps::v1::ReplicaSet;
-    use kube::core::PartialObjectMeta;
-
     use super::*;
+    use k8s_openapi::api::apps::v1::ReplicaSet;
     use serde_json::json;
 
     pub fn mk_deployment(ns: &str, name: &str, uid: &str, labels: &[(&str, &str)]) -> Deployment {
@@ -554,7 +584,7 @@ pub mod fixtures {
         name: &str,
         uid: &str,
         owner: Option<(&str, &str)>,
-    ) -> PartialObjectMeta<ReplicaSet> {
+    ) -> ReplicaSet {
         let owners: Vec<_> = owner
             .iter()
             .map(|(name, uid)| {
@@ -563,11 +593,15 @@ pub mod fixtures {
             })
             .collect();
         serde_json::from_value(json!({
-            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": {"namespace": ns, "name": name, "uid": uid, "resourceVersion": "1",
-                         "ownerReferences": owners}
+                         "ownerReferences": owners, "creationTimestamp": "2026-11-01T10:00:00Z"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}},
+            "status": {"replicas": 2, "readyReplicas": 1}
         }))
-        .expect("valid ReplicaSet metadata")
+        .expect("a valid ReplicaSet")
     }
 
     pub fn mk_pod(

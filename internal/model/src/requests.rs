@@ -73,7 +73,7 @@ pub struct NewIngressRule {
 }
 
 /// networking.k8s.io/v1 `pathType`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PathType {
     Exact,
     Prefix,

@@ -13,8 +13,8 @@ use kube::core::PartialObjectMeta;
 use selector::LabelSelector;
 
 use super::{LiveSource, pod_record, required};
-use crate::{DaoError, ListQuery, MemberChange, ObjectKind, WatchEvent, WatchStream, member_event};
-use model::{PodRecord, ReplicaSetRecord};
+use crate::{DaoError, Kind, ListQuery, MemberChange, WatchEvent, WatchStream, member_event};
+use model::{ObjectKey, Owner, PodRecord};
 
 /// A Deployment as membership needs it: its uid (what its ReplicaSets name as owner) and the
 /// label selector of its pods.
@@ -54,8 +54,23 @@ fn match_labels(deployment: &Deployment) -> String {
         .join(",")
 }
 
-fn is_replicaset(kind: &str) -> bool {
-    kind == "ReplicaSet"
+fn is_replicaset(owner: &&Owner) -> bool {
+    owner.kind == Some(Kind::ReplicaSet)
+}
+
+/// What membership needs of a ReplicaSet: its uid, which its pods name, and its controller.
+struct Link {
+    uid: String,
+    owner: Option<Owner>,
+}
+
+impl Link {
+    fn of(rs: &PartialObjectMeta<ReplicaSet>) -> Link {
+        Link {
+            uid: rs.metadata.uid.clone().unwrap_or_default(),
+            owner: Owner::controller_of(&rs.metadata),
+        }
+    }
 }
 
 /// A live watch of a Deployment's pods: the pods its selector matches, kept when their
@@ -67,7 +82,7 @@ struct DeploymentPods {
     uid: String,
     controlled: HashSet<String>,
     others: HashSet<String>,
-    members: HashSet<confk8s::ObjectKey>,
+    members: HashSet<ObjectKey>,
 }
 
 impl DeploymentPods {
@@ -75,18 +90,14 @@ impl DeploymentPods {
         let list = self.replicasets.list(&ListParams::default()).await?;
         self.controlled.clear();
         self.others.clear();
-        for rs in list
-            .items
-            .iter()
-            .map(|rs| ReplicaSetRecord::from_meta(&rs.metadata))
-        {
+        for rs in list.items.iter().map(Link::of) {
             let ours = rs.owner.as_ref().is_some_and(|o| o.uid == self.uid);
             let set = if ours {
                 &mut self.controlled
             } else {
                 &mut self.others
             };
-            set.insert(rs.uid.clone());
+            set.insert(rs.uid);
         }
         Ok(())
     }
@@ -104,7 +115,7 @@ impl DeploymentPods {
                 MemberChange::Applied(new) => new,
                 MemberChange::Deleted(old) => old,
             };
-            let replicaset = pod.owner.as_ref().filter(|o| is_replicaset(&o.kind));
+            let replicaset = pod.owner.as_ref().filter(is_replicaset);
             if let Some(rs) = replicaset
                 && !self.controlled.contains(&rs.uid)
                 && !self.others.contains(&rs.uid)
@@ -116,7 +127,7 @@ impl DeploymentPods {
             let is_member = |p: &PodRecord| {
                 p.owner
                     .as_ref()
-                    .is_some_and(|o| is_replicaset(&o.kind) && controlled.contains(&o.uid))
+                    .is_some_and(|o| is_replicaset(&o) && controlled.contains(&o.uid))
             };
             if let Some(event) = member_event(&mut self.members, change, is_member) {
                 return Some(Ok(event));
@@ -134,7 +145,7 @@ impl LiveSource {
         name: &str,
     ) -> Result<Vec<Arc<PodRecord>>, DaoError> {
         let deployment = self
-            .get::<Deployment>(ObjectKind::Deployment, namespace, name)
+            .get_object::<Deployment>(Kind::Deployment, namespace, name)
             .await?;
         let controller = Controller::of(deployment, namespace, name)?;
         let replicasets = self
@@ -144,9 +155,9 @@ impl LiveSource {
         let rs_uids: BTreeSet<String> = replicasets
             .items
             .iter()
-            .map(|rs| ReplicaSetRecord::from_meta(&rs.metadata))
+            .map(Link::of)
             .filter(|rs| rs.owner.as_ref().is_some_and(|o| o.uid == controller.uid))
-            .map(|rs| rs.uid.clone())
+            .map(|rs| rs.uid)
             .collect();
         let mut params = ListParams::default();
         if !controller.pods.is_empty() {
@@ -170,7 +181,7 @@ impl LiveSource {
     ) -> Result<Vec<Option<String>>, DaoError> {
         let namespaces: BTreeSet<&str> = pods
             .iter()
-            .filter(|p| p.owner.as_ref().is_some_and(|o| is_replicaset(&o.kind)))
+            .filter(|p| p.owner.as_ref().is_some_and(|o| is_replicaset(&o)))
             .map(|p| p.key.namespace.as_str())
             .collect();
         let mut deployment_of_rs: HashMap<String, String> = HashMap::new();
@@ -179,13 +190,9 @@ impl LiveSource {
                 .api::<PartialObjectMeta<ReplicaSet>>(Some(ns))
                 .list(&ListParams::default())
                 .await?;
-            for rs in list
-                .items
-                .iter()
-                .map(|rs| ReplicaSetRecord::from_meta(&rs.metadata))
-            {
-                if let Some(owner) = rs.owner.as_ref().filter(|o| o.kind == "Deployment") {
-                    deployment_of_rs.insert(rs.uid.clone(), owner.name.clone());
+            for rs in list.items.iter().map(Link::of) {
+                if let Some(owner) = rs.owner.filter(|o| o.kind == Some(Kind::Deployment)) {
+                    deployment_of_rs.insert(rs.uid, owner.name);
                 }
             }
         }
@@ -194,7 +201,7 @@ impl LiveSource {
             .map(|p| {
                 p.owner
                     .as_ref()
-                    .filter(|o| is_replicaset(&o.kind))
+                    .filter(is_replicaset)
                     .and_then(|o| deployment_of_rs.get(&o.uid).cloned())
             })
             .collect())
@@ -208,7 +215,7 @@ impl LiveSource {
         name: &str,
     ) -> Result<WatchStream<PodRecord>, DaoError> {
         let deployment = self
-            .get::<Deployment>(ObjectKind::Deployment, namespace, name)
+            .get_object::<Deployment>(Kind::Deployment, namespace, name)
             .await?;
         let controller = Controller::of(deployment, namespace, name)?;
         let q = ListQuery {
@@ -217,7 +224,7 @@ impl LiveSource {
             ..Default::default()
         };
         let mut watch = DeploymentPods {
-            pods: self.watch::<Pod, _>(&q, pod_record).await?,
+            pods: self.watch_with::<Pod, _>(&q, pod_record).await?,
             replicasets: self.api(Some(namespace)),
             uid: controller.uid,
             controlled: HashSet::new(),

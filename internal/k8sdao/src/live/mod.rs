@@ -16,14 +16,15 @@ mod mock;
 
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client};
 
+pub use reads::Namespaced;
+
 use super::{
-    DaoError, ListQuery, Listing, NamespaceFilter, ObjectKind, WatchStream, WorkloadSource,
+    DaoError, Kind, ListQuery, Listing, NamespaceFilter, Served, WatchStream, WorkloadSource,
 };
-use model::{DeploymentRecord, EventDto, PodRecord};
+use model::{EventDto, PodRecord, Record};
 
 /// Reads straight from the apiserver, each answer built with the same projections the cache
 /// uses, so both sources give identical records.
@@ -54,14 +55,16 @@ fn visible<K: kube::Resource>(filter: &NamespaceFilter, object: &K) -> bool {
     filter.allows(object.meta().namespace.as_deref().unwrap_or(""))
 }
 
-fn pod_record(mut pod: Pod) -> Arc<PodRecord> {
-    // Same bytes as the cache keeps, so /output does not depend on the source.
-    confk8s::strip_noise(&mut pod);
-    PodRecord::from_pod(&pod)
+/// The object's record, projected as the cache projects it: without managedFields and the
+/// last-applied annotation, as the cache's watch decodes it, so /output does not depend on
+/// the source.
+fn project<R: Record<Object: Namespaced>>(mut object: R::Object) -> Arc<R> {
+    confk8s::strip_noise(&mut object);
+    R::from_object(&object)
 }
 
-fn deployment_record(deployment: Deployment) -> Arc<DeploymentRecord> {
-    DeploymentRecord::from_deployment(&deployment)
+fn pod_record(pod: Pod) -> Arc<PodRecord> {
+    project(pod)
 }
 
 /// A field the apiserver always sends, or the error naming what came without it.
@@ -78,29 +81,23 @@ fn required<T>(
 
 /// Each trait method is one idea's: the work is in [`reads`], [`relay`] and [`membership`].
 impl WorkloadSource for LiveSource {
-    async fn list_deployments(&self, q: &ListQuery) -> Result<Listing<DeploymentRecord>, DaoError> {
-        self.listing::<Deployment, _>(q, deployment_record).await
+    async fn list<R: Served>(&self, q: &ListQuery) -> Result<Listing<R>, DaoError> {
+        self.listing::<R::Object, R>(q, project::<R>).await
     }
 
-    async fn get_deployment(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Arc<DeploymentRecord>, DaoError> {
-        let d = self
-            .get::<Deployment>(ObjectKind::Deployment, namespace, name)
+    async fn get<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
+        let object = self
+            .get_object::<R::Object>(R::KIND, namespace, name)
             .await?;
-        Ok(deployment_record(d))
+        Ok(project(object))
     }
 
-    async fn list_pods(&self, q: &ListQuery) -> Result<Listing<PodRecord>, DaoError> {
-        self.listing::<Pod, _>(q, pod_record).await
+    async fn watch<R: Served>(&self, q: &ListQuery) -> Result<WatchStream<R>, DaoError> {
+        self.watch_with::<R::Object, R>(q, project::<R>).await
     }
 
-    async fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<PodRecord>, DaoError> {
-        Ok(pod_record(
-            self.get::<Pod>(ObjectKind::Pod, namespace, name).await?,
-        ))
+    async fn namespaces_holding(&self, kind: Kind) -> Result<Vec<String>, DaoError> {
+        self.namespaces_with(kind).await
     }
 
     async fn pods_of_deployment(
@@ -112,12 +109,8 @@ impl WorkloadSource for LiveSource {
     }
 
     async fn pod_events(&self, namespace: &str, name: &str) -> Result<Vec<EventDto>, DaoError> {
-        self.get::<Pod>(ObjectKind::Pod, namespace, name).await?;
+        self.get_object::<Pod>(Kind::Pod, namespace, name).await?;
         self.events_of_pod(namespace, name).await
-    }
-
-    async fn namespaces_holding(&self, kind: ObjectKind) -> Result<Vec<String>, DaoError> {
-        self.namespaces_with(kind).await
     }
 
     async fn deployments_of_pods(
@@ -125,17 +118,6 @@ impl WorkloadSource for LiveSource {
         pods: &[Arc<PodRecord>],
     ) -> Result<Vec<Option<String>>, DaoError> {
         self.controllers_of(pods).await
-    }
-
-    async fn watch_deployments(
-        &self,
-        q: &ListQuery,
-    ) -> Result<WatchStream<DeploymentRecord>, DaoError> {
-        self.watch::<Deployment, _>(q, deployment_record).await
-    }
-
-    async fn watch_pods(&self, q: &ListQuery) -> Result<WatchStream<PodRecord>, DaoError> {
-        self.watch::<Pod, _>(q, pod_record).await
     }
 
     async fn watch_pods_of_deployment(

@@ -18,18 +18,10 @@ use super::reads::Namespaced;
 use crate::DaoError;
 use model::{NewIngress, NewService, NewServicePort, PortRef, ServiceShape};
 
-/// A kind created and printed raw, with the name its errors give it.
-trait RawKind: Namespaced + serde::Serialize {
-    const NAME: &'static str;
-}
+/// A kind created and printed raw.
+trait RawKind: Namespaced + serde::Serialize {}
 
-impl RawKind for Service {
-    const NAME: &'static str = "service";
-}
-
-impl RawKind for Ingress {
-    const NAME: &'static str = "ingress";
-}
+impl<K: Namespaced + serde::Serialize> RawKind for K {}
 
 fn meta(namespace: &str, name: &str) -> ObjectMeta {
     ObjectMeta {
@@ -138,7 +130,7 @@ fn ingress_object(namespace: &str, new: &NewIngress) -> Ingress {
 fn printable<K: RawKind>(mut object: K) -> Result<Vec<u8>, DaoError> {
     confk8s::strip_noise(&mut object);
     serde_json::to_vec(&object).map_err(|e| DaoError::Malformed {
-        object: format!("{} {:?}: {e}", K::NAME, object.meta().name),
+        object: format!("{} {:?}: {e}", K::kind(&()), object.meta().name),
         field: "(the whole object)",
     })
 }
@@ -191,18 +183,10 @@ impl LiveSource {
         printable(created)
     }
 
-    /// The object as it is now, printable; NotFound names the kind.
+    /// The object as it is now, printable. These kinds are no [`crate::Kind`] yet (nothing
+    /// caches them), so a missing one is the apiserver's 404 as it says it.
     async fn get_raw<K: RawKind>(&self, namespace: &str, name: &str) -> Result<Vec<u8>, DaoError> {
-        let object = self
-            .api::<K>(Some(namespace))
-            .get_opt(name)
-            .await?
-            .ok_or_else(|| DaoError::NotFound {
-                kind: K::NAME,
-                namespace: namespace.to_string(),
-                name: name.to_string(),
-            })?;
-        printable(object)
+        printable(self.api::<K>(Some(namespace)).get(name).await?)
     }
 }
 
@@ -258,7 +242,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn answers_leave_out_what_kubectl_does_and_a_missing_object_is_named() {
+    async fn answers_leave_out_what_kubectl_does_and_a_missing_object_is_a_404() {
         let stored = json!({"apiVersion": "v1", "kind": "Service",
             "metadata": {"name": "web", "namespace": "ns", "resourceVersion": "5",
                 "managedFields": [{"manager": "k8sailor"}],
@@ -290,7 +274,7 @@ mod tests {
         }
         let err = source.ingress_json("ns", "gone").await.unwrap_err();
         assert!(
-            matches!(&err, DaoError::NotFound { kind: "ingress", name, .. } if name == "gone"),
+            matches!(&err, DaoError::Api { code: 404, message } if message.contains("\"gone\" not found")),
             "{err}"
         );
         server.await.unwrap();

@@ -3,22 +3,25 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{ListParams, ObjectList};
 use kube::core::PartialObjectMeta;
 use serde::de::DeserializeOwned;
 
 use super::{LiveSource, required, visible};
-use crate::{DaoError, ListQuery, Listing, ObjectKind};
+use crate::{DaoError, Kind, ListQuery, Listing};
 use model::EventDto;
 
-/// The kinds the live source lists and gets: namespaced, with a static type.
-pub(super) trait Namespaced:
+/// The kinds the live source lists, gets and watches: namespaced, with a static type.
+pub trait Namespaced:
     kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
     + Clone
     + DeserializeOwned
     + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
 {
 }
 
@@ -27,6 +30,9 @@ impl<K> Namespaced for K where
         + Clone
         + DeserializeOwned
         + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
 {
 }
 
@@ -43,7 +49,7 @@ pub(super) fn list_version<K: Namespaced>(list: &ObjectList<K>) -> Result<String
 impl LiveSource {
     /// The objects `q` selects: its selectors sent to the apiserver, the caller's namespaces
     /// applied to the answer.
-    pub(super) async fn list<K: Namespaced>(
+    pub(super) async fn list_objects<K: Namespaced>(
         &self,
         q: &ListQuery,
     ) -> Result<ObjectList<K>, DaoError> {
@@ -65,16 +71,16 @@ impl LiveSource {
         q: &ListQuery,
         project: fn(K) -> Arc<R>,
     ) -> Result<Listing<R>, DaoError> {
-        let list = self.list::<K>(q).await?;
+        let list = self.list_objects::<K>(q).await?;
         Ok(Listing {
             resource_version: list_version(&list)?,
             items: list.items.into_iter().map(project).collect(),
         })
     }
 
-    pub(super) async fn get<K: Namespaced>(
+    pub(super) async fn get_object<K: Namespaced>(
         &self,
-        kind: ObjectKind,
+        kind: Kind,
         namespace: &str,
         name: &str,
     ) -> Result<K, DaoError> {
@@ -82,33 +88,31 @@ impl LiveSource {
             .get_opt(name)
             .await?
             .ok_or_else(|| DaoError::NotFound {
-                kind: kind.as_str(),
+                kind,
                 namespace: namespace.to_string(),
                 name: name.to_string(),
             })
     }
 
     /// One metadata list of the kind across namespaces.
-    pub(super) async fn namespaces_with(&self, kind: ObjectKind) -> Result<Vec<String>, DaoError> {
-        fn of<K: kube::Resource>(items: &[PartialObjectMeta<K>]) -> BTreeSet<String> {
-            items
-                .iter()
-                .filter_map(|o| o.metadata.namespace.clone())
-                .collect()
+    pub(super) async fn namespaces_with(&self, kind: Kind) -> Result<Vec<String>, DaoError> {
+        match kind {
+            Kind::Deployment => self.namespaces_of::<Deployment>().await,
+            Kind::Pod => self.namespaces_of::<Pod>().await,
+            Kind::ReplicaSet => self.namespaces_of::<ReplicaSet>().await,
         }
-        let params = ListParams::default();
-        let namespaces = match kind {
-            ObjectKind::Deployment => of(&self
-                .api::<PartialObjectMeta<Deployment>>(None)
-                .list(&params)
-                .await?
-                .items),
-            ObjectKind::Pod => of(&self
-                .api::<PartialObjectMeta<Pod>>(None)
-                .list(&params)
-                .await?
-                .items),
-        };
+    }
+
+    async fn namespaces_of<K: Namespaced>(&self) -> Result<Vec<String>, DaoError> {
+        let list = self
+            .api::<PartialObjectMeta<K>>(None)
+            .list(&ListParams::default())
+            .await?;
+        let namespaces: BTreeSet<String> = list
+            .items
+            .into_iter()
+            .filter_map(|o| o.metadata.namespace)
+            .collect();
         Ok(namespaces.into_iter().collect())
     }
 
@@ -134,8 +138,9 @@ mod tests {
     use serde_json::json;
 
     use super::super::mock::{list, source_with};
-    use crate::{DaoError, ListQuery, WorkloadSource};
+    use crate::{DaoError, Kind, ListQuery, WorkloadSource};
     use model::fixtures::mk_pod;
+    use model::{DeploymentRecord, PodRecord};
 
     #[tokio::test]
     async fn a_missing_object_is_not_found() {
@@ -146,12 +151,12 @@ mod tests {
             404,
             status,
         )]);
-        let err = source.get_deployment("ns", "x").await.unwrap_err();
+        let err = source.get::<DeploymentRecord>("ns", "x").await.unwrap_err();
         assert!(
             matches!(
                 err,
                 DaoError::NotFound {
-                    kind: "deployment",
+                    kind: Kind::Deployment,
                     ..
                 }
             ),
@@ -173,7 +178,7 @@ mod tests {
             labels: "tier notin (db), app=web".parse().unwrap(),
             ..Default::default()
         };
-        let listing = source.list_pods(&q).await.unwrap();
+        let listing = source.list::<PodRecord>(&q).await.unwrap();
         assert_eq!(listing.resource_version, "77");
         assert_eq!(listing.items[0].key.name, "p");
         server.await.unwrap();
@@ -190,7 +195,7 @@ mod tests {
             namespace: Some("ns".into()),
             ..Default::default()
         };
-        let err = source.list_pods(&q).await.unwrap_err();
+        let err = source.list::<PodRecord>(&q).await.unwrap_err();
         assert_eq!(
             err.to_string(),
             "the Kubernetes API sent a Pod list without a usable metadata.resourceVersion"

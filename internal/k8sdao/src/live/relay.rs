@@ -196,7 +196,7 @@ fn object_version<K: Namespaced>(object: &K) -> Result<String, DaoError> {
 impl LiveSource {
     /// The list `q` selects as Added events, Synced, then the apiserver's watch from the
     /// list's resourceVersion; 410 Gone from the apiserver ends it with WatchExpired.
-    pub(super) async fn watch<K, R>(
+    pub(super) async fn watch_with<K, R>(
         &self,
         q: &ListQuery,
         project: fn(K) -> Arc<R>,
@@ -205,7 +205,7 @@ impl LiveSource {
         K: Namespaced + Send + 'static,
         R: Send + Sync + 'static,
     {
-        let list = self.list::<K>(q).await?;
+        let list = self.list_objects::<K>(q).await?;
         let listed = State::Listed {
             resource_version: list_version(&list)?,
             items: list.items.into_iter(),
@@ -244,6 +244,7 @@ mod tests {
     use super::super::mock::{list, source_answering, watch_lines};
     use super::*;
     use crate::WorkloadSource;
+    use model::DeploymentRecord;
     use model::fixtures::mk_deployment;
 
     fn deployment(name: &str, rv: &str) -> Value {
@@ -310,7 +311,7 @@ mod tests {
             ),
         ]);
         let events: Vec<_> = source
-            .watch_deployments(&web_query())
+            .watch::<DeploymentRecord>(&web_query())
             .await
             .unwrap()
             .collect()
@@ -385,7 +386,10 @@ mod tests {
             again - first
         });
         let source = LiveSource::new(Client::new(service, "default"));
-        let watch = source.watch_deployments(&web_query()).await.unwrap();
+        let watch = source
+            .watch::<DeploymentRecord>(&web_query())
+            .await
+            .unwrap();
         // Without the idle timeout the watch would wait on the silent request for ever.
         let events: Vec<_> = tokio::time::timeout(Duration::from_secs(600), watch.collect())
             .await
@@ -427,7 +431,7 @@ mod tests {
             ),
         ]);
         let events: Vec<_> = source
-            .watch_deployments(&web_query())
+            .watch::<DeploymentRecord>(&web_query())
             .await
             .unwrap()
             .collect()

@@ -4,11 +4,10 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 
 use super::LiveSource;
-use crate::{DaoError, ObjectKind, WriteEffect};
+use crate::{DaoError, Kind, Served, WriteEffect};
 use model::{DeploymentRecord, NewDeployment};
 
 /// The labels of a Deployment we create, its selector and its Pods' labels alike.
@@ -78,24 +77,24 @@ fn version_of(meta: &kube::api::ObjectMeta) -> Option<u64> {
 /// What a create or scale left: the object at its new version. The write is done either
 /// way, so an answer without a version the cache can compare is no failure: it is said so
 /// (`Unversioned`) and the cache is not waited on for something it cannot show.
-fn written(kind: ObjectKind, meta: &kube::api::ObjectMeta) -> WriteEffect {
+fn written(kind: Kind, meta: &kube::api::ObjectMeta) -> WriteEffect {
     match version_of(meta) {
         Some(rv) => WriteEffect::Version(rv),
         None => unversioned(kind, meta),
     }
 }
 
-fn unversioned(kind: ObjectKind, meta: &kube::api::ObjectMeta) -> WriteEffect {
+fn unversioned(kind: Kind, meta: &kube::api::ObjectMeta) -> WriteEffect {
     tracing::warn!(%kind, name = ?meta.name, resource_version = ?meta.resource_version,
         "the apiserver answered a write without a numeric resourceVersion; not waiting for the cache");
     WriteEffect::Unversioned
 }
 
 /// A 404 from a write names the object, as a read's does.
-fn write_error(e: kube::Error, kind: ObjectKind, namespace: &str, name: &str) -> DaoError {
+fn write_error(e: kube::Error, kind: Kind, namespace: &str, name: &str) -> DaoError {
     match e {
         kube::Error::Api(status) if status.code == 404 => DaoError::NotFound {
-            kind: kind.as_str(),
+            kind,
             namespace: namespace.to_string(),
             name: name.to_string(),
         },
@@ -115,8 +114,8 @@ impl LiveSource {
             .api::<Deployment>(Some(namespace))
             .patch_scale(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
-            .map_err(|e| write_error(e, ObjectKind::Deployment, namespace, name))?;
-        Ok(written(ObjectKind::Deployment, &scale.metadata))
+            .map_err(|e| write_error(e, Kind::Deployment, namespace, name))?;
+        Ok(written(Kind::Deployment, &scale.metadata))
     }
 
     pub(crate) async fn create(
@@ -130,31 +129,23 @@ impl LiveSource {
             .await?;
         Ok((
             DeploymentRecord::from_deployment(&created),
-            written(ObjectKind::Deployment, &created.metadata),
+            written(Kind::Deployment, &created.metadata),
         ))
     }
 
     /// A Pod on a node stays, Terminating, until its kubelet confirms; others go at once.
-    pub(crate) async fn delete(
+    pub(crate) async fn delete<R: Served>(
         &self,
-        kind: ObjectKind,
         namespace: &str,
         name: &str,
     ) -> Result<WriteEffect, DaoError> {
-        let params = DeleteParams::background();
-        let remaining = match kind {
-            ObjectKind::Deployment => self
-                .api::<Deployment>(Some(namespace))
-                .delete(name, &params)
-                .await
-                .map(|r| r.left().map(|d| d.metadata)),
-            ObjectKind::Pod => self
-                .api::<Pod>(Some(namespace))
-                .delete(name, &params)
-                .await
-                .map(|r| r.left().map(|p| p.metadata)),
-        }
-        .map_err(|e| write_error(e, kind, namespace, name))?;
+        let kind = R::KIND;
+        let remaining = self
+            .api::<R::Object>(Some(namespace))
+            .delete(name, &DeleteParams::background())
+            .await
+            .map(|r| r.left().map(|o| kube::Resource::meta(&o).clone()))
+            .map_err(|e| write_error(e, kind, namespace, name))?;
         Ok(match remaining {
             Some(meta) if meta.deletion_timestamp.is_some() => match version_of(&meta) {
                 Some(rv) => WriteEffect::Deleting(rv),
@@ -174,6 +165,7 @@ mod tests {
     use tower_test::mock;
 
     use super::*;
+    use model::PodRecord;
 
     #[tokio::test]
     async fn writes_send_what_kubectl_would_and_name_a_missing_object() {
@@ -257,12 +249,15 @@ mod tests {
             source.scale("ns", "web", 5).await.unwrap(),
             WriteEffect::Version(42)
         );
-        let err = source
-            .delete(ObjectKind::Pod, "ns", "gone")
-            .await
-            .unwrap_err();
+        let err = source.delete::<PodRecord>("ns", "gone").await.unwrap_err();
         assert!(
-            matches!(err, DaoError::NotFound { kind: "pod", .. }),
+            matches!(
+                err,
+                DaoError::NotFound {
+                    kind: Kind::Pod,
+                    ..
+                }
+            ),
             "{err}"
         );
         server.await.unwrap();
@@ -275,15 +270,15 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            written(ObjectKind::Deployment, &meta(Some("42"))),
+            written(Kind::Deployment, &meta(Some("42"))),
             WriteEffect::Version(42)
         );
         assert_eq!(
-            written(ObjectKind::Deployment, &meta(Some("opaque"))),
+            written(Kind::Deployment, &meta(Some("opaque"))),
             WriteEffect::Unversioned
         );
         assert_eq!(
-            written(ObjectKind::Deployment, &meta(None)),
+            written(Kind::Deployment, &meta(None)),
             WriteEffect::Unversioned
         );
     }

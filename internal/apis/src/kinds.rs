@@ -1,0 +1,225 @@
+//! The reads every served kind has: `GET /{resource}` (the list query of every kind, paging,
+//! sorting, `watch=true`) and `GET /{resource}/{name}`, generic over the kind. Their routes,
+//! OpenAPI description and access rules are all read from the kind, so serving one more is
+//! one line in [`SERVED`] and [`routes`].
+
+use axum::Extension;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::routing::get;
+use utoipa::openapi::path::{
+    HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem, Paths,
+};
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};
+use utoipa::openapi::{
+    Content, Ref, RefOr, Required, ResponseBuilder, Responses, ResponsesBuilder,
+};
+use utoipa::{IntoParams, PartialSchema, ToSchema};
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
+
+use super::AppState;
+use super::edge::enveloped_405;
+use super::envelope::{ApiError, ApiPath, ApiQuery, ok_json, ok_page_json};
+use super::routes::{ListParams, ObjectParams, list_request, off_the_workers};
+use super::watch;
+use biz::{Kind, ReplicaSetRecord, Served, Visibility};
+
+/// The kinds served by the generic routes below, beside Deployments and Pods (whose routes
+/// add relations and writes, in routes.rs, and share these handlers).
+pub(super) const SERVED: &[Kind] = &[Kind::ReplicaSet];
+
+/// The generic routes of every kind in [`SERVED`].
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().merge(kind_routes::<ReplicaSetRecord>())
+}
+
+/// The kind whose generic routes serve `route` (a template), and whether it is the list.
+pub(super) fn served_by(route: &str) -> Option<(Kind, bool)> {
+    let path = route.strip_prefix('/')?;
+    let (resource, rest) = path.split_once('/').unwrap_or((path, ""));
+    let kind = SERVED.iter().copied().find(|k| k.resource() == resource)?;
+    match rest {
+        "" => Some((kind, true)),
+        "{name}" => Some((kind, false)),
+        _ => None,
+    }
+}
+
+/// A list, or with `watch=true` a watch, of kind `R`.
+pub(super) async fn list<R: Served>(
+    s: AppState,
+    headers: HeaderMap,
+    visibility: Option<Extension<Visibility>>,
+    q: ListParams,
+) -> Result<Response, ApiError> {
+    let is_watch = watch::is_watch(q.watch.as_deref())?;
+    let req = list_request(q, visibility);
+    if is_watch {
+        let frames = s.workloads.watch::<R>(&req).await?;
+        let guard = s.metrics.watch_opened(R::KIND.name());
+        return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
+    }
+    off_the_workers(s, move |s| async move {
+        Ok(ok_page_json(s.workloads.list::<R>(&req).await?))
+    })
+    .await
+}
+
+/// One object of kind `R`.
+pub(super) async fn get_one<R: Served>(
+    s: AppState,
+    name: String,
+    q: ObjectParams,
+) -> Result<Response, ApiError> {
+    Ok(ok_json(
+        &s.workloads.get::<R>(q.namespace.as_deref(), &name).await?,
+    ))
+}
+
+fn kind_routes<R>() -> OpenApiRouter<AppState>
+where
+    R: Served<Dto: ToSchema>,
+{
+    let kind = R::KIND;
+    let list_path = format!("/{}", kind.resource());
+    let get_path = format!("/{}/{{name}}", kind.resource());
+    let list_route = get(
+        |State(s): State<AppState>,
+         headers: HeaderMap,
+         visibility: Option<Extension<Visibility>>,
+         ApiQuery(q): ApiQuery<ListParams>| list::<R>(s, headers, visibility, q),
+    );
+    let get_route = get(
+        |State(s): State<AppState>,
+         ApiPath(name): ApiPath<String>,
+         ApiQuery(q): ApiQuery<ObjectParams>| get_one::<R>(s, name, q),
+    );
+    let schemas = {
+        let mut schemas = vec![(R::Dto::name().into_owned(), R::Dto::schema())];
+        R::Dto::schemas(&mut schemas);
+        schemas
+    };
+    let list_doc: UtoipaMethodRouter<AppState> = (
+        schemas,
+        paths(&list_path, list_operation::<R>()),
+        list_route,
+    );
+    let get_doc: UtoipaMethodRouter<AppState> = (
+        Vec::new(),
+        paths(&get_path, get_operation::<R>()),
+        get_route,
+    );
+    OpenApiRouter::new()
+        .routes(enveloped_405(list_doc))
+        .routes(enveloped_405(get_doc))
+}
+
+fn paths(path: &str, operation: OperationBuilder) -> Paths {
+    let mut paths = Paths::new();
+    paths
+        .paths
+        .insert(path.to_string(), PathItem::new(HttpMethod::Get, operation));
+    paths
+}
+
+fn error(description: &str) -> ResponseBuilder {
+    ResponseBuilder::new().description(description).content(
+        "application/json",
+        Content::new(Some(Ref::from_schema_name("ErrorEnvelope"))),
+    )
+}
+
+fn errors(responses: ResponsesBuilder, extra: &[(&str, &str)]) -> Responses {
+    [
+        (
+            "400",
+            "Invalid namespace, name, selector, sort or continue token",
+        ),
+        (
+            "404",
+            "Not found, or the namespace is not served by this k8sailor",
+        ),
+        (
+            "503",
+            "Caches not synced yet, or the apiserver unreachable (live source)",
+        ),
+    ]
+    .iter()
+    .chain(extra)
+    .fold(responses, |r, (status, description)| {
+        r.response(*status, error(description))
+    })
+    .build()
+}
+
+/// The schema of `Envelope<T>` (envelope.rs) around `data`: utoipa composes a generic
+/// schema only for types it derived, and these DTOs reach apis through a trait.
+fn envelope(data: RefOr<Schema>, list: bool) -> RefOr<Schema> {
+    let mut object = ObjectBuilder::new()
+        .property("code", ObjectBuilder::new().schema_type(Type::Integer))
+        .required("code")
+        .property("data", data)
+        .required("data")
+        .property("error", ObjectBuilder::new().schema_type(Type::String))
+        .required("error");
+    if list {
+        object = object.property("metadata", Ref::from_schema_name("ListMeta"));
+    }
+    RefOr::T(Schema::Object(object.build()))
+}
+
+fn list_operation<R: Served<Dto: ToSchema>>() -> OperationBuilder {
+    let kind = R::KIND;
+    let dto = RefOr::Ref(Ref::from_schema_name(R::Dto::name()));
+    let items = envelope(ArrayBuilder::new().items(dto).into(), true);
+    let ok = ResponseBuilder::new()
+        .description(format!(
+            "{}s, with list metadata; with `watch=true`, a stream of `{{\"type\":\"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR\",\"object\":{}}}` events",
+            kind.name(),
+            kind.name()
+        ))
+        .content("application/json", Content::new(Some(items)))
+        .content("text/event-stream", Content::new(Some(String::schema())))
+        .content("application/x-ndjson", Content::new(Some(String::schema())));
+    OperationBuilder::new()
+        .tag(kind.resource())
+        .operation_id(Some(format!("list_{}", kind.resource())))
+        .summary(Some(format!(
+            "{}s selected by namespace, labels and fields (supported: {})",
+            kind.name(),
+            R::FIELDS.join(", ")
+        )))
+        .parameters(Some(ListParams::into_params(|| Some(ParameterIn::Query))))
+        .responses(errors(
+            ResponsesBuilder::new().response("200", ok),
+            &[("410", "The continue token expired: restart the list")],
+        ))
+}
+
+fn get_operation<R: Served<Dto: ToSchema>>() -> OperationBuilder {
+    let kind = R::KIND;
+    let ok = ResponseBuilder::new()
+        .description(format!("The {}", kind.name()))
+        .content(
+            "application/json",
+            Content::new(Some(envelope(
+                RefOr::Ref(Ref::from_schema_name(R::Dto::name())),
+                false,
+            ))),
+        );
+    let name = ParameterBuilder::new()
+        .name("name")
+        .parameter_in(ParameterIn::Path)
+        .required(Required::True)
+        .description(Some(format!("{} name", kind.name())))
+        .schema(Some(String::schema()))
+        .build();
+    let mut parameters = vec![name];
+    parameters.extend(ObjectParams::into_params(|| Some(ParameterIn::Query)));
+    OperationBuilder::new()
+        .tag(kind.resource())
+        .operation_id(Some(format!("get_{}", kind.resource())))
+        .parameters(Some(parameters))
+        .responses(errors(ResponsesBuilder::new().response("200", ok), &[]))
+}

@@ -1,0 +1,47 @@
+// The control plane a browser test runs against (K8SAILOR_TEST_KUBECONFIG, set by
+// hack/browser-test) and the objects a scenario puts into it, through kubectl.
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+
+/** The kubeconfig of the control plane the tests use; hack/browser-test sets it. */
+export function kubeconfig() {
+  const kc = process.env.K8SAILOR_TEST_KUBECONFIG;
+  if (!kc) throw new Error("K8SAILOR_TEST_KUBECONFIG is not set: run the browser tests with hack/browser-test");
+  return kc;
+}
+
+/** Runs kubectl (from PATH, as `hack/cluster env` sets it) against the test control plane. */
+export function kubectl(args, { input } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn("kubectl", ["--kubeconfig", kubeconfig(), ...args], { stdio: ["pipe", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      if (code === 0) resolve(out);
+      else reject(new Error(`kubectl ${args.join(" ")} failed (${code}): ${err.trim()}`));
+    });
+    child.stdin.end(input ?? "");
+  });
+}
+
+/** Applies `objects` (plain Kubernetes objects) with kubectl and returns what it printed. */
+export function apply(objects) {
+  const list = { apiVersion: "v1", kind: "List", items: objects };
+  return kubectl(["apply", "-f", "-"], { input: JSON.stringify(list) });
+}
+
+/**
+ * A namespace of its own for one scenario, `<prefix>-<random>`; `remove()` deletes it without
+ * waiting for its objects to go.
+ */
+export async function testNamespace(prefix) {
+  const name = `${prefix}-${randomBytes(3).toString("hex")}`;
+  await kubectl(["create", "namespace", name]);
+  return {
+    name,
+    remove: () => kubectl(["delete", "namespace", name, "--wait=false"]),
+  };
+}

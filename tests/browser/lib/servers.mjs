@@ -1,0 +1,161 @@
+// The processes a browser test talks to, all on 127.0.0.1: a static file server for the page
+// under test and a real `k8sailor httpserver` against the control plane in
+// K8SAILOR_TEST_KUBECONFIG.
+import { spawn } from "node:child_process";
+import { createWriteStream } from "node:fs";
+import { mkdir, readFile, stat } from "node:fs/promises";
+import http from "node:http";
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { kubeconfig } from "./cluster.mjs";
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+
+const CONTENT_TYPES = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json",
+  ".map": "application/json",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ico": "image/x-icon",
+};
+const TEXT = new Set([".html", ".js", ".mjs", ".css", ".json"]);
+
+/** A port free on 127.0.0.1 at the time of asking. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Serves `root` on 127.0.0.1 as a single-page app does: an unknown path without a file
+ * extension answers `index.html`, so the client's history-mode routes load on reload.
+ * `rewrites` ([from, to] string pairs) are applied to every text file served: how a test points
+ * a prebuilt client at the k8sailor it started, without rebuilding it. `files` maps extra URL
+ * paths to files on disk.
+ */
+export async function serveStatic({ root, rewrites = [], files = {} }) {
+  const rootDir = path.resolve(root);
+  const server = http.createServer(async (req, res) => {
+    try {
+      const urlPath = decodeURIComponent(new URL(req.url, "http://x").pathname);
+      let file = files[urlPath] ?? path.join(rootDir, urlPath);
+      if (!files[urlPath] && !file.startsWith(rootDir + path.sep) && file !== rootDir) {
+        res.writeHead(403).end();
+        return;
+      }
+      let info = await stat(file).catch(() => null);
+      if (info?.isDirectory()) {
+        file = path.join(file, "index.html");
+        info = await stat(file).catch(() => null);
+      }
+      if (!info && path.extname(urlPath) === "") {
+        file = path.join(rootDir, "index.html");
+        info = await stat(file).catch(() => null);
+      }
+      if (!info) {
+        res.writeHead(404, { "content-type": "text/plain" }).end("not found");
+        return;
+      }
+      const ext = path.extname(file);
+      let body = await readFile(file);
+      if (TEXT.has(ext) && rewrites.length > 0) {
+        let text = body.toString("utf8");
+        for (const [from, to] of rewrites) text = text.split(from).join(to);
+        body = Buffer.from(text, "utf8");
+      }
+      res.writeHead(200, {
+        "content-type": CONTENT_TYPES[ext] ?? "application/octet-stream",
+        "cache-control": "no-store",
+      });
+      res.end(body);
+    } catch (err) {
+      res.writeHead(500, { "content-type": "text/plain" }).end(String(err));
+    }
+  });
+  await new Promise((resolve, reject) => {
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  return {
+    origin,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+/**
+ * Starts `k8sailor httpserver` (K8SAILOR_BIN, else target/debug/k8sailor) on a free loopback
+ * port against K8SAILOR_TEST_KUBECONFIG and waits until /readyz answers 200. Its log goes to
+ * `logFile`.
+ */
+export async function startK8sailor({ logFile, args = [] }) {
+  const bin = process.env.K8SAILOR_BIN || path.join(repoRoot, "target", "debug", "k8sailor");
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  await mkdir(path.dirname(logFile), { recursive: true });
+  const log = createWriteStream(logFile);
+  const child = spawn(
+    bin,
+    ["httpserver", "--kubeconfig", kubeconfig(), "--listen", `127.0.0.1:${port}`, ...args],
+    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } },
+  );
+  child.stdout.pipe(log);
+  child.stderr.pipe(log);
+  let exited = null;
+  child.on("exit", (code, signal) => {
+    exited = `exited (${code ?? signal})`;
+  });
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (exited) throw new Error(`k8sailor ${exited} before it was ready; see ${logFile}`);
+    const ok = await fetch(`${origin}/readyz`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (Date.now() > deadline) {
+      child.kill("SIGTERM");
+      throw new Error(`k8sailor was not ready within 90 s; see ${logFile}`);
+    }
+    await sleep(200);
+  }
+  return {
+    origin,
+    api: `${origin}/k8sailor/v0`,
+    async stop() {
+      if (exited) return;
+      const done = new Promise((resolve) => child.on("exit", resolve));
+      child.kill("SIGTERM");
+      await done;
+    },
+  };
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `probe` until it returns a truthy value, or throws `what` after `timeoutMs`. */
+export async function eventually(what, probe, { timeoutMs = 30_000, everyMs = 250 } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message}` : ""}`);
+    }
+    await sleep(everyMs);
+  }
+}
