@@ -26,10 +26,10 @@ use crate::support::{
 type Key = (String, String);
 
 /// A ServiceAccount of the test, with its token and a client that acts as it.
-struct User {
-    name: &'static str,
-    token: String,
-    client: Client,
+pub(crate) struct User {
+    pub name: &'static str,
+    pub token: String,
+    pub client: Client,
 }
 
 /// A kube client that authenticates with `token` only.
@@ -55,7 +55,7 @@ where
         .unwrap_or_else(|e| panic!("create {object:?}: {e}"));
 }
 
-async fn account(home: &TestNamespace, name: &'static str) -> User {
+pub(crate) async fn account(home: &TestNamespace, name: &'static str) -> User {
     let accounts = home.api::<ServiceAccount>();
     let mut account = ServiceAccount::default();
     account.metadata.name = Some(name.into());
@@ -90,7 +90,7 @@ fn subject(home: &TestNamespace, user: &User) -> Vec<Subject> {
     }]
 }
 
-fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
+pub(crate) fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
     PolicyRule {
         api_groups: Some(vec![group.into()]),
         resources: Some(resources.iter().map(|r| r.to_string()).collect()),
@@ -100,7 +100,12 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
 }
 
 /// Grants `user` the rules in `ns` through a Role and a RoleBinding.
-async fn grant(ns: &TestNamespace, home: &TestNamespace, user: &User, rules: Vec<PolicyRule>) {
+pub(crate) async fn grant(
+    ns: &TestNamespace,
+    home: &TestNamespace,
+    user: &User,
+    rules: Vec<PolicyRule>,
+) {
     let name = format!("access-{}", user.name);
     let mut role = Role::default();
     role.metadata.name = Some(name.clone());

@@ -693,6 +693,19 @@ async fn the_opt_in_writer_role_is_enough_for_every_write() {
         let (status, answer) = server.send(method, &path, None).await;
         assert_eq!(status, 200, "{method} {path}: {answer}");
     }
+    // Services and Ingresses: created with the writer role, printed with the reader role.
+    for (path, body) in [
+        ("/services/web", serde_json::json!({"services": ["80"]})),
+        (
+            "/ingresses/web",
+            serde_json::json!({"endpoints": ["http://web.example.com/"]}),
+        ),
+    ] {
+        let (status, answer) = server.send("POST", &at(path), Some(body)).await;
+        assert_eq!(status, 200, "POST {path}: {answer}");
+        let (status, printed) = server.get(&at(&format!("{path}/output"))).await;
+        assert_eq!(status, 200, "{path}/output: {printed}");
+    }
 }
 
 #[tokio::test]

@@ -188,8 +188,22 @@ impl Server {
 
     /// A write under the API prefix, with a JSON body when given: status and JSON answer.
     pub async fn send(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        self.send_as(None, method, path, body).await
+    }
+
+    /// [`Server::send`] with `Authorization: Bearer <token>` when a token is given.
+    pub async fn send_as(
+        &self,
+        token: Option<&str>,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
         let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
         if let Some(body) = body {
             req = req.json(&body);
         }

@@ -136,14 +136,15 @@ fn rule(
     // An invalid `watch` is the handler's 400; here it is no watch.
     let watch = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false);
     let list_verb = if watch { WATCH } else { "list" };
-    if let Some((kind, is_list)) = super::kinds::served_by(route) {
-        return (method == Method::GET).then(|| {
-            let (group, resource) = (kind.group(), kind.resource());
-            if is_list {
-                Rule::list(kind, access(list_verb, group, resource, list_ns, None))
-            } else {
-                Rule::all(vec![access("get", group, resource, object_ns, name)])
-            }
+    // The generic reads of a kind; its other methods (writes) are in the table below.
+    if let Some((kind, is_list)) = super::kinds::served_by(route)
+        && method == Method::GET
+    {
+        let (group, resource) = (kind.group(), kind.resource());
+        return Some(if is_list {
+            Rule::list(kind, access(list_verb, group, resource, list_ns, None))
+        } else {
+            Rule::all(vec![access("get", group, resource, object_ns, name)])
         });
     }
     let required = match (route, method.as_str()) {
@@ -198,6 +199,16 @@ fn rule(
             access("get", CORE, "pods", object_ns, name),
             access("list", CORE, "events", object_ns, None),
         ],
+        ("/services/{name}", "POST") => vec![access("create", CORE, "services", object_ns, None)],
+        ("/services/{name}/output", "GET") => {
+            vec![access("get", CORE, "services", object_ns, name)]
+        }
+        ("/ingresses/{name}", "POST") => {
+            vec![access("create", NETWORKING, "ingresses", object_ns, None)]
+        }
+        ("/ingresses/{name}/output", "GET") => {
+            vec![access("get", NETWORKING, "ingresses", object_ns, name)]
+        }
         _ => return None,
     };
     Some(Rule::all(required))
@@ -484,6 +495,22 @@ mod tests {
         assert_eq!(
             shown("/pods/{name}", Method::DELETE, ns(), None),
             ["delete pods \"web\" in namespace \"shop\""]
+        );
+        assert_eq!(
+            shown("/services/{name}", Method::POST, ns(), None),
+            ["create services in namespace \"shop\""]
+        );
+        assert_eq!(
+            shown("/services/{name}/output", Method::GET, ns(), None),
+            ["get services \"web\" in namespace \"shop\""]
+        );
+        assert_eq!(
+            shown("/ingresses/{name}", Method::POST, query(None, None), None),
+            ["create ingresses.networking.k8s.io in namespace \"default\""]
+        );
+        assert_eq!(
+            shown("/ingresses/{name}/output", Method::GET, ns(), None),
+            ["get ingresses.networking.k8s.io \"web\" in namespace \"shop\""]
         );
         assert!(
             rule("/pods/{name}", &Method::PATCH, None, &ns(), None).is_none(),

@@ -20,6 +20,22 @@ pub struct PodDoc {
 /// A Deployment as answered.
 pub type DeploymentDoc = DeploymentDto;
 
+/// A Kubernetes object as the apiserver stored it, as `kubectl get -o json` prints it
+/// (without managedFields): its fields are the kind's own (the Kubernetes API reference).
+#[derive(Serialize, ToSchema)]
+#[schema(as = KubernetesObject)]
+pub struct KubernetesObjectDoc {
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    pub kind: String,
+    #[schema(value_type = Object)]
+    pub metadata: serde_json::Value,
+    #[schema(value_type = Object)]
+    pub spec: serde_json::Value,
+    #[schema(value_type = Option<Object>)]
+    pub status: Option<serde_json::Value>,
+}
+
 pub const OPENAPI_PATH: &str = "/openapi.json";
 
 /// Title and version, and the description's own route.

@@ -29,12 +29,19 @@ use biz::{IngressRecord, Kind, ReplicaSetRecord, Served, ServiceRecord, Visibili
 /// add relations and writes, in routes.rs, and share these handlers).
 pub(super) const SERVED: &[Kind] = &[Kind::ReplicaSet, Kind::Service, Kind::Ingress];
 
+/// The other methods a kind's `/{resource}/{name}` takes (a create, say), served beside its
+/// generic get: one route per path, so one 405 for the methods none of them takes.
+pub(super) struct ObjectRoutes {
+    pub(super) services: UtoipaMethodRouter<AppState>,
+    pub(super) ingresses: UtoipaMethodRouter<AppState>,
+}
+
 /// The generic routes of every kind in [`SERVED`].
-pub(super) fn routes() -> OpenApiRouter<AppState> {
+pub(super) fn routes(object_routes: ObjectRoutes) -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .merge(kind_routes::<ReplicaSetRecord>())
-        .merge(kind_routes::<ServiceRecord>())
-        .merge(kind_routes::<IngressRecord>())
+        .merge(kind_routes::<ReplicaSetRecord>(None))
+        .merge(kind_routes::<ServiceRecord>(Some(object_routes.services)))
+        .merge(kind_routes::<IngressRecord>(Some(object_routes.ingresses)))
 }
 
 /// The kind whose generic routes serve `route` (a template), and whether it is the list.
@@ -80,7 +87,7 @@ pub(super) async fn get_one<R: Served>(
     ))
 }
 
-fn kind_routes<R>() -> OpenApiRouter<AppState>
+fn kind_routes<R>(others: Option<UtoipaMethodRouter<AppState>>) -> OpenApiRouter<AppState>
 where
     R: Served<Dto: ToSchema>,
 {
@@ -108,11 +115,23 @@ where
         paths(&list_path, list_operation::<R>()),
         list_route,
     );
-    let get_doc: UtoipaMethodRouter<AppState> = (
+    let mut get_doc: UtoipaMethodRouter<AppState> = (
         Vec::new(),
         paths(&get_path, get_operation::<R>()),
         get_route,
     );
+    if let Some((schemas, paths, methods)) = others {
+        get_doc.0.extend(schemas);
+        for (path, item) in paths.paths {
+            match get_doc.1.paths.get_mut(&path) {
+                Some(existing) => existing.merge_operations(item),
+                None => {
+                    get_doc.1.paths.insert(path, item);
+                }
+            }
+        }
+        get_doc.2 = get_doc.2.merge(methods);
+    }
     OpenApiRouter::new()
         .routes(enveloped_405(list_doc))
         .routes(enveloped_405(get_doc))

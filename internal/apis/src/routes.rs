@@ -9,15 +9,15 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::docs::{DeploymentDoc, PodDoc};
+use super::docs::{DeploymentDoc, KubernetesObjectDoc, PodDoc};
 use super::edge::enveloped_405;
 use super::envelope::{
     ApiError, ApiJson, ApiPath, ApiQuery, Envelope, ErrorEnvelope, ok, ok_json, ok_page_json,
 };
 use super::{AppState, kinds, watch};
 use biz::{
-    CreateDeployment, DeploymentRecord, EventDto, IngressDto, Kind, ListRequest, ServiceDto,
-    Visibility,
+    CreateDeployment, CreateIngress, CreateService, DeploymentRecord, EventDto, IngressDto, Kind,
+    ListRequest, OutputFormat, ServiceDto, Visibility,
 };
 
 /// Every API route: each is registered together with its OpenAPI description.
@@ -40,7 +40,12 @@ pub fn api() -> OpenApiRouter<AppState> {
         .routes(enveloped_405(routes!(pod_output)))
         .routes(enveloped_405(routes!(latest_pod_event)))
         .routes(enveloped_405(routes!(pod_events)))
-        .merge(kinds::routes())
+        .routes(enveloped_405(routes!(service_output)))
+        .routes(enveloped_405(routes!(ingress_output)))
+        .merge(kinds::routes(kinds::ObjectRoutes {
+            services: routes!(create_service),
+            ingresses: routes!(create_ingress),
+        }))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -108,7 +113,7 @@ pub(super) struct ObjectParams {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub(super) struct OutputParams {
-    /// The Pod's namespace; default `default`.
+    /// The object's namespace; default `default`.
     namespace: Option<String>,
     /// `json` (default) or `yaml`.
     output_format: Option<String>,
@@ -480,11 +485,112 @@ async fn pod_output(
     ApiPath(name): ApiPath<String>,
     ApiQuery(q): ApiQuery<OutputParams>,
 ) -> Result<Response, ApiError> {
-    let (format, body) = s
+    let output = s
         .workloads
         .pod_output(q.namespace.as_deref(), &name, q.output_format.as_deref())
         .await?;
-    Ok(([(header::CONTENT_TYPE, format.content_type())], body).into_response())
+    Ok(printed(output))
+}
+
+/// An object as kubectl prints it, not enveloped.
+fn printed((format, body): (OutputFormat, String)) -> Response {
+    ([(header::CONTENT_TYPE, format.content_type())], body).into_response()
+}
+
+/// The Service's selector is `app: <name>`, the label of a Deployment's Pods created here.
+#[utoipa::path(post, path = "/services/{name}", tag = "services",
+    params(("name" = String, Path, description = "Service name (a DNS-1035 label)"), ObjectParams),
+    request_body(content = CreateService, description = "Either the original's DSL, `{\"services\": [\"80:8080\", \"!30080:80:8080\", \"#80:8080\", \"@db.example.com\"]}`: `port[:target]` ClusterIP; `!port:target` NodePort, `!node:port:target` with that node port; `#port:target` headless; `@host` ExternalName (the first drops every other entry); one `!` or `#` entry sets the type of the whole Service; ports named `<port>-<target>`. Or the structured form: `{\"type\": \"NodePort\", \"ports\": [{\"port\": 80, \"targetPort\": 8080, \"nodePort\": 30080}]}`, `{\"type\": \"ExternalName\", \"externalName\": \"db.example.com\"}`. At most 100 ports (entries) of 256 bytes."),
+    responses(
+        (status = 200, description = "The Service as the apiserver stored it (as `kubectl get -o json` prints it)", body = Envelope<KubernetesObjectDoc>),
+        (status = 400, description = "Invalid namespace, name or body; `error` names the bad entry and why", body = ErrorEnvelope),
+        (status = 403, description = "k8sailor's account (or, with --auth delegated, the caller) may not create Services", body = ErrorEnvelope),
+        (status = 404, description = "No such namespace", body = ErrorEnvelope),
+        (status = 409, description = "A Service of that name exists", body = ErrorEnvelope),
+        (status = 415, description = "The body is not application/json", body = ErrorEnvelope),
+        (status = 422, description = "The body is JSON of another shape (an unknown field or type)", body = ErrorEnvelope),
+    ))]
+async fn create_service(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ObjectParams>,
+    ApiJson(body): ApiJson<CreateService>,
+) -> Result<Response, ApiError> {
+    Ok(ok_json(
+        &s.workloads
+            .create_service(q.namespace.as_deref(), &name, &body)
+            .await?,
+    ))
+}
+
+/// The raw Service, not enveloped, as `kubectl get service -o json|yaml` prints it; read from
+/// the apiserver.
+#[utoipa::path(get, path = "/services/{name}/output", tag = "services",
+    params(("name" = String, Path, description = "Service name"), OutputParams),
+    responses(
+        (status = 200, description = "The Service object as kubectl prints it (keys sorted, no managedFields)",
+            content((Object = "application/json"), (String = "application/yaml"))),
+        (status = 400, description = "Invalid namespace, name or outputFormat", body = ErrorEnvelope),
+        (status = 404, description = "No such Service", body = ErrorEnvelope),
+    ))]
+async fn service_output(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<OutputParams>,
+) -> Result<Response, ApiError> {
+    let output = s
+        .workloads
+        .service_output(q.namespace.as_deref(), &name, q.output_format.as_deref())
+        .await?;
+    Ok(printed(output))
+}
+
+/// One rule per entry, without an ingress class (the cluster's default class takes it).
+#[utoipa::path(post, path = "/ingresses/{name}", tag = "ingresses",
+    params(("name" = String, Path, description = "Ingress name"), ObjectParams),
+    request_body(content = CreateIngress, description = "Either the original's DSL, `{\"endpoints\": [\"http://host[:port]/path[*]?backend=service[:port|portName]&tls=secretName\"]}`: the host is kept (the URL's port is not an Ingress's), a trailing `*` makes a Prefix path (else Exact, `/` when empty), the backend defaults to `<name>:80` and an empty port to 80, `tls` adds the host with that Secret. Or the structured form: `{\"rules\": [{\"host\": \"a.example.com\", \"path\": \"/api\", \"pathType\": \"Prefix\", \"backend\": {\"service\": \"api\", \"port\": 8080}}], \"tls\": [{\"hosts\": [\"a.example.com\"], \"secretName\": \"a-cert\"}]}` (host absent: every host; path `/` and pathType Exact by default; port 80 by default). At most 100 rules (entries) of 2,048 bytes."),
+    responses(
+        (status = 200, description = "The Ingress as the apiserver stored it (as `kubectl get -o json` prints it)", body = Envelope<KubernetesObjectDoc>),
+        (status = 400, description = "Invalid namespace, name or body; `error` names the bad entry and why", body = ErrorEnvelope),
+        (status = 403, description = "k8sailor's account (or, with --auth delegated, the caller) may not create Ingresses", body = ErrorEnvelope),
+        (status = 404, description = "No such namespace", body = ErrorEnvelope),
+        (status = 409, description = "An Ingress of that name exists", body = ErrorEnvelope),
+        (status = 415, description = "The body is not application/json", body = ErrorEnvelope),
+        (status = 422, description = "The body is JSON of another shape (an unknown field or pathType)", body = ErrorEnvelope),
+    ))]
+async fn create_ingress(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ObjectParams>,
+    ApiJson(body): ApiJson<CreateIngress>,
+) -> Result<Response, ApiError> {
+    Ok(ok_json(
+        &s.workloads
+            .create_ingress(q.namespace.as_deref(), &name, &body)
+            .await?,
+    ))
+}
+
+/// The raw Ingress, not enveloped, as `kubectl get ingress -o json|yaml` prints it; read
+/// from the apiserver.
+#[utoipa::path(get, path = "/ingresses/{name}/output", tag = "ingresses",
+    params(("name" = String, Path, description = "Ingress name"), OutputParams),
+    responses(
+        (status = 200, description = "The Ingress object as kubectl prints it (keys sorted, no managedFields)",
+            content((Object = "application/json"), (String = "application/yaml"))),
+        (status = 400, description = "Invalid namespace, name or outputFormat", body = ErrorEnvelope),
+        (status = 404, description = "No such Ingress", body = ErrorEnvelope),
+    ))]
+async fn ingress_output(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<OutputParams>,
+) -> Result<Response, ApiError> {
+    let output = s
+        .workloads
+        .ingress_output(q.namespace.as_deref(), &name, q.output_format.as_deref())
+        .await?;
+    Ok(printed(output))
 }
 
 /// The path templates served (`/k8sailor/v0/pods/{name}`), to tell a path that names a route

@@ -505,6 +505,10 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/k8sailor/v0/pods/{name}/output"),
     ("get", "/k8sailor/v0/pods/{name}/event"),
     ("get", "/k8sailor/v0/pods/{name}/events"),
+    ("post", "/k8sailor/v0/services/{name}"),
+    ("get", "/k8sailor/v0/services/{name}/output"),
+    ("post", "/k8sailor/v0/ingresses/{name}"),
+    ("get", "/k8sailor/v0/ingresses/{name}/output"),
     ("get", "/k8sailor/v0/replicasets"),
     ("get", "/k8sailor/v0/replicasets/{name}"),
     ("get", "/k8sailor/v0/services"),
@@ -677,6 +681,39 @@ async fn bad_writes_are_refused_before_reaching_the_apiserver() {
             .await,
             StatusCode::BAD_REQUEST,
             "invalid port \"70000\"",
+        ),
+        (
+            send(
+                "POST",
+                "/k8sailor/v0/services/web",
+                json,
+                r#"{"services": ["80:8080", "!abc:80:8080"]}"#,
+            )
+            .await,
+            StatusCode::BAD_REQUEST,
+            "invalid services entry \"!abc:80:8080\": port \"abc\" must be",
+        ),
+        (
+            send(
+                "POST",
+                "/k8sailor/v0/ingresses/web",
+                json,
+                r#"{"endpoints": ["http://a.example.com/?backend=api:0"]}"#,
+            )
+            .await,
+            StatusCode::BAD_REQUEST,
+            "port \"0\" must be a number",
+        ),
+        (
+            send(
+                "GET",
+                "/k8sailor/v0/services/web/output?outputFormat=xml",
+                None,
+                "",
+            )
+            .await,
+            StatusCode::BAD_REQUEST,
+            "invalid outputFormat",
         ),
         (
             send("DELETE", "/k8sailor/v0/pods/Bad_Name", None, "").await,

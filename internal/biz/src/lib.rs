@@ -1,9 +1,11 @@
 //! The rules of k8sailor's API: what a valid request is, which defaults apply, how records
 //! become answers. Reads go through the [`WorkloadSource`] trait only.
 
+mod ingresses;
 mod output;
 mod paging;
 mod relations;
+mod services;
 mod watch;
 mod writes;
 
@@ -12,6 +14,7 @@ use std::sync::Arc;
 use selector::validation::{is_dns1123_label, is_dns1123_subdomain};
 use selector::{FieldSelector, LabelSelector};
 
+pub use ingresses::{CreateIngress, IngressBackendRequest, IngressRuleRequest, IngressTlsRequest};
 pub use k8sdao::Served;
 /// The answers' shapes, for whoever describes them (apis' OpenAPI).
 pub use model::{DeploymentDto, EventDto, IngressDto, PodDto, ReplicaSetDto, ServiceDto};
@@ -21,6 +24,7 @@ pub use model::{
 };
 pub use output::OutputFormat;
 pub use paging::{PageStore, SNAPSHOT_CAPACITY, SortSpec};
+pub use services::{CreateService, PortValue, ServicePortRequest, ServiceType};
 pub use watch::{WatchUpdate, WatchUpdates, WatchedView};
 pub use writes::{ContainerRequest, CreateDeployment};
 
@@ -28,9 +32,34 @@ use k8sdao::{DaoError, ListQuery, WorkloadSource};
 pub use k8sdao::{Kind, NamespaceFilter};
 use paging::PageStores;
 
-/// Raw Pods up to this size are rendered on the runtime's worker (well under a millisecond);
-/// larger ones on the blocking pool.
+/// Raw objects up to this size are rendered on the runtime's worker (well under a
+/// millisecond); larger ones on the blocking pool.
 const RENDER_INLINE_BYTES: usize = 64 * 1024;
+
+/// An object as kubectl prints it. An object may be as large as etcd allows (1.5 MB):
+/// rendering that takes tens of milliseconds, which must not hold a runtime worker.
+async fn render_off_worker(format: OutputFormat, json: Vec<u8>) -> Result<String, BizError> {
+    if json.len() <= RENDER_INLINE_BYTES {
+        return format.render(&json);
+    }
+    tokio::task::spawn_blocking(move || format.render(&json))
+        .await
+        .map_err(|e| BizError::Internal(format!("rendering the object failed: {e}")))?
+}
+
+/// An object as the apiserver answered it (JSON, kubectl's noise left out), enveloped as is.
+#[derive(Clone, Debug)]
+pub struct RawObject(pub Vec<u8>);
+
+impl JsonAnswer for RawObject {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.0);
+    }
+
+    fn json_len(&self) -> usize {
+        self.0.len()
+    }
+}
 
 /// kubectl's namespace when none is given for a single object.
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -43,6 +72,9 @@ pub enum BizError {
         value: String,
         rule: &'static str,
     },
+    /// One entry of a request's list (a DSL entry, a structured port or rule), and why.
+    #[error("invalid {what}: {reason}")]
+    Entry { what: String, reason: String },
     /// A part of the request over one of the limits that bound what a request may cost.
     #[error("invalid {what}: {actual} {unit}, over the limit of {limit}")]
     TooLarge {
@@ -94,6 +126,7 @@ impl BizError {
     pub fn failure(&self) -> Failure {
         match self {
             BizError::Invalid { .. }
+            | BizError::Entry { .. }
             | BizError::TooLarge { .. }
             | BizError::Selector(_)
             | BizError::FieldSelector(_)
@@ -157,6 +190,40 @@ fn object_namespace(ns: Option<&str>) -> Result<&str, BizError> {
     let ns = ns.filter(|ns| !ns.is_empty()).unwrap_or(DEFAULT_NAMESPACE);
     check_namespace(ns)?;
     Ok(ns)
+}
+
+fn entry_error(what: String, reason: impl Into<String>) -> BizError {
+    BizError::Entry {
+        what,
+        reason: reason.into(),
+    }
+}
+
+/// A list of text entries within its bounds: `names.0` the list, `names.1` one entry, as
+/// errors name them. Checked before any entry is parsed.
+fn check_sizes_of(
+    names: (&'static str, &'static str),
+    entries: &[String],
+    max_entries: usize,
+    max_entry_bytes: usize,
+) -> Result<(), BizError> {
+    if entries.len() > max_entries {
+        return Err(BizError::TooLarge {
+            what: names.0,
+            actual: entries.len(),
+            limit: max_entries,
+            unit: "entries",
+        });
+    }
+    match entries.iter().find(|e| e.len() > max_entry_bytes) {
+        Some(long) => Err(BizError::TooLarge {
+            what: names.1,
+            actual: long.len(),
+            limit: max_entry_bytes,
+            unit: "bytes",
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Requirements of one label or field selector; dashboards use a handful.
@@ -487,15 +554,7 @@ impl<S: WorkloadSource> Workloads<S> {
         let format = OutputFormat::parse(format)?;
         let record = self.pod_record(namespace, name).await?;
         let json = record.raw_json().map_err(BizError::Internal)?;
-        if json.len() <= RENDER_INLINE_BYTES {
-            return Ok((format, format.render(&json)?));
-        }
-        // A Pod may be as large as etcd allows (1.5 MB): rendering that takes tens of
-        // milliseconds, which must not hold a runtime worker.
-        let rendered = tokio::task::spawn_blocking(move || format.render(&json))
-            .await
-            .map_err(|e| BizError::Internal(format!("rendering the pod failed: {e}")))??;
-        Ok((format, rendered))
+        Ok((format, render_off_worker(format, json).await?))
     }
 
     async fn pod_record(

@@ -24,7 +24,9 @@ use std::collections::{BTreeSet, HashSet};
 
 use k8scache::{Cached, Caches};
 pub use model::Kind;
-use model::{DeploymentRecord, EventDto, Keyed, NewDeployment, ObjectKey, PodRecord};
+use model::{
+    DeploymentRecord, EventDto, Keyed, NewDeployment, NewIngress, NewService, ObjectKey, PodRecord,
+};
 
 /// Which namespaces and labels a list covers.
 #[derive(Clone, Debug, Default)]
@@ -251,6 +253,31 @@ pub trait WorkloadWriter: Send + Sync {
         namespace: &str,
         name: &str,
     ) -> impl Future<Output = Result<(), DaoError>> + Send;
+    /// The Service as the apiserver stored it, as JSON (what kubectl's `get -o json` shows).
+    fn create_service(
+        &self,
+        namespace: &str,
+        new: &NewService,
+    ) -> impl Future<Output = Result<Vec<u8>, DaoError>> + Send;
+    /// The Ingress as the apiserver stored it, as JSON.
+    fn create_ingress(
+        &self,
+        namespace: &str,
+        new: &NewIngress,
+    ) -> impl Future<Output = Result<Vec<u8>, DaoError>> + Send;
+    /// The Service as JSON, read from the apiserver whatever the source (no cache holds
+    /// Services yet).
+    fn service_json(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Vec<u8>, DaoError>> + Send;
+    /// The Ingress as JSON, read from the apiserver whatever the source.
+    fn ingress_json(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Vec<u8>, DaoError>> + Send;
 }
 
 /// What a write left behind, for a cache to catch up with.
@@ -558,5 +585,26 @@ impl WorkloadWriter for Source {
         let effect = self.writer()?.delete::<PodRecord>(namespace, name).await?;
         self.settle::<PodRecord>(namespace, name, effect).await;
         Ok(())
+    }
+
+    // No cache holds Services or Ingresses yet: nothing to settle, and reads go live.
+    async fn create_service(&self, namespace: &str, new: &NewService) -> Result<Vec<u8>, DaoError> {
+        self.scoped(Some(namespace))?;
+        self.writer()?.create_service(namespace, new).await
+    }
+
+    async fn create_ingress(&self, namespace: &str, new: &NewIngress) -> Result<Vec<u8>, DaoError> {
+        self.scoped(Some(namespace))?;
+        self.writer()?.create_ingress(namespace, new).await
+    }
+
+    async fn service_json(&self, namespace: &str, name: &str) -> Result<Vec<u8>, DaoError> {
+        self.scoped(Some(namespace))?;
+        self.writer()?.service_json(namespace, name).await
+    }
+
+    async fn ingress_json(&self, namespace: &str, name: &str) -> Result<Vec<u8>, DaoError> {
+        self.scoped(Some(namespace))?;
+        self.writer()?.ingress_json(namespace, name).await
     }
 }

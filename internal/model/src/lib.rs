@@ -25,6 +25,9 @@ pub use kind::Kind;
 pub use replicaset::{ReplicaSetDto, ReplicaSetRecord};
 pub use service::{SERVICE_FIELDS, ServiceDto, ServiceRecord};
 
+mod requests;
+pub use requests::*;
+
 pub type Labels = BTreeMap<String, String>;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

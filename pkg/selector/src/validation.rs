@@ -37,6 +37,26 @@ pub fn is_dns1123_label(s: &str) -> bool {
     s.len() <= NAME_MAX && is_label_part(s)
 }
 
+/// `[a-z]([-a-z0-9]*[a-z0-9])?`, at most 63 bytes: the rule for Service names (they become
+/// DNS names and environment variable prefixes, so they start with a letter).
+pub fn is_dns1035_label(s: &str) -> bool {
+    s.as_bytes().first().is_some_and(u8::is_ascii_lowercase) && is_dns1123_label(s)
+}
+
+/// apimachinery's `IsValidPortName` (IANA_SVC_NAME): at most 15 lowercase alphanumerics or
+/// '-', at least one letter, no '-' at either end and no "--".
+pub fn is_port_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 15
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter().any(u8::is_ascii_lowercase)
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+        && !s.contains("--")
+}
+
 fn is_label_part(label: &str) -> bool {
     let lower_alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     let b = label.as_bytes();
@@ -239,6 +259,31 @@ mod name_tests {
         }
         for bad in ["", "a..b", "a.", ".a", "A.b", &"a".repeat(254)] {
             assert!(!is_dns1123_subdomain(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn dns1035_labels_and_port_names() {
+        for ok in ["a", "web", "a1-b", &"a".repeat(63)] {
+            assert!(is_dns1035_label(ok), "{ok}");
+        }
+        for bad in ["", "1a", "-a", "a-", "A", "a.b", &"a".repeat(64)] {
+            assert!(!is_dns1035_label(bad), "{bad}");
+        }
+        for ok in ["http", "h2c", "80-http", "a-b-c", "x23456789012345"] {
+            assert!(is_port_name(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "80",
+            "-http",
+            "http-",
+            "a--b",
+            "HTTP",
+            "x234567890123456",
+            "a_b",
+        ] {
+            assert!(!is_port_name(bad), "{bad}");
         }
     }
 }

@@ -2,9 +2,11 @@
 //! projections the cache uses, so both sources give identical records. One module per idea:
 //! [`reads`] (lists, gets, events), [`relay`] (a watch: the list, then the apiserver's watch
 //! relayed by an explicit state machine), [`membership`] (which pods a Deployment controls,
-//! through its ReplicaSets) and [`writes`].
+//! through its ReplicaSets), [`writes`] and [`objects`] (Services and Ingresses, created and
+//! printed raw).
 
 mod membership;
+mod objects;
 mod reads;
 mod relay;
 mod writes;
