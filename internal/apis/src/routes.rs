@@ -16,8 +16,8 @@ use super::envelope::{
 };
 use super::{AppState, kinds, watch};
 use biz::{
-    CreateDeployment, CreateIngress, CreateService, DeploymentRecord, EventDto, IngressDto, Kind,
-    ListRequest, OutputFormat, ServiceDto, Visibility,
+    CreateDeployment, CreateIngress, CreateService, DeploymentRecord, EventDto, IngressDto,
+    IngressRecord, Kind, ListRequest, OutputFormat, ServiceDto, ServiceRecord, Visibility,
 };
 
 /// Every API route: each is registered together with its OpenAPI description.
@@ -540,7 +540,7 @@ async fn service_output(
 ) -> Result<Response, ApiError> {
     let output = s
         .workloads
-        .service_output(q.namespace.as_deref(), &name, q.output_format.as_deref())
+        .object_output::<ServiceRecord>(q.namespace.as_deref(), &name, q.output_format.as_deref())
         .await?;
     Ok(printed(output))
 }
@@ -588,7 +588,7 @@ async fn ingress_output(
 ) -> Result<Response, ApiError> {
     let output = s
         .workloads
-        .ingress_output(q.namespace.as_deref(), &name, q.output_format.as_deref())
+        .object_output::<IngressRecord>(q.namespace.as_deref(), &name, q.output_format.as_deref())
         .await?;
     Ok(printed(output))
 }

@@ -13,8 +13,7 @@ use url::{Host, Url};
 
 use super::services::{PortValue, port_ref, port_value};
 use super::{
-    BizError, OutputFormat, RawObject, Workloads, check_name, check_sizes_of, entry_error,
-    object_namespace, render_off_worker,
+    BizError, RawObject, Workloads, check_name, check_sizes_of, entry_error, object_namespace,
 };
 use k8sdao::WorkloadWriter;
 use model::{NewIngress, NewIngressRule, NewIngressTls, PathType, PortRef};
@@ -383,20 +382,6 @@ impl<S: WorkloadWriter> Workloads<S> {
         let ns = object_namespace(namespace)?;
         let new = new_ingress(name, body)?;
         Ok(RawObject(self.source.create_ingress(ns, &new).await?))
-    }
-
-    /// The Ingress as kubectl prints it with `-o json` or `-o yaml`, read live.
-    pub async fn ingress_output(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-        format: Option<&str>,
-    ) -> Result<(OutputFormat, String), BizError> {
-        let format = OutputFormat::parse(format)?;
-        let ns = object_namespace(namespace)?;
-        check_name(name)?;
-        let json = self.source.ingress_json(ns, name).await?;
-        Ok((format, render_off_worker(format, json).await?))
     }
 }
 

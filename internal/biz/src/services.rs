@@ -11,10 +11,7 @@ use std::collections::HashSet;
 
 use serde::Deserialize;
 
-use super::{
-    BizError, OutputFormat, RawObject, Workloads, check_name, check_sizes_of, entry_error,
-    object_namespace, render_off_worker,
-};
+use super::{BizError, RawObject, Workloads, check_sizes_of, entry_error, object_namespace};
 use k8sdao::WorkloadWriter;
 use model::{NewService, NewServicePort, NodeServicePort, PortRef, ServiceShape};
 use selector::validation::{
@@ -435,20 +432,6 @@ impl<S: WorkloadWriter> Workloads<S> {
         let ns = object_namespace(namespace)?;
         let new = new_service(name, body)?;
         Ok(RawObject(self.source.create_service(ns, &new).await?))
-    }
-
-    /// The Service as kubectl prints it with `-o json` or `-o yaml`, read live.
-    pub async fn service_output(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-        format: Option<&str>,
-    ) -> Result<(OutputFormat, String), BizError> {
-        let format = OutputFormat::parse(format)?;
-        let ns = object_namespace(namespace)?;
-        check_name(name)?;
-        let json = self.source.service_json(ns, name).await?;
-        Ok((format, render_off_worker(format, json).await?))
     }
 }
 

@@ -6,8 +6,11 @@ use std::collections::{HashMap, HashSet};
 use selector::validation::is_dns1123_label;
 use serde::Deserialize;
 
-use super::{BizError, DeploymentView, RecordView, Workloads, check_name, object_namespace};
-use k8sdao::WorkloadWriter;
+use super::{
+    BizError, DeploymentView, OutputFormat, RecordView, Workloads, check_name, object_namespace,
+    render_off_worker,
+};
+use k8sdao::{Served, WorkloadWriter};
 use model::{NewContainer, NewDeployment};
 
 /// The body of `POST /deployments/{name}`, as the original client sends it.
@@ -213,6 +216,21 @@ fn new_deployment(name: &str, body: &CreateDeployment) -> Result<NewDeployment, 
 }
 
 impl<S: WorkloadWriter> Workloads<S> {
+    /// The object as kubectl prints it with `-o json` or `-o yaml`, read live: what was just
+    /// written is what it shows.
+    pub async fn object_output<R: Served<Object: serde::Serialize>>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        format: Option<&str>,
+    ) -> Result<(OutputFormat, String), BizError> {
+        let format = OutputFormat::parse(format)?;
+        let ns = object_namespace(namespace)?;
+        check_name(name)?;
+        let json = self.source.object_json::<R>(ns, name).await?;
+        Ok((format, render_off_worker(format, json).await?))
+    }
+
     /// Sets the Deployment's replicas; `replicas` is the raw query value.
     pub async fn scale_deployment(
         &self,

@@ -265,15 +265,9 @@ pub trait WorkloadWriter: Send + Sync {
         namespace: &str,
         new: &NewIngress,
     ) -> impl Future<Output = Result<Vec<u8>, DaoError>> + Send;
-    /// The Service as JSON, read from the apiserver whatever the source (no cache holds
-    /// Services yet).
-    fn service_json(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> impl Future<Output = Result<Vec<u8>, DaoError>> + Send;
-    /// The Ingress as JSON, read from the apiserver whatever the source.
-    fn ingress_json(
+    /// The object as the apiserver stores it now (managedFields left out), as JSON: what
+    /// `/output` prints, read live whatever the source; NotFound if it is not there.
+    fn object_json<R: Served<Object: serde::Serialize>>(
         &self,
         namespace: &str,
         name: &str,
@@ -598,13 +592,12 @@ impl WorkloadWriter for Source {
         self.writer()?.create_ingress(namespace, new).await
     }
 
-    async fn service_json(&self, namespace: &str, name: &str) -> Result<Vec<u8>, DaoError> {
+    async fn object_json<R: Served<Object: serde::Serialize>>(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Vec<u8>, DaoError> {
         self.scoped(Some(namespace))?;
-        self.writer()?.service_json(namespace, name).await
-    }
-
-    async fn ingress_json(&self, namespace: &str, name: &str) -> Result<Vec<u8>, DaoError> {
-        self.scoped(Some(namespace))?;
-        self.writer()?.ingress_json(namespace, name).await
+        self.writer()?.object_json::<R>(namespace, name).await
     }
 }

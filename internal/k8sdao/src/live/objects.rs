@@ -15,7 +15,7 @@ use kube::api::PostParams;
 
 use super::LiveSource;
 use super::reads::Namespaced;
-use crate::DaoError;
+use crate::{DaoError, Served};
 use model::{NewIngress, NewService, NewServicePort, PortRef, ServiceShape};
 
 /// A kind created and printed raw.
@@ -154,20 +154,16 @@ impl LiveSource {
             .await
     }
 
-    pub(crate) async fn service_json(
+    /// The object as it is now, printable.
+    pub(crate) async fn object_json<R: Served<Object: serde::Serialize>>(
         &self,
         namespace: &str,
         name: &str,
     ) -> Result<Vec<u8>, DaoError> {
-        self.get_raw::<Service>(namespace, name).await
-    }
-
-    pub(crate) async fn ingress_json(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Vec<u8>, DaoError> {
-        self.get_raw::<Ingress>(namespace, name).await
+        printable(
+            self.get_object::<R::Object>(R::KIND, namespace, name)
+                .await?,
+        )
     }
 
     /// The object as the apiserver stored it, printable.
@@ -182,12 +178,6 @@ impl LiveSource {
             .await?;
         printable(created)
     }
-
-    /// The object as it is now, printable. These kinds are no [`crate::Kind`] yet (nothing
-    /// caches them), so a missing one is the apiserver's 404 as it says it.
-    async fn get_raw<K: RawKind>(&self, namespace: &str, name: &str) -> Result<Vec<u8>, DaoError> {
-        printable(self.api::<K>(Some(namespace)).get(name).await?)
-    }
 }
 
 #[cfg(test)]
@@ -195,7 +185,10 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use model::{NewIngressRule, NewIngressTls, NodeServicePort, PathType};
+    use crate::Kind;
+    use model::{
+        IngressRecord, NewIngressRule, NewIngressTls, NodeServicePort, PathType, ServiceRecord,
+    };
 
     fn json_of<T: serde::Serialize>(object: &T) -> Value {
         serde_json::to_value(object).unwrap()
@@ -265,16 +258,24 @@ mod tests {
         };
         let created: Value =
             serde_json::from_slice(&source.create_service("ns", &new).await.unwrap()).unwrap();
-        let printed: Value =
-            serde_json::from_slice(&source.service_json("ns", "web").await.unwrap()).unwrap();
+        let printed: Value = serde_json::from_slice(
+            &source
+                .object_json::<ServiceRecord>("ns", "web")
+                .await
+                .unwrap(),
+        )
+        .unwrap();
         for answer in [&created, &printed] {
             assert_eq!(answer["spec"]["clusterIP"], "10.0.0.7", "the stored object");
             assert!(answer["metadata"]["managedFields"].is_null(), "{answer}");
             assert!(answer["metadata"]["annotations"].is_null(), "{answer}");
         }
-        let err = source.ingress_json("ns", "gone").await.unwrap_err();
+        let err = source
+            .object_json::<IngressRecord>("ns", "gone")
+            .await
+            .unwrap_err();
         assert!(
-            matches!(&err, DaoError::Api { code: 404, message } if message.contains("\"gone\" not found")),
+            matches!(&err, DaoError::NotFound { kind: Kind::Ingress, name, .. } if name == "gone"),
             "{err}"
         );
         server.await.unwrap();
