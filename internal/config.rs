@@ -95,6 +95,23 @@ macro_rules! settings {
     (@value $value:expr, $default:expr) => { $value.unwrap_or_else(|| $default) };
 }
 
+/// A flag whose values are a lower layer's names for its variants: the layer keeps its
+/// types free of clap, and the names have one home, beside the variants.
+fn one_of<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(all.iter().map(|v| name(*v))).try_map(
+        move |given: String| {
+            all.iter()
+                .copied()
+                .find(|v| name(*v) == given)
+                .ok_or_else(|| format!("{given:?} is not one of the possible values"))
+        },
+    )
+}
+
 settings! {
     /// One source of settings, every key optional: the flags with their `K8SAILOR_*`
     /// variables (one layer, as clap reads them), or the config file, whose keys are these in
@@ -121,7 +138,7 @@ settings! {
         #[arg(long, env = "K8SAILOR_NAMESPACE")]
         namespace: String,
         /// Where reads come from: cache or live [default: cache].
-        #[arg(long, env = "K8SAILOR_SOURCE")]
+        #[arg(long, env = "K8SAILOR_SOURCE", value_parser = one_of(SourceKind::ALL, SourceKind::name))]
         source: SourceKind = SourceKind::default(),
         /// Longest wait for the caches to sync at start-up, e.g. 60s [default: 60s].
         #[arg(long, env = "K8SAILOR_SYNC_TIMEOUT")]
@@ -145,7 +162,7 @@ settings! {
         allowed_hosts: Vec<String>,
         /// Who may call the API: none (anyone who reaches the port) or delegated (a bearer token
         /// whose owner the cluster's RBAC allows each request) [default: none].
-        #[arg(long, env = "K8SAILOR_AUTH")]
+        #[arg(long, env = "K8SAILOR_AUTH", value_parser = one_of(AuthMode::ALL, AuthMode::name))]
         auth: AuthMode = AuthMode::default(),
         /// Serve with auth none on an address other hosts can reach (otherwise refused at start)
         /// [default: false].
@@ -398,6 +415,24 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The flag's names (the lower layers' `name`) and the config file's (their serde names)
+    /// are the same words.
+    #[test]
+    fn flags_and_the_config_file_name_each_variant_alike() {
+        fn same<T: Copy + PartialEq + std::fmt::Debug + serde::de::DeserializeOwned>(
+            all: &[T],
+            name: fn(T) -> &'static str,
+        ) {
+            for v in all {
+                let from_file: T =
+                    serde_json::from_value(serde_json::Value::String(name(*v).into())).unwrap();
+                assert_eq!(from_file, *v);
+            }
+        }
+        same(SourceKind::ALL, SourceKind::name);
+        same(AuthMode::ALL, AuthMode::name);
+    }
 
     #[test]
     fn defaults_match_the_original_client() {

@@ -31,7 +31,7 @@ use k8sdao::Source;
 const NAMESPACE_REVIEWS_AT_ONCE: usize = 16;
 
 /// Who may call the API.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AuthMode {
     /// Anyone who reaches the port (the original k8sailor, on 127.0.0.1).
@@ -39,6 +39,18 @@ pub enum AuthMode {
     None,
     /// Bearer tokens, checked with the apiserver; each request authorized by RBAC.
     Delegated,
+}
+
+impl AuthMode {
+    pub const ALL: &'static [AuthMode] = &[AuthMode::None, AuthMode::Delegated];
+
+    /// As flags and the config file name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            AuthMode::None => "none",
+            AuthMode::Delegated => "delegated",
+        }
+    }
 }
 
 /// What the access check needs besides the request.

@@ -290,17 +290,7 @@ pub enum WriteEffect {
     Unversioned,
 }
 
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SourceKind {
     /// Informer caches: reads never reach the apiserver.
@@ -308,6 +298,18 @@ pub enum SourceKind {
     Cache,
     /// Every read is a request to the apiserver.
     Live,
+}
+
+impl SourceKind {
+    pub const ALL: &'static [SourceKind] = &[SourceKind::Cache, SourceKind::Live];
+
+    /// As flags and the config file name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceKind::Cache => "cache",
+            SourceKind::Live => "live",
+        }
+    }
 }
 
 enum Backend {
