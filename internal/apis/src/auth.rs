@@ -22,7 +22,7 @@ use confk8s::{Access, ReviewError, Reviewer};
 use serde::Deserialize;
 
 use super::ApiError;
-use biz::{DEFAULT_NAMESPACE, Kind, NamespaceFilter, Visibility, Workloads};
+use biz::{Kind, NamespaceFilter, Visibility, Workloads, namespace_of_list, namespace_of_object};
 use k8sdao::Source;
 
 /// SubjectAccessReviews one filtered list may have under way at once: a cold cache with
@@ -141,10 +141,9 @@ fn rule(
     query: &AccessQuery,
     scope: Option<&str>,
 ) -> Option<Rule> {
-    // Lists: the namespace asked for, else the served one, else all; objects: kubectl's default.
-    let asked = query.namespace.as_deref().filter(|ns| !ns.is_empty());
-    let list_ns = asked.or(scope);
-    let object_ns = Some(asked.unwrap_or(DEFAULT_NAMESPACE));
+    let asked = query.namespace.as_deref();
+    let list_ns = namespace_of_list(asked, scope);
+    let object_ns = Some(namespace_of_object(asked));
     // An invalid `watch` is the handler's 400; here it is no watch.
     let watch = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false);
     let list_verb = if watch { WATCH } else { "list" };

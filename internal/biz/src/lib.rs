@@ -185,9 +185,22 @@ fn check_name(name: &str) -> Result<(), BizError> {
     }
 }
 
-/// The namespace of a single-object request: given, or kubectl's default.
-fn object_namespace(ns: Option<&str>) -> Result<&str, BizError> {
-    let ns = ns.filter(|ns| !ns.is_empty()).unwrap_or(DEFAULT_NAMESPACE);
+/// The namespace a single-object request is about: the one given (empty is none), else
+/// kubectl's default. The one rule for the reads and writes here and for apis' access checks.
+pub fn namespace_of_object(asked: Option<&str>) -> &str {
+    asked
+        .filter(|ns| !ns.is_empty())
+        .unwrap_or(DEFAULT_NAMESPACE)
+}
+
+/// The namespace a list request is about: the one given (empty is none), else the one the
+/// server is scoped to, else none (all). The one rule for the sources (which also refuse
+/// another namespace than the scope) and for apis' access checks.
+pub use k8sdao::namespace_of_list;
+
+/// [`namespace_of_object`], checked.
+fn object_namespace(asked: Option<&str>) -> Result<&str, BizError> {
+    let ns = namespace_of_object(asked);
     check_namespace(ns)?;
     Ok(ns)
 }

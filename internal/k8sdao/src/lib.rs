@@ -326,6 +326,12 @@ pub struct Source {
     writer: Option<LiveSource>,
 }
 
+/// The namespace a list request is about: the one asked for (empty is none), else the one
+/// the server is scoped to, else none (all namespaces).
+pub fn namespace_of_list<'a>(asked: Option<&'a str>, scope: Option<&'a str>) -> Option<&'a str> {
+    asked.filter(|ns| !ns.is_empty()).or(scope)
+}
+
 /// Registers each cache with the factory's shared watch of its kind, decoded as leanly as the
 /// cache allows.
 fn register(caches: &Caches, factory: &InformerFactory) -> Result<(), FactoryError> {
@@ -429,16 +435,15 @@ impl Source {
         }
     }
 
-    /// The namespace to query: the request's, checked against the served scope.
+    /// The namespace to query: [`namespace_of_list`], refused when it is not the served one.
     fn scoped(&self, namespace: Option<&str>) -> Result<Option<String>, DaoError> {
-        match (&self.scope, namespace) {
-            (None, ns) => Ok(ns.map(str::to_string)),
-            (Some(served), None) => Ok(Some(served.clone())),
-            (Some(served), Some(ns)) if ns == served => Ok(Some(ns.to_string())),
-            (Some(served), Some(ns)) => Err(DaoError::NamespaceNotServed {
+        let ns = namespace_of_list(namespace, self.scope.as_deref());
+        match (&self.scope, ns) {
+            (Some(served), Some(ns)) if ns != served => Err(DaoError::NamespaceNotServed {
                 namespace: ns.to_string(),
                 served: served.clone(),
             }),
+            (_, ns) => Ok(ns.map(str::to_string)),
         }
     }
 
