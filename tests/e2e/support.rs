@@ -146,6 +146,11 @@ impl Server {
     }
 
     pub fn start_with(kubeconfig: &str, args: &[&str]) -> Result<Server, String> {
+        Self::start_command(Self::command(kubeconfig, args))
+    }
+
+    /// The command [`Server::start_with`] runs, for a test that changes its environment.
+    pub fn command(kubeconfig: &str, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_k8sailor"));
         command
             .args([
@@ -158,7 +163,7 @@ impl Server {
             .args(["--sync-timeout", "30s"])
             .args(args)
             .env("RUST_LOG", "warn");
-        Self::start_command(command)
+        command
     }
 
     /// GET a path under the API prefix: status and JSON body.
