@@ -17,7 +17,7 @@ pub struct Cluster {
     pub kubeconfig: PathBuf,
 }
 
-fn repo() -> &'static Path {
+pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -33,11 +33,23 @@ pub fn cluster() -> &'static Cluster {
         let dir = repo()
             .join("target")
             .join(format!("e2e-cluster-{}", std::process::id()));
+        Cluster::up(&dir, &[])
+    });
+    match cluster {
+        Ok(c) => c,
+        Err(e) => panic!("the local control plane is not available, so this test cannot run: {e}"),
+    }
+}
+
+impl Cluster {
+    /// `hack/cluster up DIR ARGS`, torn down by itself when this test process ends.
+    pub fn up(dir: &Path, args: &[&str]) -> Result<Cluster, String> {
         let output = Command::new(repo().join("hack/cluster"))
             .arg("up")
-            .arg(&dir)
+            .arg(dir)
             .arg("--owner-pid")
             .arg(std::process::id().to_string())
+            .args(args)
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("cannot run hack/cluster: {e}"))?;
@@ -51,14 +63,8 @@ pub fn cluster() -> &'static Cluster {
         Ok(Cluster {
             kubeconfig: dir.join("kubeconfig"),
         })
-    });
-    match cluster {
-        Ok(c) => c,
-        Err(e) => panic!("the local control plane is not available, so this test cannot run: {e}"),
     }
-}
 
-impl Cluster {
     pub async fn client(&self) -> Client {
         let kc = Kubeconfig::read_from(&self.kubeconfig).expect("readable kubeconfig");
         let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
