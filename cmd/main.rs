@@ -48,11 +48,19 @@ fn init_logging(format: LogFormat) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour_wanted())
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Plain => builder.init(),
         LogFormat::Json => builder.json().init(),
     }
+}
+
+/// Colour codes belong on a terminal: in a file or a pipe (`hack/run > log`, a log collector)
+/// they are noise. NO_COLOR (no-color.org) turns them off on a terminal too.
+fn colour_wanted() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// Cancels the token on Ctrl-C or SIGTERM.

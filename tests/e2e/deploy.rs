@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -19,13 +19,11 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::config::Kubeconfig;
 use serde_json::{Value, json};
 
-use crate::support::{SOON, Server, TestNamespace, cluster, deployment, eventually, names, pod};
+use crate::support::{
+    SOON, Server, TestNamespace, cluster, deployment, eventually, names, pod, repo,
+};
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// The objects of one manifest file under config/, as JSON.
 fn manifest(file: &str) -> Vec<Value> {
@@ -316,7 +314,7 @@ async fn serves_a_new_deployment(ns: &TestNamespace, server: &Server) {
 }
 
 /// The kubectl that `hack/cluster build` made (cached after the first build).
-fn kubectl() -> PathBuf {
+pub(crate) fn kubectl() -> PathBuf {
     let out = Command::new(repo().join("hack/cluster"))
         .arg("build")
         .stdin(Stdio::null())

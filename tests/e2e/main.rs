@@ -6,6 +6,7 @@ mod support;
 
 mod access;
 mod auth_limits;
+mod demo;
 mod deploy;
 mod edge;
 mod exposure;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::PostParams;
 
-use crate::support::{SOON, Server, TestNamespace, deployment, eventually, names};
+use crate::support::{SOON, Server, TestNamespace, cluster, deployment, eventually, names};
 
 #[tokio::test]
 async fn probes_report_each_informer() {
@@ -38,6 +38,23 @@ async fn probes_report_each_informer() {
     ] {
         assert!(metrics.contains(needle), "{needle} in:\n{metrics}");
     }
+}
+
+/// `hack/run > log`, a container runtime or a CI job reads the log through a file or a pipe,
+/// where colour codes are noise; the test harness reads stderr through a pipe.
+#[tokio::test]
+async fn logs_into_a_pipe_carry_no_colour_codes() {
+    let ns = TestNamespace::new("nocolour").await;
+    let mut command = Server::command(
+        cluster().kubeconfig.to_str().unwrap(),
+        &["--namespace", &ns.name],
+    );
+    command.env("RUST_LOG", "info").env_remove("NO_COLOR");
+    let server = Server::start_command(command).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(server.probe("/readyz").await.0, 200);
+    let logs = server.logs();
+    assert!(logs.contains("serving"), "an info line in:\n{logs}");
+    assert!(!logs.contains("\x1b["), "colour codes in:\n{logs:?}");
 }
 
 #[tokio::test]

@@ -17,7 +17,7 @@ pub struct Cluster {
     pub kubeconfig: PathBuf,
 }
 
-fn repo() -> &'static Path {
+pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -33,11 +33,23 @@ pub fn cluster() -> &'static Cluster {
         let dir = repo()
             .join("target")
             .join(format!("e2e-cluster-{}", std::process::id()));
+        Cluster::up(&dir, &[])
+    });
+    match cluster {
+        Ok(c) => c,
+        Err(e) => panic!("the local control plane is not available, so this test cannot run: {e}"),
+    }
+}
+
+impl Cluster {
+    /// `hack/cluster up DIR ARGS`, torn down by itself when this test process ends.
+    pub fn up(dir: &Path, args: &[&str]) -> Result<Cluster, String> {
         let output = Command::new(repo().join("hack/cluster"))
             .arg("up")
-            .arg(&dir)
+            .arg(dir)
             .arg("--owner-pid")
             .arg(std::process::id().to_string())
+            .args(args)
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("cannot run hack/cluster: {e}"))?;
@@ -51,14 +63,8 @@ pub fn cluster() -> &'static Cluster {
         Ok(Cluster {
             kubeconfig: dir.join("kubeconfig"),
         })
-    });
-    match cluster {
-        Ok(c) => c,
-        Err(e) => panic!("the local control plane is not available, so this test cannot run: {e}"),
     }
-}
 
-impl Cluster {
     pub async fn client(&self) -> Client {
         let kc = Kubeconfig::read_from(&self.kubeconfig).expect("readable kubeconfig");
         let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
@@ -146,6 +152,11 @@ impl Server {
     }
 
     pub fn start_with(kubeconfig: &str, args: &[&str]) -> Result<Server, String> {
+        Self::start_command(Self::command(kubeconfig, args))
+    }
+
+    /// The command [`Server::start_with`] runs, for a test that changes its environment.
+    pub fn command(kubeconfig: &str, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_k8sailor"));
         command
             .args([
@@ -158,7 +169,7 @@ impl Server {
             .args(["--sync-timeout", "30s"])
             .args(args)
             .env("RUST_LOG", "warn");
-        Self::start_command(command)
+        command
     }
 
     /// GET a path under the API prefix: status and JSON body.
