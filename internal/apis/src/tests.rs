@@ -10,6 +10,7 @@ use tower::ServiceExt;
 use super::*;
 use biz::Workloads;
 use k8scache::Caches;
+use k8sdao::fake::FakeSource;
 use k8sdao::{CacheSource, Source};
 
 fn options(origins: &[&str]) -> HttpOptions {
@@ -26,18 +27,18 @@ fn options(origins: &[&str]) -> HttpOptions {
     }
 }
 
-fn app_with(
-    caches: Arc<Caches>,
-    statuses: Vec<Arc<confk8s::InformerStatus>>,
-    origins: &[&str],
-) -> Router {
-    let source = Source::from_cache(CacheSource::new(caches, statuses), None);
+fn app_with(source: Source, origins: &[&str]) -> Router {
     let state = AppState::new(Arc::new(Workloads::new(source)), None);
     router(state, &options(origins)).unwrap()
 }
 
+/// The small cluster of k8sdao's fixtures, in a source of records given by hand.
+fn small_cluster() -> Source {
+    Source::fake(k8sdao::fake::small_cluster(), None)
+}
+
 fn app() -> Router {
-    app_with(k8scache::fixtures::filled_caches(), Vec::new(), &["*"])
+    app_with(small_cluster(), &["*"])
 }
 
 async fn call(app: Router, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
@@ -144,7 +145,12 @@ async fn bad_input_is_a_400_with_the_reason() {
 #[tokio::test]
 async fn unsynced_caches_answer_503_with_retry_after() {
     let status = Arc::new(confk8s::InformerStatus::new("Pod"));
-    let app = app_with(Arc::new(Caches::default()), vec![status], &[]);
+    // The one test of a cache: its informers not synced yet.
+    let source = Source::from_cache(
+        CacheSource::new(Arc::new(Caches::default()), vec![status]),
+        None,
+    );
+    let app = app_with(source, &[]);
     let (code, headers, body) = call(
         app,
         Request::get("/k8sailor/v0/pods")
@@ -204,8 +210,7 @@ async fn cors_wildcard_never_allows_credentials() {
     );
 
     let named = app_with(
-        Arc::new(Caches::default()),
-        Vec::new(),
+        Source::fake(FakeSource::default(), None),
         &["http://spa.example"],
     );
     let (_, headers, _) = call(named.clone(), req()).await;
@@ -236,8 +241,7 @@ async fn preflight(app: Router, origin: &str, method: &str) -> axum::http::Heade
 #[tokio::test]
 async fn loopback_pages_on_any_port_pass_cors_and_others_do_not() {
     let loopback = app_with(
-        Arc::new(Caches::default()),
-        Vec::new(),
+        Source::fake(FakeSource::default(), None),
         &cors::LOOPBACK_ORIGINS,
     );
     for origin in [
@@ -312,15 +316,7 @@ async fn with_auth_none_foreign_host_names_are_refused_but_probes_answer() {
 
 #[tokio::test]
 async fn allowed_hosts_open_the_check_and_delegated_auth_needs_none() {
-    let state = || {
-        AppState::new(
-            Arc::new(Workloads::new(Source::from_cache(
-                CacheSource::new(k8scache::fixtures::filled_caches(), Vec::new()),
-                None,
-            ))),
-            None,
-        )
-    };
+    let state = || AppState::new(Arc::new(Workloads::new(small_cluster())), None);
     let mut opts = options(&["*"]);
     opts.allowed_hosts = AllowedHosts::parse(&["evil.example"]).unwrap();
     let named = router(state(), &opts).unwrap();
@@ -348,10 +344,7 @@ async fn answers_are_gzipped_when_asked() {
 fn prefixes_must_be_absolute_without_trailing_slash() {
     let state = || {
         AppState::new(
-            Arc::new(Workloads::new(Source::from_cache(
-                CacheSource::new(Arc::new(Caches::default()), Vec::new()),
-                None,
-            ))),
+            Arc::new(Workloads::new(Source::fake(FakeSource::default(), None))),
             None,
         )
     };
@@ -743,10 +736,7 @@ async fn bad_writes_are_refused_before_reaching_the_apiserver() {
 
 #[tokio::test]
 async fn a_request_slower_than_the_timeout_is_a_503_saying_so() {
-    let source = Source::from_cache(
-        CacheSource::new(k8scache::fixtures::filled_caches(), Vec::new()),
-        None,
-    );
+    let source = small_cluster();
     let per = PerRequest {
         state: AppState::new(Arc::new(Workloads::new(source)), None),
         timeout: Duration::from_millis(50),
@@ -832,10 +822,7 @@ async fn a_watch_streams_json_lines_uncompressed() {
 
 #[tokio::test]
 async fn a_watch_speaks_server_sent_events_to_event_source_and_ends_on_shutdown() {
-    let source = Source::from_cache(
-        CacheSource::new(k8scache::fixtures::filled_caches(), Vec::new()),
-        None,
-    );
+    let source = small_cluster();
     let state = AppState::new(Arc::new(Workloads::new(source)), None);
     let streams = state.streams.clone();
     let app = router(state, &options(&[])).unwrap();
@@ -938,10 +925,7 @@ async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
         kube::Client::new(service, "default"),
         confk8s::ReviewTtls::default(),
     );
-    let source = Source::from_cache(
-        CacheSource::new(k8scache::fixtures::filled_caches(), Vec::new()),
-        None,
-    );
+    let source = small_cluster();
     let mut opts = options(&[]);
     opts.auth = AuthMode::Delegated;
     let app = router(
@@ -1023,10 +1007,7 @@ async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
 fn delegated_auth_without_a_reviewer_is_a_setup_error() {
     let mut opts = options(&[]);
     opts.auth = AuthMode::Delegated;
-    let source = Source::from_cache(
-        CacheSource::new(Arc::new(Caches::default()), Vec::new()),
-        None,
-    );
+    let source = Source::fake(FakeSource::default(), None);
     assert!(matches!(
         router(AppState::new(Arc::new(Workloads::new(source)), None), &opts),
         Err(SetupError::NoReviewer)

@@ -1,16 +1,11 @@
-use std::sync::Arc;
-
-use confk8s::Delta;
-
 use super::*;
-use k8scache::Caches;
-use k8scache::fixtures::filled_caches;
-use k8sdao::{CacheSource, Source};
+use k8sdao::Source;
+use k8sdao::fake::{FakeSource, small_cluster};
 use model::fixtures::mk_pod;
 
+/// The rules over a source of records given by hand (no cache, informer or apiserver).
 fn workloads(scope: Option<&str>) -> Workloads<Source> {
-    let source = CacheSource::new(filled_caches(), Vec::new());
-    Workloads::new(Source::from_cache(source, scope.map(str::to_string)))
+    Workloads::new(Source::fake(small_cluster(), scope.map(str::to_string)))
 }
 
 fn list(ns: Option<&str>, selector: Option<&str>) -> ListRequest {
@@ -222,15 +217,12 @@ async fn field_selectors_select_on_the_apiserver_fields_and_reject_others() {
 
 /// ns-a, ns-b and ns-c with pods p0, p1 and p2 each, for filtering.
 fn spread_workloads() -> Workloads<Source> {
-    let caches = Arc::new(Caches::default());
-    for ns in ["ns-a", "ns-b", "ns-c"] {
-        let pods: Vec<_> = (0..3)
-            .map(|i| Delta::Added(mk_pod(ns, &format!("p{i}"), None, &[("app", "x")])))
-            .collect();
-        caches.pods.apply_deltas(&pods);
-    }
-    let source = CacheSource::new(caches, Vec::new());
-    Workloads::new(Source::from_cache(source, None))
+    let pods = ["ns-a", "ns-b", "ns-c"].into_iter().flat_map(|ns| {
+        (0..3).map(move |i| {
+            PodRecord::from_object(&mk_pod(ns, &format!("p{i}"), None, &[("app", "x")]))
+        })
+    });
+    Workloads::new(Source::fake(FakeSource::default().with(pods), None))
 }
 
 fn seen_by(viewer: u8, namespaces: &[&str]) -> Visibility {

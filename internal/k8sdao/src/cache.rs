@@ -45,7 +45,7 @@ fn required_terms(q: &ListQuery) -> Vec<Vec<Term>> {
 }
 
 /// Whether `q` selects the record: its namespace, the caller's namespaces, labels and fields.
-fn selects<R: Keyed + Selectable>(q: &ListQuery, r: &R) -> bool {
+pub(crate) fn selects<R: Keyed + Selectable>(q: &ListQuery, r: &R) -> bool {
     q.namespace
         .as_deref()
         .is_none_or(|ns| r.key().namespace == ns)

@@ -4,6 +4,8 @@
 //! to the live API; with the cache, [`Source`] answers once the cache shows the write.
 
 mod cache;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fake;
 mod live;
 
 use std::sync::Arc;
@@ -315,6 +317,9 @@ impl SourceKind {
 enum Backend {
     Cache(CacheSource),
     Live(LiveSource),
+    /// Records given by hand, for the tests of the layers above.
+    #[cfg(any(test, feature = "fixtures"))]
+    Fake(fake::FakeSource),
 }
 
 /// The source the app reads from, restricted to one namespace when configured so.
@@ -396,6 +401,17 @@ impl Source {
         }
     }
 
+    /// A source over records given by hand (the tests of the layers above).
+    #[cfg(any(test, feature = "fixtures"))]
+    pub fn fake(source: fake::FakeSource, scope: Option<String>) -> Source {
+        Source {
+            backend: Backend::Fake(source),
+            scope,
+            factory: None,
+            writer: None,
+        }
+    }
+
     /// Waits until every informer has synced; immediate for the live source.
     pub async fn wait_until_synced(&self, timeout: Duration) -> Result<(), FactoryError> {
         match &self.factory {
@@ -413,7 +429,7 @@ impl Source {
     pub fn informer_states(&self) -> Vec<InformerState> {
         match &self.backend {
             Backend::Cache(c) => c.states(),
-            Backend::Live(_) => Vec::new(),
+            _ => Vec::new(),
         }
     }
 
@@ -422,7 +438,7 @@ impl Source {
     pub fn cached_objects(&self) -> usize {
         match &self.backend {
             Backend::Cache(c) => c.cached_objects(),
-            Backend::Live(_) => 0,
+            _ => 0,
         }
     }
 
@@ -431,7 +447,7 @@ impl Source {
     pub fn is_live(&self) -> bool {
         match &self.backend {
             Backend::Cache(c) => c.all_connected(),
-            Backend::Live(_) => true,
+            _ => true,
         }
     }
 
@@ -462,6 +478,8 @@ macro_rules! dispatch {
         match &$self.backend {
             Backend::Cache(s) => s.$method$(::<$r>)?($($arg),*).await,
             Backend::Live(s) => s.$method$(::<$r>)?($($arg),*).await,
+            #[cfg(any(test, feature = "fixtures"))]
+            Backend::Fake(s) => s.$method$(::<$r>)?($($arg),*).await,
         }
     };
 }

@@ -1,0 +1,220 @@
+//! An in-memory [`WorkloadSource`] over records given by hand: what the layers above test
+//! their rules against, with no cache, informer or apiserver behind it. It answers what a
+//! source answers (selection, not-found, relations given explicitly); a watch sends the
+//! selection and stays open without changes.
+
+use std::any::Any;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use futures::StreamExt;
+
+use super::cache::selects;
+use super::{DaoError, Kind, ListQuery, Listing, Served, WatchEvent, WatchStream, WorkloadSource};
+use model::{DeploymentRecord, EventDto, ObjectKey, PodRecord};
+
+/// Records by kind, relations and events, as a test sets them.
+#[derive(Default)]
+pub struct FakeSource {
+    /// Each kind's records (a `Vec<Arc<R>>` for the kind's record type), in key order.
+    records: HashMap<Kind, Box<dyn Any + Send + Sync>>,
+    namespaces: HashMap<Kind, BTreeSet<String>>,
+    /// The Deployment controlling each pod that has one.
+    deployment_of_pod: HashMap<ObjectKey, String>,
+    events: HashMap<ObjectKey, Vec<EventDto>>,
+}
+
+/// The resourceVersion every answer is as recent as.
+const VERSION: &str = "1";
+
+impl FakeSource {
+    /// Adds records of one kind.
+    pub fn with<R: Served>(mut self, records: impl IntoIterator<Item = Arc<R>>) -> Self {
+        let mut all = self.records_of::<R>();
+        all.extend(records);
+        all.sort_by(|a, b| a.key().cmp(b.key()));
+        let namespaces = all.iter().map(|r| r.key().namespace.clone()).collect();
+        self.namespaces.insert(R::KIND, namespaces);
+        self.records.insert(R::KIND, Box::new(all));
+        self
+    }
+
+    /// The pod is controlled by the Deployment `deployment` of its namespace.
+    pub fn with_pod_of(mut self, pod: ObjectKey, deployment: &str) -> Self {
+        self.deployment_of_pod.insert(pod, deployment.to_string());
+        self
+    }
+
+    /// The pod's events, newest first.
+    pub fn with_events(mut self, pod: ObjectKey, events: Vec<EventDto>) -> Self {
+        self.events.insert(pod, events);
+        self
+    }
+
+    fn records_of<R: Served>(&self) -> Vec<Arc<R>> {
+        self.records
+            .get(&R::KIND)
+            .and_then(|any| any.downcast_ref::<Vec<Arc<R>>>())
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn selected<R: Served>(&self, q: &ListQuery) -> Vec<Arc<R>> {
+        self.records_of::<R>()
+            .into_iter()
+            .filter(|r| selects(q, r.as_ref()))
+            .collect()
+    }
+
+    fn record<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
+        let key = ObjectKey::new(namespace, name);
+        self.records_of::<R>()
+            .into_iter()
+            .find(|r| *r.key() == key)
+            .ok_or_else(|| DaoError::NotFound {
+                kind: R::KIND,
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            })
+    }
+
+    fn pods_controlled_by(&self, namespace: &str, name: &str) -> Vec<Arc<PodRecord>> {
+        self.records_of::<PodRecord>()
+            .into_iter()
+            .filter(|p| {
+                p.key.namespace == namespace
+                    && self.deployment_of_pod.get(&p.key).map(String::as_str) == Some(name)
+            })
+            .collect()
+    }
+}
+
+/// The records as Added, Synced, then nothing until the client leaves.
+fn watch_of<R: Send + Sync + 'static>(records: Vec<Arc<R>>) -> WatchStream<R> {
+    let initial = records
+        .into_iter()
+        .map(WatchEvent::Added)
+        .chain([WatchEvent::Synced {
+            resource_version: VERSION.to_string(),
+        }]);
+    futures::stream::iter(initial.map(Ok))
+        .chain(futures::stream::pending())
+        .boxed()
+}
+
+impl WorkloadSource for FakeSource {
+    async fn list<R: Served>(&self, q: &ListQuery) -> Result<Listing<R>, DaoError> {
+        Ok(Listing {
+            items: self.selected(q),
+            resource_version: VERSION.to_string(),
+        })
+    }
+
+    async fn get<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
+        self.record(namespace, name)
+    }
+
+    async fn watch<R: Served>(&self, q: &ListQuery) -> Result<WatchStream<R>, DaoError> {
+        Ok(watch_of(self.selected(q)))
+    }
+
+    async fn namespaces_holding(&self, kind: Kind) -> Result<Vec<String>, DaoError> {
+        Ok(self
+            .namespaces
+            .get(&kind)
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn pods_of_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Vec<Arc<PodRecord>>, DaoError> {
+        self.record::<DeploymentRecord>(namespace, name)?;
+        Ok(self.pods_controlled_by(namespace, name))
+    }
+
+    async fn pod_events(&self, namespace: &str, name: &str) -> Result<Vec<EventDto>, DaoError> {
+        self.record::<PodRecord>(namespace, name)?;
+        let key = ObjectKey::new(namespace, name);
+        Ok(self.events.get(&key).cloned().unwrap_or_default())
+    }
+
+    async fn deployments_of_pods(
+        &self,
+        pods: &[Arc<PodRecord>],
+    ) -> Result<Vec<Option<String>>, DaoError> {
+        Ok(pods
+            .iter()
+            .map(|p| self.deployment_of_pod.get(&p.key).cloned())
+            .collect())
+    }
+
+    async fn watch_pods_of_deployment(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<WatchStream<PodRecord>, DaoError> {
+        self.record::<DeploymentRecord>(namespace, name)?;
+        Ok(watch_of(self.pods_controlled_by(namespace, name)))
+    }
+}
+
+/// The small cluster of `k8scache::fixtures::filled_caches`, as a fake: ns-a holds Deployment
+/// web (pods web-1a2b-x and -y through ReplicaSet web-1a2b), a bare pod, Service web selecting
+/// the web pods, Service lonely selecting none and Ingress site to Service web; ns-b holds
+/// Deployment api.
+pub fn small_cluster() -> FakeSource {
+    use model::fixtures::{mk_deployment, mk_ingress, mk_pod, mk_replicaset, mk_service};
+    use model::{IngressRecord, Record, ReplicaSetRecord, ServiceRecord};
+    let web_pods = ["web-1a2b-x", "web-1a2b-y"];
+    FakeSource::default()
+        .with([
+            DeploymentRecord::from_object(&mk_deployment(
+                "ns-a",
+                "web",
+                "d-web",
+                &[("tier", "frontend")],
+            )),
+            DeploymentRecord::from_object(&mk_deployment(
+                "ns-b",
+                "api",
+                "d-api",
+                &[("tier", "backend")],
+            )),
+        ])
+        .with([ReplicaSetRecord::from_object(&mk_replicaset(
+            "ns-a",
+            "web-1a2b",
+            "rs-web",
+            Some(("web", "d-web")),
+        ))])
+        .with(
+            web_pods
+                .iter()
+                .map(|name| {
+                    PodRecord::from_object(&mk_pod(
+                        "ns-a",
+                        name,
+                        Some(("web-1a2b", "rs-web")),
+                        &[("app", "web")],
+                    ))
+                })
+                .chain([PodRecord::from_object(&mk_pod(
+                    "ns-a",
+                    "bare",
+                    None,
+                    &[("app", "bare")],
+                ))]),
+        )
+        .with([
+            ServiceRecord::from_object(&mk_service("ns-a", "web", &[("app", "web")])),
+            ServiceRecord::from_object(&mk_service("ns-a", "lonely", &[])),
+        ])
+        .with([IngressRecord::from_object(&mk_ingress(
+            "ns-a", "site", "web",
+        ))])
+        .with_pod_of(ObjectKey::new("ns-a", web_pods[0]), "web")
+        .with_pod_of(ObjectKey::new("ns-a", web_pods[1]), "web")
+}
