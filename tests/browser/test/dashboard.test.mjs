@@ -1,0 +1,243 @@
+// k8sailor's built-in dashboard (served by the binary at /), driven in headless Chromium against a
+// real k8sailor and the real control plane: live tables that follow changes made elsewhere
+// without a reload, scaling and deletion from the page, the server's selector errors, a pod's
+// events and YAML, delegated auth with a namespace-scoped token, and 10,000 pods in one
+// namespace (figures in target/browser/dashboard-10k/result.json). Any console error or
+// request to another host fails a test (the harness).
+import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
+import { test } from "node:test";
+
+import { openBrowser } from "../lib/browser.mjs";
+import { apply, kubectl, namespacedToken, testNamespace } from "../lib/cluster.mjs";
+import { eventually, repoRoot, startK8sailor } from "../lib/servers.mjs";
+
+const logFile = (scenario) => path.join(repoRoot, "target", "browser", `${scenario}.k8sailor.log`);
+
+function deployment(namespace, name, replicas, labels = {}) {
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace, labels: { app: name, ...labels } },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name, ...labels } },
+        spec: { containers: [{ name: "app", image: `registry.invalid/k8sailor/${name}:1.0` }] },
+      },
+    },
+  };
+}
+
+/** The count a live table shows (its `data-count`), as a number; NaN while loading. */
+async function shownCount(page, selector) {
+  return Number(await page.locator(selector).getAttribute("data-count", { timeout: 1000 }));
+}
+
+async function waitForCount(page, selector, n, what) {
+  await eventually(`${what}: ${n}`, async () => (await shownCount(page, selector)) === n, { timeoutMs: 60_000 });
+}
+
+const LIST_COUNT = "main .toolbar .count";
+const row = (page, namespace, name) => page.locator(`tr[data-key="${namespace}/${name}"]`);
+
+test("dashboard: live tables, scaling, filters, a pod's events and YAML, deletion", async (t) => {
+  const ns = await testNamespace("dash");
+  t.after(() => ns.remove());
+  await apply([deployment(ns.name, "seed", 1, { tier: "web" })]);
+  const server = await startK8sailor({ logFile: logFile("dashboard") });
+  t.after(() => server.stop());
+  const b = await openBrowser({
+    scenario: "dashboard",
+    allowedOrigins: [server.origin],
+    tolerateMatching: [{ pattern: /labelSelector=app\+in\+%28web&/, reason: "the wrong selector the test types, whose 400 the page shows" }],
+  });
+  t.after(() => b.close());
+  const { page } = b;
+
+  // Pick the namespace: the picker lists it from the Deployments the server has.
+  await page.goto(`${server.origin}/`);
+  await eventually("the namespace in the picker", async () => (await page.locator(`#namespace option[value="${ns.name}"]`).count()) === 1);
+  await page.selectOption("#namespace", ns.name);
+  await eventually("the namespace's route", async () => page.url().endsWith(`#/ns/${ns.name}/deployments`));
+  await row(page, ns.name, "seed").waitFor();
+  await eventually("the live badge", async () => (await page.locator("#connection").getAttribute("data-state")) === "live");
+
+  // A Deployment created elsewhere appears without a reload.
+  await page.evaluate(() => (window.__sameDocument = true));
+  await apply([deployment(ns.name, "web", 1, { tier: "web" })]);
+  await row(page, ns.name, "web").waitFor({ timeout: 30_000 });
+  assert.equal(await page.evaluate(() => window.__sameDocument), true, "the page reloaded");
+  await waitForCount(page, LIST_COUNT, 2, "Deployments shown");
+  await b.screenshot("deployments");
+
+  // Scale from the Deployment's page: the pod rows follow.
+  await row(page, ns.name, "web").getByRole("link", { name: "web" }).click();
+  await eventually("the Deployment's page", async () => page.url().endsWith(`#/ns/${ns.name}/deployments/web`));
+  await waitForCount(page, "h2 .count", 1, "pods of web");
+  await page.fill("#replicas", "3");
+  await page.getByRole("button", { name: "Scale" }).click();
+  await waitForCount(page, "h2 .count", 3, "pods of web after scaling up");
+  assert.equal(await page.locator("table").first().locator("tr.row").count(), 3);
+  const spec = JSON.parse(await kubectl(["get", "deployment", "web", "-n", ns.name, "-o", "json"]));
+  assert.equal(spec.spec.replicas, 3, "the scale reached the apiserver");
+  await b.screenshot("deployment-scaled");
+  await page.fill("#replicas", "2");
+  await page.getByRole("button", { name: "Scale" }).click();
+  await waitForCount(page, "h2 .count", 2, "pods of web after scaling down");
+
+  // Filters go to the server; a wrong selector shows the server's reason inline.
+  await page.goto(`${server.origin}/#/ns/${ns.name}/deployments`);
+  await waitForCount(page, LIST_COUNT, 2, "Deployments shown");
+  await page.fill('input[name="labelSelector"]', "app=web");
+  await page.keyboard.press("Enter");
+  await eventually("the selector in the route", async () => page.url().includes("labelSelector=app%3Dweb"));
+  await waitForCount(page, LIST_COUNT, 1, "Deployments matching app=web");
+  assert.equal(await row(page, ns.name, "seed").count(), 0);
+  const bad = "app in (web";
+  const expected = await fetch(`${server.api}/deployments?namespace=${ns.name}&labelSelector=${encodeURIComponent(bad)}`).then(async (r) => {
+    assert.equal(r.status, 400);
+    return (await r.json()).error;
+  });
+  await page.fill('input[name="labelSelector"]', bad);
+  await page.getByRole("button", { name: "Filter" }).click();
+  const error = page.locator("main .error");
+  await error.waitFor();
+  assert.ok((await error.textContent()).includes(expected), `the page shows the server's reason ${expected}`);
+  await b.screenshot("selector-error");
+
+  // A pod's events (newest first) and YAML.
+  const pods = JSON.parse(await kubectl(["get", "pods", "-n", ns.name, "-l", "app=web", "-o", "json"])).items;
+  const pod = pods[0].metadata;
+  const at = (s) => new Date(Date.now() - s * 1000).toISOString().replace(/\.\d+Z$/, "Z");
+  const event = (suffix, reason, message, ago, type = "Normal") => ({
+    apiVersion: "v1",
+    kind: "Event",
+    metadata: { name: `${pod.name}.${suffix}`, namespace: ns.name },
+    involvedObject: { apiVersion: "v1", kind: "Pod", name: pod.name, namespace: ns.name, uid: pod.uid },
+    reason,
+    message,
+    type,
+    source: { component: "default-scheduler" },
+    firstTimestamp: at(ago),
+    lastTimestamp: at(ago),
+    count: 1,
+  });
+  await apply([
+    event("old", "Scheduled", `Successfully assigned ${ns.name}/${pod.name} to node-a`, 120),
+    event("new", "FailedScheduling", "0/0 nodes are available: no nodes to schedule on", 5, "Warning"),
+  ]);
+  await page.goto(`${server.origin}/#/ns/${ns.name}/pods`);
+  await row(page, ns.name, pod.name).getByRole("link").click();
+  await eventually("the pod's page", async () => page.url().endsWith(`#/ns/${ns.name}/pods/${pod.name}`));
+  const eventRows = page.locator('[aria-label="Events, newest first"] tr.row');
+  await eventually("two events", async () => (await eventRows.count()) === 2);
+  assert.match(await eventRows.nth(0).textContent(), /FailedScheduling/, "newest first");
+  assert.match(await eventRows.nth(1).textContent(), /Scheduled/);
+  assert.ok((await page.locator('[aria-label="Labels"]').textContent()).includes("app=web"));
+  await b.screenshot("pod-events");
+  await page.getByRole("link", { name: "YAML" }).click();
+  const yaml = page.locator("pre.yaml");
+  await yaml.waitFor();
+  const text = await yaml.textContent();
+  assert.match(text, /^kind: Pod$/m);
+  assert.ok(text.includes(`name: ${pod.name}`));
+  await b.screenshot("pod-yaml");
+
+  // Deletion asks first; Escape closes the question and keeps the Deployment.
+  await page.goto(`${server.origin}/#/ns/${ns.name}/deployments/web`);
+  await page.getByRole("button", { name: "Delete…" }).click();
+  const dialog = page.locator("#confirm-dialog");
+  await dialog.waitFor();
+  await b.screenshot("delete-confirmation");
+  await page.keyboard.press("Escape");
+  await eventually("the dialog closed", async () => !(await dialog.isVisible()));
+  await kubectl(["get", "deployment", "web", "-n", ns.name]);
+  await page.getByRole("button", { name: "Delete…" }).click();
+  await page.locator("#confirm-yes").click();
+  await eventually("the Deployments list", async () => page.url().endsWith(`#/ns/${ns.name}/deployments`));
+  await waitForCount(page, LIST_COUNT, 1, "Deployments after the delete");
+  await eventually("the Deployment gone from the apiserver", async () =>
+    kubectl(["get", "deployment", "web", "-n", ns.name]).then(() => false, () => true),
+  );
+
+  // Keyboard: on a fresh load the first Tab reaches the skip link.
+  await page.reload();
+  await row(page, ns.name, "seed").waitFor();
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement.textContent), "Skip to content");
+
+  // Dark, and a phone's width without sideways scrolling.
+  await page.emulateMedia({ colorScheme: "dark" });
+  await page.goto(`${server.origin}/#/ns/${ns.name}/deployments/seed`);
+  await waitForCount(page, "h2 .count", 1, "pods of seed");
+  await b.screenshot("dark");
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${server.origin}/#/ns/${ns.name}/deployments`);
+  await row(page, ns.name, "seed").waitFor();
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page is ${overflow}px wider than a phone`);
+  await b.screenshot("narrow-dark");
+  b.check();
+});
+
+test("dashboard under --auth delegated: a token asked once, what its user may see, 401/403 in words", async (t) => {
+  const ns = await testNamespace("dash-auth");
+  t.after(() => ns.remove());
+  await apply([deployment(ns.name, "shop", 2)]);
+  const token = await namespacedToken(ns.name, "viewer", [
+    { apiGroups: ["apps"], resources: ["deployments", "replicasets"], verbs: ["get", "list", "watch"] },
+    { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch"] },
+    { apiGroups: [""], resources: ["events"], verbs: ["list"] },
+  ]);
+  const server = await startK8sailor({ logFile: logFile("dashboard-delegated"), args: ["--auth", "delegated"] });
+  t.after(() => server.stop());
+  const api = server.api.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const b = await openBrowser({
+    scenario: "dashboard-delegated",
+    allowedOrigins: [server.origin],
+    tolerateMatching: [
+      { pattern: new RegExp(`^${api}/`), reason: "401 before the token and 403 outside its namespace, explained on the page" },
+    ],
+  });
+  t.after(() => b.close());
+  const { page } = b;
+
+  await page.goto(`${server.origin}/#/ns/${ns.name}/deployments`);
+  const banner = page.locator("#banner");
+  await banner.waitFor();
+  assert.match(await banner.textContent(), /Not signed in: .*bearer token/);
+  await b.screenshot("needs-token");
+  await banner.getByRole("button", { name: "Enter a token" }).click();
+  await page.fill("#token-input", token);
+  await page.keyboard.press("Enter");
+  await row(page, ns.name, "shop").waitFor({ timeout: 30_000 });
+  assert.equal(await banner.isVisible(), false);
+  await b.screenshot("signed-in");
+
+  // Elsewhere: a 403 explained, with the apiserver's reason.
+  await page.goto(`${server.origin}/#/ns/default/deployments`);
+  const error = page.locator("main .error");
+  await error.waitFor();
+  const said = await error.textContent();
+  assert.match(said, /^Not allowed: the cluster's RBAC/);
+  assert.ok(said.includes(`system:serviceaccount:${ns.name}:viewer`), said);
+  await b.screenshot("forbidden");
+
+  // All namespaces: only its own, said so.
+  await page.goto(`${server.origin}/#/deployments`);
+  await row(page, ns.name, "shop").waitFor();
+  await page.getByText("Only the namespaces your token may read are shown.").waitFor();
+  assert.deepEqual(
+    await page.locator("tr.row").evaluateAll((rows) => [...new Set(rows.map((r) => r.dataset.key.split("/")[0]))]),
+    [ns.name],
+  );
+
+  // The token stays in the tab: in session storage, in no URL.
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("k8sailor.token")), token);
+  const leaked = b.requests.filter((r) => r.url.includes(token));
+  assert.deepEqual(leaked, [], "the token went into a URL");
+  b.check();
+});
