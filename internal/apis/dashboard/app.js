@@ -356,6 +356,8 @@ class LiveTable {
 
   setRows(rows) {
     this.rows = rows;
+    // A windowed table lays out fixed columns: its widths then do not depend on the rows in
+    // view (they would jump while scrolling), and a redraw does not measure every cell.
     this.scroller.classList.toggle("short", rows.length <= WHOLE_TABLE_ROWS);
     this.draw();
   }
@@ -384,7 +386,7 @@ class LiveTable {
     if (first > 0) out.push(this.spacer(first * ROW_HEIGHT));
     for (let i = first; i < last; i++) {
       const o = this.rows[i];
-      out.push(h("tr", { class: "row", "data-key": keyOf(o) }, this.columns.map((c) => h("td", { class: c.class?.(o) }, c.cell(o)))));
+      out.push(h("tr", { class: i % 2 ? "row alt" : "row", "data-key": keyOf(o) }, this.columns.map((c) => h("td", { class: c.class?.(o) }, c.cell(o)))));
     }
     if (last < n) out.push(this.spacer((n - last) * ROW_HEIGHT));
     this.tbody.replaceChildren(...out);
