@@ -376,9 +376,12 @@ class LiveTable {
     let first = 0;
     let last = n;
     if (!whole) {
-      const view = this.scroller.clientHeight || 600;
-      first = Math.max(0, Math.floor(this.scroller.scrollTop / ROW_HEIGHT) - OVERSCAN_ROWS);
-      last = Math.min(n, first + Math.ceil(view / ROW_HEIGHT) + 2 * OVERSCAN_ROWS);
+      const inView = Math.ceil((this.scroller.clientHeight || 600) / ROW_HEIGHT);
+      // The scroll position may still be the one of a longer table (rows went while scrolled
+      // to the end): the browser clamps it only once the spacers shrink.
+      const top = Math.min(Math.floor(this.scroller.scrollTop / ROW_HEIGHT), Math.max(0, n - inView));
+      first = Math.max(0, top - OVERSCAN_ROWS);
+      last = Math.min(n, top + inView + OVERSCAN_ROWS);
     }
     const span = this.columns.length;
     const out = [];
@@ -553,8 +556,7 @@ function listView(route) {
         if (kind === KINDS.deployments || kind === KINDS.pods) namespaces.add(rows);
       },
       onFailure: (failure) => {
-        error.textContent = failure.message;
-        error.hidden = false;
+        showFailure(error, failure);
         count.textContent = "";
       },
     },
@@ -570,18 +572,27 @@ function facts(pairs) {
   return h("dl", { class: "facts" }, pairs.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
 }
 
-/** One object, followed live through a watch of its name. */
-function followOne(path, route, render, gone) {
+function showFailure(el, failure) {
+  el.textContent = failure.message;
+  el.hidden = false;
+}
+
+/** One object, followed live through a watch of its name; what goes wrong is said in `error`. */
+function followOne(path, route, error, render) {
   return new LiveSet(
     path,
     { namespace: route.namespace, fieldSelector: `metadata.name=${route.name}` },
     {
       onChange: (set) => {
         const o = set.items.get(`${route.namespace}/${route.name}`);
-        if (o) render(o);
-        else gone(new ApiFailure(404, `${route.name} is not in ${route.namespace} (any more).`));
+        if (!o) {
+          showFailure(error, new ApiFailure(404, `${route.name} is not in ${route.namespace} (any more).`));
+          return;
+        }
+        error.hidden = true;
+        render(o);
       },
-      onFailure: gone,
+      onFailure: (failure) => showFailure(error, failure),
     },
   );
 }
@@ -626,8 +637,7 @@ function deploymentView(route) {
           await api(`/deployments/${encodeURIComponent(name)}`, { namespace }, { method: "DELETE" });
           location.hash = link({ namespace, kind: "deployments" });
         } catch (err) {
-          error.textContent = err.message;
-          error.hidden = false;
+          showFailure(error, err);
         }
       },
     },
@@ -650,8 +660,8 @@ function deploymentView(route) {
     followOne(
       "/deployments",
       route,
+      error,
       (d) => {
-        error.hidden = true;
         summary.replaceChildren(
           facts([
             ["Namespace", d.namespace],
@@ -666,10 +676,6 @@ function deploymentView(route) {
         );
         if (!replicas.dataset.touched) replicas.value = d.replicas;
         labels.replaceChildren(h("h2", {}, "Labels"), labelList(d.labels));
-      },
-      (failure) => {
-        error.textContent = failure.message;
-        error.hidden = false;
       },
     ),
     new LiveSet(`/deployments/${encodeURIComponent(name)}/pods`, { namespace }, {
@@ -738,8 +744,8 @@ function podView(route) {
   const live = followOne(
     "/pods",
     route,
+    error,
     (p) => {
-      error.hidden = true;
       summary.replaceChildren(
         facts([
           ["Namespace", p.namespace],
@@ -754,10 +760,6 @@ function podView(route) {
         ]),
       );
       labels.replaceChildren(h("h2", {}, "Labels"), labelList(p.labels));
-    },
-    (failure) => {
-      error.textContent = failure.message;
-      error.hidden = false;
     },
   );
   return () => {
