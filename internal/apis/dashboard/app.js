@@ -343,6 +343,7 @@ class LiveTable {
     this.columns = columns;
     this.empty = empty;
     this.rows = [];
+    this.drawn = new Map();
     this.frame = 0;
     this.tbody = h("tbody");
     this.scroller = h(
@@ -387,12 +388,25 @@ class LiveTable {
     const out = [];
     if (n === 0) out.push(h("tr", {}, h("td", { colspan: span, class: "note" }, this.empty)));
     if (first > 0) out.push(this.spacer(first * ROW_HEIGHT));
+    // Rows whose object did not change are kept, not built again: in a burst of changes most
+    // rows in view stay as they were, and new elements cost style and text layout.
+    const drawn = new Map();
     for (let i = first; i < last; i++) {
       const o = this.rows[i];
-      out.push(h("tr", { class: i % 2 ? "row alt" : "row", "data-key": keyOf(o) }, this.columns.map((c) => h("td", { class: c.class?.(o) }, c.cell(o)))));
+      const key = keyOf(o);
+      const kept = this.drawn.get(key);
+      const tr = kept?.object === o && kept.at === age(o.creationTimestamp) ? kept.tr : this.row(o, key);
+      tr.className = i % 2 ? "row alt" : "row";
+      drawn.set(key, { object: o, tr, at: age(o.creationTimestamp) });
+      out.push(tr);
     }
+    this.drawn = drawn;
     if (last < n) out.push(this.spacer((n - last) * ROW_HEIGHT));
     this.tbody.replaceChildren(...out);
+  }
+
+  row(o, key) {
+    return h("tr", { "data-key": key }, this.columns.map((c) => h("td", { class: c.class?.(o) }, c.cell(o))));
   }
 
   spacer(height) {

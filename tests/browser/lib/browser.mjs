@@ -34,8 +34,9 @@ const LOCAL_SCHEMES = new Set(["data:", "blob:", "about:", "chrome-error:"]);
  * static server's and k8sailor's). `tolerate` lists URLs whose failure to load is no fault of the
  * page, each with the reason (such as the icon Chromium asks for when it shows raw JSON in a
  * tab); their console errors are kept as warnings. `tolerateMatching` does the same for every
- * URL a pattern matches (`[{ pattern: RegExp, reason }]`): answers the scenario provokes on
- * purpose, such as a 403 the page must explain. Call `check()` at the end (it throws listing
+ * URL a pattern matches (`[{ pattern: RegExp, reason }]`), and for requests to it that fail:
+ * what the scenario provokes on purpose, such as a 403 the page must explain or a server it
+ * stops. Call `check()` at the end (it throws listing
  * every problem) and `close()` always.
  */
 export async function openBrowser({ scenario, allowedOrigins, tolerate = {}, tolerateMatching = [], viewport = { width: 1400, height: 900 } }) {
@@ -81,8 +82,11 @@ export async function openBrowser({ scenario, allowedOrigins, tolerate = {}, tol
   });
   context.on("requestfailed", (req) => {
     const reason = req.failure()?.errorText ?? "unknown";
+    const tolerated = tolerateMatching.find((t) => t.pattern.test(req.url()))?.reason;
     // A navigation cancels the previous page's polling requests: that is no fault.
-    if (reason !== "net::ERR_ABORTED") problems.push(`request failed: ${req.method()} ${req.url()}: ${reason}`);
+    if (reason === "net::ERR_ABORTED") return;
+    if (tolerated !== undefined) warnings.push(`tolerated: ${req.method()} ${req.url()} failed: ${reason} (${tolerated})`);
+    else problems.push(`request failed: ${req.method()} ${req.url()}: ${reason}`);
   });
   const page = await context.newPage();
 

@@ -97,12 +97,12 @@ export async function serveStatic({ root, rewrites = [], files = {} }) {
 
 /**
  * Starts `k8sailor httpserver` (K8SAILOR_BIN, else target/debug/k8sailor) on a free loopback
- * port against K8SAILOR_TEST_KUBECONFIG and waits until /readyz answers 200. Its log goes to
- * `logFile`.
+ * port (or `port`: a server started again where the last one was) against
+ * K8SAILOR_TEST_KUBECONFIG and waits until /readyz answers 200. Its log goes to `logFile`.
  */
-export async function startK8sailor({ logFile, args = [] }) {
+export async function startK8sailor({ logFile, args = [], port: fixedPort }) {
   const bin = process.env.K8SAILOR_BIN || path.join(repoRoot, "target", "debug", "k8sailor");
-  const port = await freePort();
+  const port = fixedPort ?? (await freePort());
   const origin = `http://127.0.0.1:${port}`;
   await mkdir(path.dirname(logFile), { recursive: true });
   const log = createWriteStream(logFile);

@@ -11,7 +11,7 @@ import { test } from "node:test";
 
 import { openBrowser } from "../lib/browser.mjs";
 import { apply, kubectl, namespacedToken, testNamespace } from "../lib/cluster.mjs";
-import { eventually, repoRoot, startK8sailor } from "../lib/servers.mjs";
+import { eventually, freePort, repoRoot, startK8sailor } from "../lib/servers.mjs";
 
 const logFile = (scenario) => path.join(repoRoot, "target", "browser", `${scenario}.k8sailor.log`);
 
@@ -39,6 +39,9 @@ async function shownCount(page, selector) {
 async function waitForCount(page, selector, n, what) {
   await eventually(`${what}: ${n}`, async () => (await shownCount(page, selector)) === n, { timeoutMs: 60_000 });
 }
+
+/** Every API call to `server`, as a pattern for the harness's `tolerateMatching`. */
+const apiCalls = (server) => new RegExp(`^${server.api.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/`);
 
 const LIST_COUNT = "main .toolbar .count";
 const row = (page, namespace, name) => page.locator(`tr[data-key="${namespace}/${name}"]`);
@@ -194,12 +197,11 @@ test("dashboard under --auth delegated: a token asked once, what its user may se
   ]);
   const server = await startK8sailor({ logFile: logFile("dashboard-delegated"), args: ["--auth", "delegated"] });
   t.after(() => server.stop());
-  const api = server.api.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   const b = await openBrowser({
     scenario: "dashboard-delegated",
     allowedOrigins: [server.origin],
     tolerateMatching: [
-      { pattern: new RegExp(`^${api}/`), reason: "401 before the token and 403 outside its namespace, explained on the page" },
+      { pattern: apiCalls(server), reason: "401 before the token and 403 outside its namespace, explained on the page" },
     ],
   });
   t.after(() => b.close());
@@ -425,5 +427,54 @@ test("dashboard: the demo workloads of hack/run (the README's screenshot)", asyn
   await eventually("the crashing pod", async () => (await page.locator("td.s-bad").count()) === 1);
   assert.match(await page.locator("td.s-bad").textContent(), /CrashLoopBackOff/);
   await b.screenshot("pods");
+  b.check();
+});
+
+test("dashboard: says when the server is gone, and comes back on its own", async (t) => {
+  const ns = await testNamespace("dash-reconnect");
+  t.after(() => ns.remove());
+  await apply([deployment(ns.name, "before", 1)]);
+  const port = await freePort();
+  let server = await startK8sailor({ logFile: logFile("dashboard-reconnect"), port });
+  t.after(() => server.stop());
+  const b = await openBrowser({
+    scenario: "dashboard-reconnect",
+    allowedOrigins: [server.origin],
+    tolerateMatching: [{ pattern: apiCalls(server), reason: "the server the test stops" }],
+  });
+  t.after(() => b.close());
+  const { page } = b;
+  await page.goto(`${server.origin}/#/ns/${ns.name}/deployments`);
+  await row(page, ns.name, "before").waitFor();
+  const badge = page.locator("#connection");
+  await eventually("the live badge", async () => (await badge.getAttribute("data-state")) === "live");
+
+  await server.stop();
+  await eventually("the disconnected badge", async () => (await badge.getAttribute("data-state")) === "down");
+  assert.match(await badge.textContent(), /^disconnected/);
+  await b.screenshot("disconnected");
+  // A change made while the page cannot hear of it.
+  await apply([deployment(ns.name, "during", 1)]);
+  await kubectl(["delete", "deployment", "before", "-n", ns.name]);
+
+  server = await startK8sailor({ logFile: logFile("dashboard-reconnect-again"), port });
+  await eventually("the live badge again", async () => (await badge.getAttribute("data-state")) === "live", { timeoutMs: 60_000 });
+  await row(page, ns.name, "during").waitFor({ timeout: 30_000 });
+  await eventually("the deleted Deployment gone", async () => (await row(page, ns.name, "before").count()) === 0);
+  await b.screenshot("reconnected");
+
+  // Stale data: the server says so in a header of every answer (its e2e tests make it do so by
+  // stopping the apiserver, which this shared control plane cannot); here the header is added
+  // to its answers on the way, to see the page tell it and take it back.
+  const stale = /\/ping$/;
+  await page.route(stale, async (route) => {
+    const response = await route.fetch();
+    await route.fulfill({ response, headers: { ...response.headers(), "k8sailor-stale-seconds": "42" } });
+  });
+  await eventually("the stale badge", async () => (await badge.getAttribute("data-state")) === "stale");
+  assert.match(await badge.textContent(), /42 s/);
+  await b.screenshot("stale");
+  await page.unroute(stale);
+  await eventually("the live badge after the stale spell", async () => (await badge.getAttribute("data-state")) === "live");
   b.check();
 });
