@@ -485,12 +485,31 @@ const replicaSetColumns = (allNamespaces) => [
   { title: "Images", cell: (r) => (r.images || []).join(", ") },
 ];
 
-/** For kinds this page knows only by name: what every object has. */
-const genericColumns = (allNamespaces) => [
+const selectorText = (labels) => Object.entries(labels || {}).map(([k, v]) => `${k}=${v}`).join(",");
+
+const serviceColumns = (allNamespaces) => [
   ...(allNamespaces ? [namespaceColumn] : []),
-  { title: "Name", cell: (o) => o.name },
-  { title: "Age", cell: (o) => age(o.creationTimestamp) },
-  { title: "Labels", cell: (o) => Object.entries(o.labels || {}).map(([k, v]) => `${k}=${v}`).join(", ") },
+  { title: "Name", cell: (s) => s.name },
+  { title: "Type", cell: (s) => s.type },
+  { title: "Cluster-IP", cell: (s) => s.clusterIp },
+  { title: "External-IP", cell: (s) => s.externalIp },
+  { title: "Port(s)", cell: (s) => s.ports },
+  { title: "Age", cell: (s) => age(s.creationTimestamp) },
+  { title: "Selector", cell: (s) => selectorText(s.selector) || "<none>" },
+];
+
+const ingressColumns = (allNamespaces) => [
+  ...(allNamespaces ? [namespaceColumn] : []),
+  { title: "Name", cell: (i) => i.name },
+  { title: "Class", cell: (i) => i.class },
+  { title: "Hosts", cell: (i) => i.hosts },
+  { title: "Address", cell: (i) => i.address },
+  { title: "Ports", cell: (i) => i.ports },
+  { title: "Age", cell: (i) => age(i.creationTimestamp) },
+  {
+    title: "Routes",
+    cell: (i) => (i.paths || []).map((p) => `${p.host || "*"}${p.path || "/"} → ${p.service || "(resource)"}${p.port ? `:${p.port}` : ""}`).join(", "),
+  },
 ];
 
 const KINDS = {
@@ -498,8 +517,8 @@ const KINDS = {
   pods: { title: "Pods", path: "/pods", columns: podColumns, noun: "pod" },
   replicasets: { title: "ReplicaSets", path: "/replicasets", columns: replicaSetColumns, noun: "ReplicaSet" },
   // Shown once the server serves them.
-  services: { title: "Services", path: "/services", columns: genericColumns, noun: "Service", optional: true },
-  ingresses: { title: "Ingresses", path: "/ingresses", columns: genericColumns, noun: "Ingress", optional: true },
+  services: { title: "Services", path: "/services", columns: serviceColumns, noun: "Service", optional: true },
+  ingresses: { title: "Ingresses", path: "/ingresses", columns: ingressColumns, noun: "Ingress", optional: true },
 };
 
 served.then((paths) => {
@@ -660,6 +679,10 @@ function deploymentView(route) {
   const pods = new LiveTable({ columns: podColumns(false), label: "Pods of the Deployment", empty: "No pods." });
   const podCount = h("span", { class: "count", "aria-live": "polite" });
   const sets = new LiveTable({ columns: replicaSetColumns(false).filter((c) => c.title !== "Deployment"), label: "ReplicaSets of the Deployment", empty: "No ReplicaSets." });
+  const related = [
+    routedBy(route, "services", "Services that select its pods", serviceColumns(false)),
+    routedBy(route, "ingresses", "Ingresses to those Services", ingressColumns(false)),
+  ];
   main.replaceChildren(
     h("p", {}, a(link({ namespace, kind: "deployments" }), `← Deployments in ${namespace}`)),
     h("h1", {}, `Deployment ${name}`),
@@ -669,8 +692,10 @@ function deploymentView(route) {
     pods.el,
     h("h2", {}, "ReplicaSets"),
     sets.el,
+    ...related.map((r) => r.el),
   );
   const watches = [
+    ...related,
     followOne(
       "/deployments",
       route,
@@ -707,6 +732,45 @@ function deploymentView(route) {
     }),
   ];
   return () => watches.forEach((w) => w.stop());
+}
+
+/**
+ * What routes to a Deployment (its Services, or the Ingresses to them), where the server
+ * serves that relation: read again whenever that kind changes in the namespace, so it is as
+ * live as the tables. Shown once the server is known to serve it.
+ */
+function routedBy(route, kind, title, columns) {
+  const { namespace, name } = route;
+  const relation = `/deployments/{name}/${kind}`;
+  const el = h("section", { hidden: true });
+  const error = h("p", { class: "error", role: "alert", hidden: true });
+  const table = new LiveTable({ columns, label: title, empty: `No ${kind}.` });
+  el.append(h("h2", {}, title), error, table.el);
+  const controller = new AbortController();
+  let live = null;
+  let stopped = false;
+  const read = async () => {
+    try {
+      const rows = await api(`/deployments/${encodeURIComponent(name)}/${kind}`, { namespace }, { signal: controller.signal });
+      error.hidden = true;
+      table.setRows(rows.sort(byNamespaceThenName));
+    } catch (err) {
+      if (err.name !== "AbortError") showFailure(error, err);
+    }
+  };
+  served.then((paths) => {
+    if (stopped || !paths.has(relation)) return;
+    el.hidden = false;
+    live = new LiveSet(`/${kind}`, { namespace }, { onChange: read, onFailure: (failure) => showFailure(error, failure) });
+  });
+  return {
+    el,
+    stop() {
+      stopped = true;
+      controller.abort();
+      live?.stop();
+    },
+  };
 }
 
 function podView(route) {

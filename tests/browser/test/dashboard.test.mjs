@@ -91,6 +91,28 @@ test("dashboard: live tables, scaling, filters, a pod's events and YAML, deletio
   await page.getByRole("button", { name: "Scale" }).click();
   await waitForCount(page, "h2 .count", 2, "pods of web after scaling down");
 
+  // What routes to it: a Service that selects its pods and an Ingress to that Service, made
+  // while the page is open.
+  await apply([
+    {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "web", namespace: ns.name },
+      spec: { selector: { app: "web" }, ports: [{ port: 80, targetPort: 8080 }] },
+    },
+    {
+      apiVersion: "networking.k8s.io/v1",
+      kind: "Ingress",
+      metadata: { name: "web", namespace: ns.name },
+      spec: {
+        rules: [{ host: "web.example", http: { paths: [{ path: "/", pathType: "Prefix", backend: { service: { name: "web", port: { number: 80 } } } }] } }],
+      },
+    },
+  ]);
+  await page.locator('[aria-label="Services that select its pods"] tr.row').filter({ hasText: "80/TCP" }).waitFor({ timeout: 30_000 });
+  await page.locator('[aria-label="Ingresses to those Services"] tr.row').filter({ hasText: "web.example/ → web:80" }).waitFor({ timeout: 30_000 });
+  await b.screenshot("deployment-routes");
+
   // Filters go to the server; a wrong selector shows the server's reason inline.
   await page.goto(`${server.origin}/#/ns/${ns.name}/deployments`);
   await waitForCount(page, LIST_COUNT, 2, "Deployments shown");
