@@ -159,3 +159,42 @@ export async function eventually(what, probe, { timeoutMs = 30_000, everyMs = 25
     await sleep(everyMs);
   }
 }
+
+/**
+ * A reverse proxy on 127.0.0.1 that serves `target` (an origin) under the path `mount`
+ * (`/team/`) and strips it on the way, as an ingress with a rewrite does; answers are streamed
+ * through, so watches stay live. Anything outside `mount` is a 404.
+ */
+export async function proxyUnderPath({ target, mount }) {
+  const upstream = new URL(target);
+  const server = http.createServer((req, res) => {
+    if (!req.url.startsWith(mount)) {
+      res.writeHead(404, { "content-type": "text/plain" }).end("outside the mount");
+      return;
+    }
+    const forward = http.request(
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: `/${req.url.slice(mount.length)}`, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on("error", () => res.destroy());
+    res.on("close", () => forward.destroy());
+    req.pipe(forward);
+  });
+  await new Promise((resolve, reject) => {
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  return {
+    origin,
+    url: `${origin}${mount}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
+  };
+}

@@ -11,7 +11,7 @@ import { test } from "node:test";
 
 import { openBrowser } from "../lib/browser.mjs";
 import { apply, kubectl, namespacedToken, testNamespace } from "../lib/cluster.mjs";
-import { eventually, freePort, repoRoot, startK8sailor } from "../lib/servers.mjs";
+import { eventually, freePort, proxyUnderPath, repoRoot, startK8sailor } from "../lib/servers.mjs";
 
 const logFile = (scenario) => path.join(repoRoot, "target", "browser", `${scenario}.k8sailor.log`);
 
@@ -498,5 +498,30 @@ test("dashboard: says when the server is gone, and comes back on its own", async
   await b.screenshot("stale");
   await page.unroute(stale);
   await eventually("the live badge after the stale spell", async () => (await badge.getAttribute("data-state")) === "live");
+  b.check();
+});
+
+test("dashboard: behind an ingress sub-path, every request stays under it", async (t) => {
+  const ns = await testNamespace("dash-subpath");
+  t.after(() => ns.remove());
+  await apply([deployment(ns.name, "api", 1)]);
+  const server = await startK8sailor({ logFile: logFile("dashboard-subpath") });
+  t.after(() => server.stop());
+  const proxy = await proxyUnderPath({ target: server.origin, mount: "/team/" });
+  t.after(() => proxy.close());
+  // Only the proxy's origin: a request to the server's own would be a foreign origin.
+  const b = await openBrowser({ scenario: "dashboard-subpath", allowedOrigins: [proxy.origin] });
+  t.after(() => b.close());
+  const { page } = b;
+  await page.goto(`${proxy.url}#/ns/${ns.name}/deployments`);
+  await row(page, ns.name, "api").waitFor();
+  await apply([deployment(ns.name, "worker", 1)]);
+  await row(page, ns.name, "worker").waitFor({ timeout: 30_000 });
+  await row(page, ns.name, "api").getByRole("link", { name: "api" }).click();
+  await waitForCount(page, "h2 .count", 1, "pods of api");
+  const outside = b.requests.filter((r) => !r.url.startsWith(proxy.url));
+  assert.deepEqual(outside, [], "requests outside the sub-path");
+  assert.ok(b.requests.some((r) => r.url.startsWith(`${proxy.url}k8sailor/v0/deployments?`)), "the API through the sub-path");
+  await b.screenshot("subpath");
   b.check();
 });
