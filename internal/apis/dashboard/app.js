@@ -13,6 +13,7 @@ const WHOLE_TABLE_ROWS = 200;
 const OVERSCAN_ROWS = 10;
 const MAX_BACKOFF_MS = 30_000;
 const PING_EVERY_MS = 10_000;
+const REDRAW_EVERY_MS = 100;
 
 // ---------------------------------------------------------------------------------------------
 // The API
@@ -167,7 +168,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * A live set of objects: `watch=true` as JSON lines. Until the BOOKMARK the objects collect in
  * a new map that then replaces the old one, so a reconnection never leaves a deleted object
- * behind. `onChange` is called at most once a frame, however many events came in it.
+ * behind. `onChange` is called once for many events (see `changed`).
  */
 class LiveSet {
   constructor(path, params, { onChange, onFailure }) {
@@ -181,7 +182,9 @@ class LiveSet {
     this.retryAt = 0;
     this.stopped = false;
     this.controller = null;
+    this.timer = 0;
     this.frame = 0;
+    this.drawnAt = -Infinity;
     connection.watches.add(this);
     this.run();
   }
@@ -189,17 +192,27 @@ class LiveSet {
   stop() {
     this.stopped = true;
     this.controller?.abort();
+    clearTimeout(this.timer);
     cancelAnimationFrame(this.frame);
     connection.watches.delete(this);
     connection.show();
   }
 
+  /**
+   * At most one redraw per REDRAW_EVERY_MS, in an animation frame: a burst of thousands of
+   * events costs a few redraws, and a person sees no difference.
+   */
   changed() {
-    if (this.frame) return;
-    this.frame = requestAnimationFrame(() => {
-      this.frame = 0;
-      if (!this.stopped) this.onChange(this);
-    });
+    if (this.timer || this.frame) return;
+    const wait = Math.max(0, this.drawnAt + REDRAW_EVERY_MS - performance.now());
+    this.timer = setTimeout(() => {
+      this.timer = 0;
+      this.frame = requestAnimationFrame(() => {
+        this.frame = 0;
+        this.drawnAt = performance.now();
+        if (!this.stopped) this.onChange(this);
+      });
+    }, wait);
   }
 
   setState(state) {
@@ -345,7 +358,11 @@ class LiveTable {
     this.rows = [];
     this.drawn = new Map();
     this.frame = 0;
-    this.tbody = h("tbody");
+    // The rows in view sit between two spacers that stand for the rows above and below.
+    this.emptyRow = h("tr", { hidden: true }, h("td", { colspan: columns.length, class: "note" }, empty));
+    this.above = this.spacer();
+    this.below = this.spacer();
+    this.tbody = h("tbody", {}, this.emptyRow, this.above, this.below);
     this.scroller = h(
       "div",
       { class: "scroller short", tabindex: "0", role: "region", "aria-label": label },
@@ -384,35 +401,43 @@ class LiveTable {
       first = Math.max(0, top - OVERSCAN_ROWS);
       last = Math.min(n, top + inView + OVERSCAN_ROWS);
     }
-    const span = this.columns.length;
-    const out = [];
-    if (n === 0) out.push(h("tr", {}, h("td", { colspan: span, class: "note" }, this.empty)));
-    if (first > 0) out.push(this.spacer(first * ROW_HEIGHT));
-    // Rows whose object did not change are kept, not built again: in a burst of changes most
-    // rows in view stay as they were, and new elements cost style and text layout.
+    this.emptyRow.hidden = n !== 0;
+    this.above.hidden = first === 0;
+    this.above.firstChild.style.height = `${first * ROW_HEIGHT}px`;
+    this.below.hidden = last >= n;
+    this.below.firstChild.style.height = `${(n - last) * ROW_HEIGHT}px`;
+    // Rows whose object did not change are kept where they are, not built or moved again: in
+    // a burst of changes most rows in view stay as they were, and each new or moved element
+    // costs style and layout.
     const drawn = new Map();
+    let cursor = this.above.nextSibling;
     for (let i = first; i < last; i++) {
       const o = this.rows[i];
       const key = keyOf(o);
+      const at = age(o.creationTimestamp);
       const kept = this.drawn.get(key);
-      const tr = kept?.object === o && kept.at === age(o.creationTimestamp) ? kept.tr : this.row(o, key);
-      tr.className = i % 2 ? "row alt" : "row";
-      drawn.set(key, { object: o, tr, at: age(o.creationTimestamp) });
-      out.push(tr);
+      const tr = kept?.object === o && kept.at === at ? kept.tr : this.row(o, key);
+      const cls = i % 2 ? "row alt" : "row";
+      if (tr.className !== cls) tr.className = cls;
+      drawn.set(key, { object: o, tr, at });
+      if (cursor === tr) cursor = cursor.nextSibling;
+      else this.tbody.insertBefore(tr, cursor);
+    }
+    // What is left between the last row drawn and the lower spacer is out of view or gone.
+    while (cursor && cursor !== this.below) {
+      const next = cursor.nextSibling;
+      cursor.remove();
+      cursor = next;
     }
     this.drawn = drawn;
-    if (last < n) out.push(this.spacer((n - last) * ROW_HEIGHT));
-    this.tbody.replaceChildren(...out);
   }
 
   row(o, key) {
     return h("tr", { "data-key": key }, this.columns.map((c) => h("td", { class: c.class?.(o) }, c.cell(o))));
   }
 
-  spacer(height) {
-    const td = h("td", { colspan: this.columns.length });
-    td.style.height = `${height}px`;
-    return h("tr", { class: "spacer", "aria-hidden": "true" }, td);
+  spacer() {
+    return h("tr", { class: "spacer", "aria-hidden": "true", hidden: true }, h("td", { colspan: this.columns.length }));
   }
 }
 
