@@ -309,11 +309,12 @@ test("dashboard: 10,000 pods in one namespace render and update without freezing
   const b = await openBrowser({ scenario: "dashboard-10k", allowedOrigins: [server.origin] });
   t.after(() => b.close());
   const { page } = b;
-  // Long tasks (50 ms or more on the main thread) as the browser reports them.
+  // Long tasks (50 ms or more on the main thread) as the browser reports them; the longest
+  // that started in a window (entries arrive late: a task before the window may be reported in it).
   await page.addInitScript(() => {
     window.__longTasks = [];
     new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) window.__longTasks.push(e.duration);
+      for (const e of list.getEntries()) window.__longTasks.push(e);
     }).observe({ entryTypes: ["longtask"] });
   });
   await page.goto(`${server.origin}/#/deployments`);
@@ -321,7 +322,6 @@ test("dashboard: 10,000 pods in one namespace render and update without freezing
 
   // From the route change to 10,000 pods counted and the first rows drawn.
   const first = await page.evaluate(async ({ hash, n, countAt }) => {
-    window.__longTasks.length = 0;
     const t0 = performance.now();
     location.hash = hash;
     await new Promise((resolve) => {
@@ -332,25 +332,42 @@ test("dashboard: 10,000 pods in one namespace render and update without freezing
       };
       check();
     });
-    return { ms: performance.now() - t0, longestTaskMs: Math.max(0, ...window.__longTasks), rowsInDom: document.querySelectorAll("tr.row").length };
+    const ms = performance.now() - t0;
+    // Let the observer deliver what it has.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const longest = Math.max(0, ...window.__longTasks.filter((e) => e.startTime >= t0 && e.startTime <= t0 + ms).map((e) => e.duration));
+    return { ms, longestTaskMs: longest, rowsInDom: document.querySelectorAll("tr.row").length };
   }, { hash: `#/ns/${ns.name}/pods`, n: BIG, countAt: LIST_COUNT });
   assert.ok(first.rowsInDom < 200, `${first.rowsInDom} rows drawn: the table is not windowed`);
   await b.screenshot("10k-pods");
 
   // The last rows are reachable by scrolling, and drawn when in view.
   const lastName = `load-${BIG / CHUNK - 1}-${String(CHUNK - 1).padStart(4, "0")}`;
-  await page.locator(".scroller").evaluate((el) => (el.scrollTop = el.scrollHeight));
-  await row(page, ns.name, lastName).waitFor();
+  const scroll = await page.locator(".scroller").evaluate(async (el, key) => {
+    const t0 = performance.now();
+    el.scrollTop = el.scrollHeight;
+    await new Promise((resolve) => {
+      const check = () => (document.querySelector(`tr[data-key="${key}"]`) ? resolve() : requestAnimationFrame(check));
+      check();
+    });
+    const ms = performance.now() - t0;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const longest = Math.max(0, ...window.__longTasks.filter((e) => e.startTime >= t0 && e.startTime <= t0 + ms).map((e) => e.duration));
+    return { ms, longestTaskMs: longest };
+  }, `${ns.name}/${lastName}`);
   await b.screenshot("10k-pods-scrolled");
 
   // A burst: one request deletes a thousand pods, a thousand DELETED events.
-  await page.evaluate(() => (window.__longTasks.length = 0));
   const applied = page.evaluate(async ({ n, countAt }) => {
+    const t0 = performance.now();
     await new Promise((resolve) => {
       const check = () => (document.querySelector(countAt)?.dataset.count === String(n) ? resolve() : requestAnimationFrame(check));
       check();
     });
-    return { at: performance.timeOrigin + performance.now(), longestTaskMs: Math.max(0, ...window.__longTasks) };
+    const at = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const longest = Math.max(0, ...window.__longTasks.filter((e) => e.startTime >= t0 && e.startTime <= at).map((e) => e.duration));
+    return { at: performance.timeOrigin + at, longestTaskMs: longest };
   }, { n: BIG - CHUNK, countAt: LIST_COUNT });
   const sent = Date.now();
   await kubectl(["delete", "--raw", `/api/v1/namespaces/${ns.name}/pods?labelSelector=batch%3Db3`]);
@@ -364,6 +381,7 @@ test("dashboard: 10,000 pods in one namespace render and update without freezing
     pods: BIG,
     createPodsMs: createMs,
     firstRender: { ms: Math.round(first.ms), longestTaskMs: first.longestTaskMs, rowsInDom: first.rowsInDom },
+    scrollToTheEnd: { ms: Math.round(scroll.ms), longestTaskMs: scroll.longestTaskMs },
     burstOf1000Deletes: {
       shownMsAfterRequest: Math.round(burst.at - sent),
       apiserverAnsweredMs: deleteAnsweredMs,
@@ -378,6 +396,7 @@ test("dashboard: 10,000 pods in one namespace render and update without freezing
   const FREEZE_MS = 400;
   assert.ok(first.longestTaskMs < FREEZE_MS, `a ${first.longestTaskMs} ms task during the first render`);
   assert.ok(burst.longestTaskMs < FREEZE_MS, `a ${burst.longestTaskMs} ms task during the burst`);
+  assert.ok(scroll.longestTaskMs < FREEZE_MS, `a ${scroll.longestTaskMs} ms task scrolling to the end`);
   assert.ok(first.ms < 15_000, `${first.ms} ms to show ${BIG} pods`);
   b.check();
 });
