@@ -26,6 +26,15 @@ const CONTENT_TYPES = {
 };
 const TEXT = new Set([".html", ".js", ".mjs", ".css", ".json"]);
 
+/** Starts `server` on a free port of 127.0.0.1; resolves to its origin. */
+async function listenOnLoopback(server) {
+  await new Promise((resolve, reject) => {
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  return `http://127.0.0.1:${server.address().port}`;
+}
+
 /** A port free on 127.0.0.1 at the time of asking. */
 export function freePort() {
   return new Promise((resolve, reject) => {
@@ -84,11 +93,7 @@ export async function serveStatic({ root, rewrites = [], files = {} }) {
       res.writeHead(500, { "content-type": "text/plain" }).end(String(err));
     }
   });
-  await new Promise((resolve, reject) => {
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", resolve);
-  });
-  const origin = `http://127.0.0.1:${server.address().port}`;
+  const origin = await listenOnLoopback(server);
   return {
     origin,
     close: () => new Promise((resolve) => server.close(resolve)),
@@ -183,11 +188,7 @@ export async function proxyUnderPath({ target, mount }) {
     res.on("close", () => forward.destroy());
     req.pipe(forward);
   });
-  await new Promise((resolve, reject) => {
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", resolve);
-  });
-  const origin = `http://127.0.0.1:${server.address().port}`;
+  const origin = await listenOnLoopback(server);
   return {
     origin,
     url: `${origin}${mount}`,
