@@ -1168,6 +1168,12 @@ mod dashboard {
         assert!(page.contains(r#"<meta name="k8sailor-api-prefix" content="team/api">"#));
         let (status, _, body) = fetch(app_at("/team/api", true), "/team/api/ping").await;
         assert_eq!((status, body.as_str()), (StatusCode::OK, "pong"));
+        // The API at the root: the page calls it relative to itself, with no prefix.
+        let (status, _, page) = fetch(app_at("/", true), "/").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(page.contains(r#"<meta name="k8sailor-api-prefix" content="">"#));
+        let (status, _, body) = fetch(app_at("/", true), "/ping").await;
+        assert_eq!((status, body.as_str()), (StatusCode::OK, "pong"));
     }
 
     #[tokio::test]
