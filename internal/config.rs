@@ -174,6 +174,16 @@ settings! {
             default_missing_value = "true"
         )]
         allow_unauthenticated: bool = false,
+        /// Serve the built-in dashboard at / (false: only the API, probes and metrics)
+        /// [default: true].
+        #[arg(
+            long,
+            env = "K8SAILOR_DASHBOARD",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true"
+        )]
+        dashboard: bool = true,
         /// With --auth delegated: TokenReviews per second for bearer tokens not in the cache;
         /// beyond it (and the burst) a new token gets 429 [default: 20].
         #[arg(long, env = "K8SAILOR_TOKEN_REVIEW_RATE")]
@@ -377,6 +387,7 @@ impl Settings {
                 allowed_hosts,
                 request_timeout: parse_duration("requestTimeout", &layer.request_timeout)?,
                 auth,
+                dashboard: layer.dashboard,
                 body: BodyLimits {
                     max_bytes: positive::<_, NonZeroUsize>("maxBodyBytes", layer.max_body_bytes)?
                         .get(),

@@ -3,6 +3,7 @@
 
 mod auth;
 mod cors;
+mod dashboard;
 mod docs;
 mod edge;
 mod envelope;
@@ -55,6 +56,8 @@ pub struct HttpOptions {
     pub body: BodyLimits,
     /// Who may call the API; with `Delegated`, the state must hold a reviewer.
     pub auth: AuthMode,
+    /// Serve the built-in dashboard at `/`.
+    pub dashboard: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -211,6 +214,12 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
         })
         .fallback(edge::method_not_allowed),
     );
+    // Outside the API router, so no token is asked for the page: it holds no data.
+    let app = if opts.dashboard {
+        app.merge(dashboard::routes(prefix).route_layer(per_request_layer(false)))
+    } else {
+        app
+    };
     let app = app.with_state(state);
     let app = app
         .fallback_service(axum::handler::Handler::with_state(

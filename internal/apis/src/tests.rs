@@ -24,6 +24,7 @@ fn options(origins: &[&str]) -> HttpOptions {
             read_timeout: Duration::from_secs(1),
         },
         auth: AuthMode::None,
+        dashboard: true,
     }
 }
 
@@ -1060,4 +1061,157 @@ async fn queries_and_bodies_over_their_limits_are_refused_in_the_envelope() {
         json["error"].as_str().unwrap().contains("maxBodyBytes"),
         "{json}"
     );
+}
+
+mod dashboard {
+    use super::*;
+
+    fn app_at(prefix: &str, dashboard: bool) -> Router {
+        let source = Source::from_cache(
+            CacheSource::new(k8scache::fixtures::filled_caches(), Vec::new()),
+            None,
+        );
+        let state = AppState::new(Arc::new(Workloads::new(source)), None);
+        let opts = HttpOptions {
+            prefix: prefix.into(),
+            dashboard,
+            ..options(&[])
+        };
+        router(state, &opts).unwrap()
+    }
+
+    async fn fetch(app: Router, uri: &str) -> (StatusCode, axum::http::HeaderMap, String) {
+        let (status, headers, body) =
+            call(app, Request::get(uri).body(Body::empty()).unwrap()).await;
+        (status, headers, String::from_utf8(body).unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_page_and_its_assets_are_served_with_their_types_and_a_strict_policy() {
+        for (uri, content_type, part) in [
+            (
+                "/",
+                "text/html; charset=utf-8",
+                "<script type=\"module\" src=\"dashboard/app.js\">",
+            ),
+            (
+                "/dashboard/app.js",
+                "text/javascript; charset=utf-8",
+                "application/x-ndjson",
+            ),
+            (
+                "/dashboard/style.css",
+                "text/css; charset=utf-8",
+                "prefers-color-scheme: dark",
+            ),
+            ("/favicon.ico", "image/svg+xml", "<svg"),
+            ("/dashboard/favicon.svg", "image/svg+xml", "<svg"),
+        ] {
+            let (status, headers, body) = fetch(app_at("/k8sailor/v0", true), uri).await;
+            assert_eq!(status, StatusCode::OK, "{uri}");
+            assert_eq!(headers[header::CONTENT_TYPE], content_type, "{uri}");
+            assert!(body.contains(part), "{uri} lacks {part:?}");
+            let csp = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+            assert!(
+                csp.starts_with("default-src 'self'; script-src 'self';"),
+                "{csp}"
+            );
+            assert!(!csp.contains("unsafe-inline"), "{csp}");
+            assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff", "{uri}");
+            assert_eq!(headers[header::CACHE_CONTROL], "no-cache", "{uri}");
+            assert!(headers.contains_key(header::ETAG), "{uri}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_page_has_no_inline_script_and_only_relative_urls() {
+        let (_, _, page) = fetch(app_at("/k8sailor/v0", true), "/").await;
+        assert!(
+            !page.contains("<script>"),
+            "an inline script would break the policy"
+        );
+        for attribute in ["src=\"", "href=\""] {
+            for url in page.split(attribute).skip(1) {
+                assert!(
+                    !url.starts_with('/') && !url.starts_with("http"),
+                    "{attribute}{url}: an absolute URL breaks an ingress sub-path"
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_page_names_the_configured_prefix_relative_to_itself() {
+        let (_, _, page) = fetch(app_at("/k8sailor/v0", true), "/").await;
+        assert!(page.contains(r#"<meta name="k8sailor-api-prefix" content="k8sailor/v0">"#));
+        let (status, _, page) = fetch(app_at("/team/api", true), "/").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(page.contains(r#"<meta name="k8sailor-api-prefix" content="team/api">"#));
+        let (status, _, body) = fetch(app_at("/team/api", true), "/team/api/ping").await;
+        assert_eq!((status, body.as_str()), (StatusCode::OK, "pong"));
+        // The API at the root: the page calls it relative to itself, with no prefix.
+        let (status, _, page) = fetch(app_at("/", true), "/").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(page.contains(r#"<meta name="k8sailor-api-prefix" content="">"#));
+        let (status, _, body) = fetch(app_at("/", true), "/ping").await;
+        assert_eq!((status, body.as_str()), (StatusCode::OK, "pong"));
+    }
+
+    #[tokio::test]
+    async fn an_unchanged_asset_is_a_304() {
+        let (_, headers, _) = fetch(app_at("/k8sailor/v0", true), "/dashboard/app.js").await;
+        let etag = headers[header::ETAG].clone();
+        let (status, headers, body) = call(
+            app_at("/k8sailor/v0", true),
+            Request::get("/dashboard/app.js")
+                .header(header::IF_NONE_MATCH, etag.clone())
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_MODIFIED);
+        assert_eq!(headers[header::ETAG], etag);
+        assert!(body.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_page_needs_no_token_under_delegated_auth_but_the_api_does() {
+        let source = Source::from_cache(
+            CacheSource::new(k8scache::fixtures::filled_caches(), Vec::new()),
+            None,
+        );
+        // Requests without a token are refused before any review: nothing answers here.
+        let (service, _apiserver) = tower_test::mock::pair::<
+            http::Request<kube::client::Body>,
+            http::Response<kube::client::Body>,
+        >();
+        let reviewer = confk8s::Reviewer::new(
+            kube::Client::new(service, "default"),
+            confk8s::ReviewTtls::default(),
+        );
+        let state = AppState::new(Arc::new(Workloads::new(source)), Some(Arc::new(reviewer)));
+        let opts = HttpOptions {
+            auth: AuthMode::Delegated,
+            ..options(&[])
+        };
+        let app = router(state, &opts).unwrap();
+        let (status, _, _) = fetch(app.clone(), "/").await;
+        assert_eq!(status, StatusCode::OK);
+        let (status, _, _) = fetch(app.clone(), "/dashboard/app.js").await;
+        assert_eq!(status, StatusCode::OK);
+        let (status, _, _) = fetch(app, "/k8sailor/v0/pods").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+
+    #[tokio::test]
+    async fn the_dashboard_can_be_turned_off_and_other_methods_are_refused() {
+        let (status, _, _) = fetch(app_at("/k8sailor/v0", false), "/").await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        let (status, _, _) = call(
+            app_at("/k8sailor/v0", true),
+            Request::post("/").body(Body::empty()).unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    }
 }

@@ -33,10 +33,13 @@ const LOCAL_SCHEMES = new Set(["data:", "blob:", "about:", "chrome-error:"]);
  * any page it opens is checked. `allowedOrigins` are the only origins the pages may talk to (the
  * static server's and k8sailor's). `tolerate` lists URLs whose failure to load is no fault of the
  * page, each with the reason (such as the icon Chromium asks for when it shows raw JSON in a
- * tab); their console errors are kept as warnings. Call `check()` at the end (it throws listing
+ * tab); their console errors are kept as warnings. `tolerateMatching` does the same for every
+ * URL a pattern matches (`[{ pattern: RegExp, reason }]`), and for requests to it that fail:
+ * what the scenario provokes on purpose, such as a 403 the page must explain or a server it
+ * stops. Call `check()` at the end (it throws listing
  * every problem) and `close()` always.
  */
-export async function openBrowser({ scenario, allowedOrigins, tolerate = {}, viewport = { width: 1400, height: 900 } }) {
+export async function openBrowser({ scenario, allowedOrigins, tolerate = {}, tolerateMatching = [], viewport = { width: 1400, height: 900 } }) {
   const shotDir = path.join(repoRoot, "target", "browser", scenario);
   await rm(shotDir, { recursive: true, force: true });
   await mkdir(shotDir, { recursive: true });
@@ -57,8 +60,9 @@ export async function openBrowser({ scenario, allowedOrigins, tolerate = {}, vie
   // what its first script says.
   context.on("console", (msg) => {
     const where = msg.location();
-    if (msg.type() === "error" && where.url in tolerate) {
-      warnings.push(`tolerated: ${msg.text()} (at ${where.url}: ${tolerate[where.url]})`);
+    const reason = tolerate[where.url] ?? tolerateMatching.find((t) => where.url && t.pattern.test(where.url))?.reason;
+    if (msg.type() === "error" && reason !== undefined) {
+      warnings.push(`tolerated: ${msg.text()} (at ${where.url}: ${reason})`);
     } else if (msg.type() === "error") {
       problems.push(`console error: ${msg.text()}${where.url ? ` (at ${where.url}:${where.lineNumber})` : ""}`);
     } else if (msg.type() === "warning") {
@@ -78,8 +82,11 @@ export async function openBrowser({ scenario, allowedOrigins, tolerate = {}, vie
   });
   context.on("requestfailed", (req) => {
     const reason = req.failure()?.errorText ?? "unknown";
+    const tolerated = tolerateMatching.find((t) => t.pattern.test(req.url()))?.reason;
     // A navigation cancels the previous page's polling requests: that is no fault.
-    if (reason !== "net::ERR_ABORTED") problems.push(`request failed: ${req.method()} ${req.url()}: ${reason}`);
+    if (reason === "net::ERR_ABORTED") return;
+    if (tolerated !== undefined) warnings.push(`tolerated: ${req.method()} ${req.url()} failed: ${reason} (${tolerated})`);
+    else problems.push(`request failed: ${req.method()} ${req.url()}: ${reason}`);
   });
   const page = await context.newPage();
 

@@ -45,3 +45,23 @@ export async function testNamespace(prefix) {
     remove: () => kubectl(["delete", "namespace", name, "--wait=false"]),
   };
 }
+
+/**
+ * A ServiceAccount `name` in `namespace` granted `rules` there (a Role and a RoleBinding), and a
+ * token for it (`kubectl create token`, a TokenRequest): what a person with access to one
+ * namespace holds.
+ */
+export async function namespacedToken(namespace, name, rules) {
+  await apply([
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace } },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name, namespace }, rules },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name, namespace },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects: [{ kind: "ServiceAccount", name, namespace }],
+    },
+  ]);
+  return (await kubectl(["create", "token", name, "-n", namespace, "--duration=1h"])).trim();
+}

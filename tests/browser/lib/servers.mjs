@@ -26,6 +26,15 @@ const CONTENT_TYPES = {
 };
 const TEXT = new Set([".html", ".js", ".mjs", ".css", ".json"]);
 
+/** Starts `server` on a free port of 127.0.0.1; resolves to its origin. */
+async function listenOnLoopback(server) {
+  await new Promise((resolve, reject) => {
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  return `http://127.0.0.1:${server.address().port}`;
+}
+
 /** A port free on 127.0.0.1 at the time of asking. */
 export function freePort() {
   return new Promise((resolve, reject) => {
@@ -84,11 +93,7 @@ export async function serveStatic({ root, rewrites = [], files = {} }) {
       res.writeHead(500, { "content-type": "text/plain" }).end(String(err));
     }
   });
-  await new Promise((resolve, reject) => {
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", resolve);
-  });
-  const origin = `http://127.0.0.1:${server.address().port}`;
+  const origin = await listenOnLoopback(server);
   return {
     origin,
     close: () => new Promise((resolve) => server.close(resolve)),
@@ -97,12 +102,12 @@ export async function serveStatic({ root, rewrites = [], files = {} }) {
 
 /**
  * Starts `k8sailor httpserver` (K8SAILOR_BIN, else target/debug/k8sailor) on a free loopback
- * port against K8SAILOR_TEST_KUBECONFIG and waits until /readyz answers 200. Its log goes to
- * `logFile`.
+ * port (or `port`: a server started again where the last one was) against
+ * K8SAILOR_TEST_KUBECONFIG and waits until /readyz answers 200. Its log goes to `logFile`.
  */
-export async function startK8sailor({ logFile, args = [] }) {
+export async function startK8sailor({ logFile, args = [], port: fixedPort }) {
   const bin = process.env.K8SAILOR_BIN || path.join(repoRoot, "target", "debug", "k8sailor");
-  const port = await freePort();
+  const port = fixedPort ?? (await freePort());
   const origin = `http://127.0.0.1:${port}`;
   await mkdir(path.dirname(logFile), { recursive: true });
   const log = createWriteStream(logFile);
@@ -158,4 +163,39 @@ export async function eventually(what, probe, { timeoutMs = 30_000, everyMs = 25
     }
     await sleep(everyMs);
   }
+}
+
+/**
+ * A reverse proxy on 127.0.0.1 that serves `target` (an origin) under the path `mount`
+ * (`/team/`) and strips it on the way, as an ingress with a rewrite does; answers are streamed
+ * through, so watches stay live. Anything outside `mount` is a 404.
+ */
+export async function proxyUnderPath({ target, mount }) {
+  const upstream = new URL(target);
+  const server = http.createServer((req, res) => {
+    if (!req.url.startsWith(mount)) {
+      res.writeHead(404, { "content-type": "text/plain" }).end("outside the mount");
+      return;
+    }
+    const forward = http.request(
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: `/${req.url.slice(mount.length)}`, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on("error", () => res.destroy());
+    res.on("close", () => forward.destroy());
+    req.pipe(forward);
+  });
+  const origin = await listenOnLoopback(server);
+  return {
+    origin,
+    url: `${origin}${mount}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
+  };
 }
