@@ -28,7 +28,7 @@ const PURGE_DELAY_MS: std::ffi::c_long = 10;
 #[command(
     name = "k8sailor",
     version,
-    about = "A read-cache HTTP API server for Kubernetes Deployments and Pods"
+    about = "A read-cache HTTP API server for Kubernetes workloads and what routes to them"
 )]
 struct Cli {
     #[command(subcommand)]

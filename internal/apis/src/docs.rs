@@ -58,7 +58,8 @@ pub fn describe(openapi: &mut utoipa::openapi::OpenApi) {
     openapi.info.title = "k8sailor".into();
     openapi.info.version = env!("CARGO_PKG_VERSION").into();
     openapi.info.description = Some(
-        "A read-cache HTTP API for Kubernetes Deployments and Pods. Every JSON answer is \
+        "A read-cache HTTP API for Kubernetes Deployments, Pods, ReplicaSets, Services and \
+         Ingresses. Every JSON answer is \
          {code, data, error}: code 0 on success, the HTTP status otherwise. A server started \
          with --auth delegated needs 'Authorization: Bearer <token>' on every API route but \
          /ping: 401 without a token the apiserver accepts, 403 when the token's owner may \
