@@ -436,6 +436,33 @@ mod tests {
             .collect()
     }
 
+    /// The route table (routes.rs, kinds.rs) and these rules are written apart; this is what
+    /// keeps them one table: each documented operation has its rule, and no rule allows a
+    /// method its route does not take.
+    #[test]
+    fn every_route_has_its_rule_and_every_rule_its_route() {
+        let (_, openapi) = super::super::routes::api().split_for_parts();
+        let q = query(Some("shop"), None);
+        for (path, item) in &openapi.paths.paths {
+            let documented: Vec<Method> = [
+                (Method::GET, item.get.is_some()),
+                (Method::POST, item.post.is_some()),
+                (Method::PUT, item.put.is_some()),
+                (Method::PATCH, item.patch.is_some()),
+                (Method::DELETE, item.delete.is_some()),
+            ]
+            .into_iter()
+            .filter_map(|(method, present)| present.then_some(method))
+            .collect();
+            assert!(!documented.is_empty(), "{path} documents no operation");
+            assert_eq!(
+                methods_with_rules(path, &q, None),
+                documented,
+                "the methods with a rule on {path} are the ones it takes"
+            );
+        }
+    }
+
     #[test]
     fn each_route_needs_what_the_apiserver_would_ask_for() {
         let ns = || query(Some("shop"), None);
