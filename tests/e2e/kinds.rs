@@ -3,7 +3,7 @@
 //! cache and from the live source.
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Namespace, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -308,5 +308,88 @@ async fn services_and_ingresses_lead_to_a_deployments_pods() {
             .get(&format!("/deployments/nope/services?namespace={}", ns.name))
             .await;
         assert_eq!(status, 404, "{source}: {missing}");
+    }
+}
+
+/// Namespaces are cluster-scoped: each is taken to be in itself, so `?namespace=` and the
+/// caller's namespaces apply to it as to what it holds. Two test namespaces, `a` labelled
+/// with the test's tag, `b` without, then `b` labelled and `a` unlabelled.
+#[tokio::test]
+async fn namespaces_are_listed_got_selected_and_watched() {
+    let a = TestNamespace::new("kind-ns-a").await;
+    let b = TestNamespace::new("kind-ns-b").await;
+    let api: Api<Namespace> = Api::all(a.client.clone());
+    let tag = a.name.clone();
+    let label = |name: &str, value: Option<&str>| {
+        let api = api.clone();
+        let patch = json!({"metadata": {"labels": {"k8sailor-e2e": value}}});
+        let name = name.to_string();
+        async move {
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .expect("label the namespace");
+        }
+    };
+    label(&a.name, Some(&tag)).await;
+    let selected = format!("/namespaces?labelSelector=k8sailor-e2e%3D{tag}");
+    for source in ["cache", "live"] {
+        let server = Server::start(&["--source", source]);
+        eventually(SOON, "the labelled namespace", || async {
+            (server.names(&selected).await? == [a.name.as_str()]).then_some(())
+        })
+        .await;
+        let (status, one) = server.get(&format!("/namespaces/{}", b.name)).await;
+        assert_eq!(status, 200, "{source}: {one}");
+        assert_eq!(
+            (&one["data"]["name"], &one["data"]["status"]),
+            (&json!(b.name), &json!("Active")),
+            "{source}"
+        );
+        let (status, _) = server.get("/namespaces/e2e-no-such-namespace").await;
+        assert_eq!(status, 404, "{source}");
+        let (_, by_name) = server
+            .get(&format!(
+                "/namespaces?fieldSelector=metadata.name%3D{},status.phase%3DActive",
+                a.name
+            ))
+            .await;
+        assert_eq!(names(&by_name), [a.name.as_str()], "{source}: {by_name}");
+        let (status, bad) = server
+            .get("/namespaces?fieldSelector=metadata.namespace%3Dx")
+            .await;
+        assert_eq!(status, 400, "{source}: {bad}");
+        // A namespace is in itself: asking for one namespace's objects finds it alone.
+        let (_, within) = server
+            .get(&format!("/namespaces?namespace={}", b.name))
+            .await;
+        assert_eq!(names(&within), [b.name.as_str()], "{source}: {within}");
+    }
+
+    let cache = Server::start(&[]);
+    let live = Server::start(&["--source", "live"]);
+    let path = format!("{selected}&watch=true");
+    let mut watches = vec![
+        Watch::open(&cache, &path, false).await,
+        Watch::open(&live, &path, true).await,
+    ];
+    for watch in &mut watches {
+        assert_eq!(
+            summary(&watch.next().await),
+            ("ADDED".into(), a.name.clone())
+        );
+        assert_eq!(watch.next().await["type"], "BOOKMARK");
+    }
+    label(&b.name, Some(&tag)).await;
+    label(&a.name, None).await;
+    for watch in &mut watches {
+        assert_eq!(
+            summary(&watch.next().await),
+            ("ADDED".into(), b.name.clone())
+        );
+        assert_eq!(
+            summary(&watch.next().await),
+            ("DELETED".into(), a.name.clone()),
+            "a left the selector"
+        );
     }
 }

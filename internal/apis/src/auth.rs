@@ -152,6 +152,12 @@ fn rule(
         && method == Method::GET
     {
         let (group, resource) = (kind.group(), kind.resource());
+        // A Namespace's rights are those in it, as the apiserver asks for a named one.
+        let object_ns = if kind.is_namespaced() {
+            object_ns
+        } else {
+            name
+        };
         return Some(if is_list {
             Rule::list(kind, access(list_verb, group, resource, list_ns, None))
         } else {

@@ -23,11 +23,18 @@ use super::edge::enveloped_405;
 use super::envelope::{ApiError, ApiPath, ApiQuery, ok_json, ok_page_json};
 use super::routes::{ListParams, ObjectParams, list_request, off_the_workers};
 use super::watch;
-use biz::{IngressRecord, Kind, ReplicaSetRecord, Served, ServiceRecord, Visibility};
+use biz::{
+    IngressRecord, Kind, NamespaceRecord, ReplicaSetRecord, Served, ServiceRecord, Visibility,
+};
 
 /// The kinds served by the generic routes below, beside Deployments and Pods (whose routes
 /// add relations and writes, in routes.rs, and share these handlers).
-pub(super) const SERVED: &[Kind] = &[Kind::ReplicaSet, Kind::Service, Kind::Ingress];
+pub(super) const SERVED: &[Kind] = &[
+    Kind::ReplicaSet,
+    Kind::Service,
+    Kind::Ingress,
+    Kind::Namespace,
+];
 
 /// The other methods a kind's `/{resource}/{name}` takes (a create, say), served beside its
 /// generic get: one route per path, so one 405 for the methods none of them takes.
@@ -42,6 +49,7 @@ pub(super) fn routes(object_routes: ObjectRoutes) -> OpenApiRouter<AppState> {
         .merge(kind_routes::<ReplicaSetRecord>(None))
         .merge(kind_routes::<ServiceRecord>(Some(object_routes.services)))
         .merge(kind_routes::<IngressRecord>(Some(object_routes.ingresses)))
+        .merge(kind_routes::<NamespaceRecord>(None))
 }
 
 /// The kind whose generic routes serve `route` (a template), and whether it is the list.

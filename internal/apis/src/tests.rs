@@ -512,6 +512,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/k8sailor/v0/deployments/{name}/ingresses"),
     ("get", "/k8sailor/v0/ingresses"),
     ("get", "/k8sailor/v0/ingresses/{name}"),
+    ("get", "/k8sailor/v0/namespaces"),
+    ("get", "/k8sailor/v0/namespaces/{name}"),
     ("get", "/livez"),
     ("get", "/readyz"),
     ("get", "/metrics"),

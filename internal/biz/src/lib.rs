@@ -17,10 +17,13 @@ use selector::{FieldSelector, LabelSelector};
 pub use ingresses::{CreateIngress, IngressBackendRequest, IngressRuleRequest, IngressTlsRequest};
 pub use k8sdao::Served;
 /// The answers' shapes, for whoever describes them (apis' OpenAPI).
-pub use model::{DeploymentDto, EventDto, IngressDto, PodDto, ReplicaSetDto, ServiceDto};
+pub use model::{
+    DeploymentDto, EventDto, IngressDto, NamespaceDto, PodDto, ReplicaSetDto, ServiceDto,
+};
 /// The kinds' records, which name the kinds the generic reads take.
 pub use model::{
-    DeploymentRecord, IngressRecord, PodRecord, Record, ReplicaSetRecord, ServiceRecord,
+    DeploymentRecord, IngressRecord, NamespaceRecord, PodRecord, Record, ReplicaSetRecord,
+    ServiceRecord,
 };
 pub use output::OutputFormat;
 pub use paging::{PageStore, SNAPSHOT_CAPACITY, SortSpec};

@@ -2,8 +2,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use model::{
-    DeploymentRecord, IngressRecord, Keyed, ObjectKey, PodRecord, ReplicaSetRecord, Selectable,
-    ServiceRecord,
+    DeploymentRecord, IngressRecord, Keyed, NamespaceRecord, ObjectKey, PodRecord,
+    ReplicaSetRecord, Selectable, ServiceRecord,
 };
 
 /// A value a record can be looked up by.
@@ -16,12 +16,15 @@ pub enum Term {
     Field(&'static str, String),
 }
 
-/// Fields worth an index: their values group many objects, unlike names or IPs.
-pub const INDEXED_POD_FIELDS: &[&str] = &["spec.nodeName", "status.phase"];
+/// The Pod fields worth an index: their values group many objects, unlike names or IPs.
+const INDEXED_POD_FIELDS: &[&str] = &["spec.nodeName", "status.phase"];
 
 /// What the index needs to know of a record beyond its key: its labels, unless the kind has
 /// more to look it up by.
 pub trait Indexed: Keyed + Selectable {
+    /// The selectable fields whose values [`Indexed::terms`] holds as [`Term::Field`]s.
+    const INDEXED_FIELDS: &'static [&'static str] = &[];
+
     fn terms(&self) -> Vec<Term> {
         label_terms(self.labels()).collect()
     }
@@ -36,8 +39,11 @@ fn label_terms(labels: &model::Labels) -> impl Iterator<Item = Term> + '_ {
 impl Indexed for DeploymentRecord {}
 impl Indexed for ServiceRecord {}
 impl Indexed for IngressRecord {}
+impl Indexed for NamespaceRecord {}
 
 impl Indexed for PodRecord {
+    const INDEXED_FIELDS: &'static [&'static str] = INDEXED_POD_FIELDS;
+
     fn terms(&self) -> Vec<Term> {
         let mut terms: Vec<Term> = label_terms(&self.labels).collect();
         terms.extend(self.owner.as_ref().map(|o| Term::Owner(o.uid.clone())));

@@ -10,11 +10,11 @@ use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use confk8s::{Delta, Handler, RelistBatch};
 use tokio::sync::broadcast;
 
-pub use index::{INDEXED_POD_FIELDS, Index, Indexed, Term};
+pub use index::{Index, Indexed, Term};
 
 use model::{
-    DeploymentRecord, IngressRecord, Kind, ObjectKey, Owner, PodRecord, Record, ReplicaSetRecord,
-    ServiceRecord,
+    DeploymentRecord, IngressRecord, Kind, NamespaceRecord, ObjectKey, Owner, PodRecord, Record,
+    ReplicaSetRecord, ServiceRecord,
 };
 
 /// A kind the caches hold: where its cache is among [`Caches`].
@@ -65,6 +65,7 @@ caches! {
     replicasets: ReplicaSetRecord,
     services: ServiceRecord,
     ingresses: IngressRecord,
+    namespaces: NamespaceRecord,
 }
 
 /// One change to a cache, as its watchers receive it.
@@ -239,7 +240,7 @@ where
 fn record_of<R: Record>(delta: &Delta<R::Object>) -> Result<Arc<R>, ObjectKey> {
     match delta {
         Delta::Added(o) | Delta::Updated(o) => Ok(R::from_object(o)),
-        Delta::Deleted(key) => Err(ObjectKey::new(key.namespace.as_str(), key.name.as_str())),
+        Delta::Deleted(key) => Err(R::key_of(&key.namespace, &key.name)),
     }
 }
 

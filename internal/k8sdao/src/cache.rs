@@ -12,13 +12,13 @@ use super::{
 };
 use selector::{FieldOperator, Operator};
 
-use k8scache::{Cache, Caches, Change, INDEXED_POD_FIELDS, Index, Indexed, Term};
+use k8scache::{Cache, Caches, Change, Index, Indexed, Term};
 use model::{DeploymentRecord, EventDto, Keyed, Kind, ObjectKey, PodRecord, Selectable};
 
 /// The index terms a query requires: one group per equality-like requirement, any term of
 /// a group will do. Requirements that no index can answer (!=, notin, exists) are left to the
 /// filter that runs over the candidates.
-fn required_terms(q: &ListQuery) -> Vec<Vec<Term>> {
+fn required_terms<R: Indexed>(q: &ListQuery) -> Vec<Vec<Term>> {
     let labels = q
         .labels
         .requirements()
@@ -33,7 +33,7 @@ fn required_terms(q: &ListQuery) -> Vec<Vec<Term>> {
             _ => None,
         });
     let fields = q.fields.terms().iter().filter_map(|t| {
-        let field = INDEXED_POD_FIELDS.iter().find(|f| **f == t.field())?;
+        let field = R::INDEXED_FIELDS.iter().find(|f| **f == t.field())?;
         match t.operator() {
             FieldOperator::Equals | FieldOperator::DoubleEquals => {
                 Some(vec![Term::Field(field, t.value().to_string())])
@@ -61,7 +61,7 @@ pub(crate) fn selects<R: Keyed + Selectable>(q: &ListQuery, r: &R) -> bool {
 fn select<R: Indexed + Selectable>(index: &Index<R>, q: &ListQuery) -> Vec<Arc<R>> {
     let matches = |r: &&Arc<R>| selects(q, r.as_ref());
     match (
-        index.candidates(q.namespace.as_deref(), &required_terms(q)),
+        index.candidates(q.namespace.as_deref(), &required_terms::<R>(q)),
         &q.visible,
     ) {
         (Some(candidates), _) => candidates.into_iter().filter(matches).cloned().collect(),
@@ -227,7 +227,7 @@ impl CacheSource {
         self.ensure_synced()?;
         self.caches
             .of::<R>()
-            .get(&ObjectKey::new(namespace, name))
+            .get(&R::key_of(namespace, name))
             .ok_or_else(|| DaoError::NotFound {
                 kind: R::KIND,
                 namespace: namespace.to_string(),
@@ -246,7 +246,7 @@ impl CacheSource {
         effect: WriteEffect,
         timeout: std::time::Duration,
     ) -> bool {
-        let key = ObjectKey::new(namespace, name);
+        let key = R::key_of(namespace, name);
         // A version that is not a number compares as no version: never as recent as the write.
         let version = |rv: &str| rv.parse::<u64>().ok();
         let shows = || {

@@ -67,7 +67,7 @@ impl FakeSource {
     }
 
     fn record<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
-        let key = ObjectKey::new(namespace, name);
+        let key = R::key_of(namespace, name);
         self.records_of::<R>()
             .into_iter()
             .find(|r| *r.key() == key)

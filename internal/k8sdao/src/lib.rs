@@ -13,14 +13,14 @@ use std::time::Duration;
 
 use confk8s::{Connection, FactoryError, InformerFactory, InformerState};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use selector::{FieldSelector, LabelSelector};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use cache::CacheSource;
-pub use live::{LiveSource, Namespaced};
+pub use live::{ApiScope, LiveSource, Namespaced};
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -339,12 +339,21 @@ pub fn namespace_of_list<'a>(asked: Option<&'a str>, scope: Option<&'a str>) -> 
 
 /// Registers each cache with the factory's shared watch of its kind, decoded as leanly as the
 /// cache allows.
-fn register(caches: &Caches, factory: &InformerFactory) -> Result<(), FactoryError> {
+fn register(
+    caches: &Caches,
+    factory: &InformerFactory,
+    scope: Option<&str>,
+) -> Result<(), FactoryError> {
     factory.add_handler::<Deployment>(caches.deployments.clone())?;
     factory.add_handler_decoded_as::<Pod, confk8s::SlimPod>(caches.pods.clone())?;
     factory.add_handler::<ReplicaSet>(caches.replicasets.clone())?;
     factory.add_handler::<Service>(caches.services.clone())?;
     factory.add_handler::<Ingress>(caches.ingresses.clone())?;
+    // Namespaces are cluster-scoped: a server scoped to one namespace may hold no right to
+    // list them all, and serves that one alone anyway.
+    if scope.is_none() {
+        factory.add_cluster_handler::<Namespace>(caches.namespaces.clone())?;
+    }
     Ok(())
 }
 
@@ -373,7 +382,7 @@ impl Source {
                 let factory = InformerFactory::new(client.clone(), scope.clone())
                     .with_watch_signals(connection.watches);
                 let caches = Arc::new(Caches::default());
-                register(&caches, &factory)?;
+                register(&caches, &factory, scope.as_deref())?;
                 factory.check_access().await?;
                 let tasks = factory.start(shutdown);
                 let source = CacheSource::new(caches, factory.statuses())

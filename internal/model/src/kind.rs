@@ -9,6 +9,7 @@ pub enum Kind {
     ReplicaSet,
     Service,
     Ingress,
+    Namespace,
 }
 
 impl Kind {
@@ -19,6 +20,7 @@ impl Kind {
         Kind::ReplicaSet,
         Kind::Service,
         Kind::Ingress,
+        Kind::Namespace,
     ];
 
     /// As the API names it (`kind`, `ownerReferences[].kind`).
@@ -29,6 +31,7 @@ impl Kind {
             Kind::ReplicaSet => "ReplicaSet",
             Kind::Service => "Service",
             Kind::Ingress => "Ingress",
+            Kind::Namespace => "Namespace",
         }
     }
 
@@ -36,7 +39,7 @@ impl Kind {
     pub const fn group(self) -> &'static str {
         match self {
             Kind::Deployment | Kind::ReplicaSet => "apps",
-            Kind::Pod | Kind::Service => "",
+            Kind::Pod | Kind::Service | Kind::Namespace => "",
             Kind::Ingress => "networking.k8s.io",
         }
     }
@@ -49,7 +52,13 @@ impl Kind {
             Kind::ReplicaSet => "replicasets",
             Kind::Service => "services",
             Kind::Ingress => "ingresses",
+            Kind::Namespace => "namespaces",
         }
+    }
+
+    /// Whether its objects live in a namespace; a Namespace's own rights are those in it.
+    pub const fn is_namespaced(self) -> bool {
+        !matches!(self, Kind::Namespace)
     }
 
     /// The kind an owner reference points at, when it is one of ours: the group of its

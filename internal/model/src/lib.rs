@@ -16,12 +16,14 @@ use serde::Serialize;
 mod ingress;
 mod key;
 mod kind;
+mod namespace;
 mod replicaset;
 mod service;
 
 pub use ingress::{IngressDto, IngressPathDto, IngressRecord};
 pub use key::ObjectKey;
 pub use kind::Kind;
+pub use namespace::{NAMESPACE_FIELDS, NamespaceDto, NamespaceRecord};
 pub use replicaset::{ReplicaSetDto, ReplicaSetRecord};
 pub use service::{SERVICE_FIELDS, ServiceDto, ServiceRecord};
 
@@ -225,6 +227,10 @@ pub trait Record: Keyed + Selectable + std::fmt::Debug + Sized + Send + Sync + '
     /// The answer's shape, as [`Record::json`] holds it.
     type Dto: Serialize;
     fn from_object(object: &Self::Object) -> Arc<Self>;
+    /// The key of the object `name` in `namespace` (as requests and deletions name it).
+    fn key_of(namespace: &str, name: &str) -> ObjectKey {
+        ObjectKey::new(namespace, name)
+    }
     fn resource_version(&self) -> &str;
     /// The answer (the kind's DTO) as JSON, serialized once per change: answers copy these
     /// bytes rather than serialize on every read (serialization is what a LIST costs).

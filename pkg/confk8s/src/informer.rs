@@ -79,6 +79,8 @@ type EventStream<T> = BoxStream<'static, Result<Event<T>, watcher::Error>>;
 struct Informer<T> {
     /// API group and plural resource name, for access reviews.
     resource: (String, String),
+    /// Watched across the cluster whatever the factory's namespace: reviewed without one.
+    cluster_scoped: bool,
     status: Arc<InformerStatus>,
     handlers: Mutex<Vec<Arc<dyn Handler<T>>>>,
     open: Box<dyn Fn() -> EventStream<T> + Send + Sync>,
@@ -88,6 +90,7 @@ struct Informer<T> {
 trait AnyInformer: Send + Sync {
     fn as_any(&self) -> &dyn Any;
     fn resource(&self) -> &(String, String);
+    fn cluster_scoped(&self) -> bool;
     fn status(&self) -> &Arc<InformerStatus>;
     fn spawn(self: Arc<Self>, shutdown: CancellationToken) -> JoinHandle<()>;
 }
@@ -99,6 +102,10 @@ impl<T: Watched> AnyInformer for Informer<T> {
 
     fn resource(&self) -> &(String, String) {
         &self.resource
+    }
+
+    fn cluster_scoped(&self) -> bool {
+        self.cluster_scoped
     }
 
     fn status(&self) -> &Arc<InformerStatus> {
@@ -261,9 +268,31 @@ impl InformerFactory {
         let api = self.api::<K>();
         let config = self.config.clone();
         let resource = (K::group(&()).into_owned(), K::plural(&()).into_owned());
-        self.register(K::kind(&()).into_owned(), resource, handler, move || {
-            kube::runtime::watcher(api.clone(), config.clone()).boxed()
-        })
+        self.register(
+            K::kind(&()).into_owned(),
+            resource,
+            false,
+            handler,
+            move || kube::runtime::watcher(api.clone(), config.clone()).boxed(),
+        )
+    }
+
+    /// Registers a handler for a cluster-scoped `K` (Namespaces, say): watched across the
+    /// cluster, and reviewed so, whatever the factory's namespace.
+    pub fn add_cluster_handler<K>(&self, handler: Arc<dyn Handler<K>>) -> Result<(), FactoryError>
+    where
+        K: Watched + Resource<Scope = k8s_openapi::ClusterResourceScope>,
+    {
+        let api: Api<K> = Api::all(self.client.clone());
+        let config = self.config.clone();
+        let resource = (K::group(&()).into_owned(), K::plural(&()).into_owned());
+        self.register(
+            K::kind(&()).into_owned(),
+            resource,
+            true,
+            handler,
+            move || kube::runtime::watcher(api.clone(), config.clone()).boxed(),
+        )
     }
 
     /// Like [`InformerFactory::add_handler`], but the watch decodes objects as `W` and hands
@@ -279,11 +308,17 @@ impl InformerFactory {
         let api = self.api::<W>();
         let config = self.config.clone();
         let resource = (W::group(&()).into_owned(), W::plural(&()).into_owned());
-        self.register(K::kind(&()).into_owned(), resource, handler, move || {
-            kube::runtime::watcher(api.clone(), config.clone())
-                .map(|event| event.map(decoded_as::<W, K>))
-                .boxed()
-        })
+        self.register(
+            K::kind(&()).into_owned(),
+            resource,
+            false,
+            handler,
+            move || {
+                kube::runtime::watcher(api.clone(), config.clone())
+                    .map(|event| event.map(decoded_as::<W, K>))
+                    .boxed()
+            },
+        )
     }
 
     fn api<K>(&self) -> Api<K>
@@ -300,6 +335,7 @@ impl InformerFactory {
         &self,
         kind: String,
         resource: (String, String),
+        cluster_scoped: bool,
         handler: Arc<dyn Handler<T>>,
         open: impl Fn() -> EventStream<T> + Send + Sync + 'static,
     ) -> Result<(), FactoryError> {
@@ -317,6 +353,7 @@ impl InformerFactory {
             }
             Arc::new(Informer::<T> {
                 resource,
+                cluster_scoped,
                 status,
                 handlers: Mutex::new(Vec::new()),
                 open: Box::new(open),
@@ -344,14 +381,18 @@ impl InformerFactory {
         use k8s_openapi::api::authorization::v1::{
             ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
         };
-        let kinds: Vec<(Arc<InformerStatus>, (String, String))> = {
+        let kinds: Vec<(Arc<InformerStatus>, (String, String), bool)> = {
             let registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
             registry
                 .order
                 .iter()
                 .map(|id| {
                     let informer = &registry.by_type[id];
-                    (informer.status().clone(), informer.resource().clone())
+                    (
+                        informer.status().clone(),
+                        informer.resource().clone(),
+                        informer.cluster_scoped(),
+                    )
                 })
                 .collect()
         };
@@ -361,7 +402,12 @@ impl InformerFactory {
             None => "in all namespaces".to_string(),
         };
         let mut unlistable = Vec::new();
-        for (status, (group, plural)) in kinds {
+        for (status, (group, plural), cluster_scoped) in kinds {
+            let (namespace, scope) = if cluster_scoped {
+                (None, "across the cluster")
+            } else {
+                (self.namespace.clone(), scope.as_str())
+            };
             let kind = status.kind().to_string();
             for verb in ["list", "watch"] {
                 let review = SelfSubjectAccessReview {
@@ -370,7 +416,7 @@ impl InformerFactory {
                             verb: Some(verb.into()),
                             group: Some(group.clone()),
                             resource: Some(plural.clone()),
-                            namespace: self.namespace.clone(),
+                            namespace: namespace.clone(),
                             ..Default::default()
                         }),
                         ..Default::default()
@@ -485,6 +531,7 @@ mod tests {
         let events = Mutex::new(Some(events));
         let handler: Arc<dyn Handler<ConfigMap>> = Arc::new(Ignore);
         let informer = Informer {
+            cluster_scoped: false,
             resource: (String::new(), "configmaps".into()),
             status: Arc::new(InformerStatus::new("ConfigMap")),
             handlers: Mutex::new(vec![handler]),

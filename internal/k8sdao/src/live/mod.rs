@@ -19,7 +19,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client};
 
-pub use reads::Namespaced;
+pub use reads::{ApiScope, Namespaced};
 
 use super::{
     DaoError, Kind, ListQuery, Listing, NamespaceFilter, Served, WatchStream, WorkloadSource,
@@ -38,21 +38,16 @@ impl LiveSource {
         LiveSource { client }
     }
 
-    fn api<K>(&self, namespace: Option<&str>) -> Api<K>
-    where
-        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
-    {
-        match namespace {
-            Some(ns) => Api::namespaced(self.client.clone(), ns),
-            None => Api::all(self.client.clone()),
-        }
+    fn api<K: Namespaced>(&self, namespace: Option<&str>) -> Api<K> {
+        <K::Scope as ApiScope>::api(self.client.clone(), namespace)
     }
 }
 
-/// Whether the caller may see the object, by its namespace. The kinds served are namespaced;
-/// an object without one is in no namespace a filter names, so only an open filter shows it.
-fn visible<K: kube::Resource>(filter: &NamespaceFilter, object: &K) -> bool {
-    filter.allows(object.meta().namespace.as_deref().unwrap_or(""))
+/// Whether the query takes the object, by the namespace it is in (a cluster-scoped kind is
+/// read whole, so its namespace is checked here), and whether the caller may see it.
+fn admitted<K: Namespaced>(namespace: Option<&str>, filter: &NamespaceFilter, object: &K) -> bool {
+    let home = <K::Scope as ApiScope>::home(object.meta());
+    namespace.is_none_or(|ns| ns == home) && filter.allows(home)
 }
 
 /// The object's record, projected as the cache projects it: without managedFields and the

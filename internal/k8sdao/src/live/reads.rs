@@ -4,19 +4,57 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Event, Pod, Service};
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::{ListParams, ObjectList};
 use kube::core::PartialObjectMeta;
 use serde::de::DeserializeOwned;
 
-use super::{LiveSource, required, visible};
+use super::{LiveSource, admitted, required};
 use crate::{DaoError, Kind, ListQuery, Listing};
 use model::EventDto;
 
-/// The kinds the live source lists, gets and watches: namespaced, with a static type.
+/// Where the objects of a scope are read from, and which namespace each is in.
+pub trait ApiScope {
+    /// An `Api` over `namespace` (None: all); a cluster-scoped kind is read whole.
+    fn api<K>(client: kube::Client, namespace: Option<&str>) -> kube::Api<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = Self>;
+    /// The namespace the object is in, for queries and rights: its own; a cluster-scoped
+    /// object (a Namespace, the one such kind served) is taken to be in itself.
+    fn home(meta: &kube::api::ObjectMeta) -> &str;
+}
+
+impl ApiScope for k8s_openapi::NamespaceResourceScope {
+    fn api<K>(client: kube::Client, namespace: Option<&str>) -> kube::Api<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = Self>,
+    {
+        match namespace {
+            Some(ns) => kube::Api::namespaced(client, ns),
+            None => kube::Api::all(client),
+        }
+    }
+    fn home(meta: &kube::api::ObjectMeta) -> &str {
+        meta.namespace.as_deref().unwrap_or("")
+    }
+}
+
+impl ApiScope for k8s_openapi::ClusterResourceScope {
+    fn api<K>(client: kube::Client, _namespace: Option<&str>) -> kube::Api<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = Self>,
+    {
+        kube::Api::all(client)
+    }
+    fn home(meta: &kube::api::ObjectMeta) -> &str {
+        meta.name.as_deref().unwrap_or("")
+    }
+}
+
+/// The kinds the live source lists, gets and watches, with a static type.
 pub trait Namespaced:
-    kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    kube::Resource<DynamicType = (), Scope: ApiScope>
     + Clone
     + DeserializeOwned
     + std::fmt::Debug
@@ -27,7 +65,7 @@ pub trait Namespaced:
 }
 
 impl<K> Namespaced for K where
-    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    K: kube::Resource<DynamicType = (), Scope: ApiScope>
         + Clone
         + DeserializeOwned
         + std::fmt::Debug
@@ -62,7 +100,8 @@ impl LiveSource {
             params = params.fields(&q.fields.to_string());
         }
         let mut list = self.api::<K>(q.namespace.as_deref()).list(&params).await?;
-        list.items.retain(|o| visible(&q.visible, o));
+        list.items
+            .retain(|o| admitted(q.namespace.as_deref(), &q.visible, o));
         Ok(list)
     }
 
@@ -103,6 +142,7 @@ impl LiveSource {
             Kind::ReplicaSet => self.namespaces_of::<ReplicaSet>().await,
             Kind::Service => self.namespaces_of::<Service>().await,
             Kind::Ingress => self.namespaces_of::<Ingress>().await,
+            Kind::Namespace => self.namespaces_of::<Namespace>().await,
         }
     }
 

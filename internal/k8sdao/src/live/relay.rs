@@ -17,7 +17,7 @@ use kube::api::WatchParams;
 use kube::core::WatchEvent as ApiEvent;
 
 use super::reads::{Namespaced, list_version};
-use super::{LiveSource, required, visible};
+use super::{LiveSource, admitted, required};
 use crate::{DaoError, ListQuery, NamespaceFilter, WatchEvent, WatchStream};
 
 /// How long one watch request lasts before the relay makes it again from the last
@@ -62,6 +62,8 @@ struct Relay<K, R> {
     project: fn(K) -> Arc<R>,
     /// Changes outside it are skipped (they still move the resourceVersion on).
     visible: NamespaceFilter,
+    /// The namespace asked for: a cluster-scoped kind's watch covers them all.
+    namespace: Option<String>,
     /// Silence longer than this restarts the watch request.
     idle_timeout: Duration,
 }
@@ -155,7 +157,8 @@ where
             Ok(rv) => rv,
             Err(e) => return (Some(Err(e)), State::Ended),
         };
-        let sent = visible(&self.visible, &object).then(|| Ok(event((self.project)(object))));
+        let sent = admitted(self.namespace.as_deref(), &self.visible, &object)
+            .then(|| Ok(event((self.project)(object))));
         (
             sent,
             State::Watching {
@@ -222,6 +225,7 @@ impl LiveSource {
             params,
             project,
             visible: q.visible.clone(),
+            namespace: q.namespace.clone(),
             idle_timeout: Duration::from_secs(WATCH_REQUEST_SECS.into()) + IDLE_MARGIN,
         };
         Ok(relay.into_stream(listed))
