@@ -358,6 +358,18 @@ async fn namespaces_are_listed_got_selected_and_watched() {
             .get("/namespaces?fieldSelector=metadata.namespace%3Dx")
             .await;
         assert_eq!(status, 400, "{source}: {bad}");
+        // Paged and sorted as every kind: the second page follows the first, name descending.
+        let (_, first) = server.get("/namespaces?limit=1&sort=-name").await;
+        let token = first["metadata"]["continue"]
+            .as_str()
+            .expect("a continue token");
+        let (_, second) = server
+            .get(&format!("/namespaces?limit=1&sort=-name&continue={token}"))
+            .await;
+        assert!(
+            names(&first)[0] > names(&second)[0],
+            "{source}: {first} then {second}"
+        );
         // A namespace is in itself: asking for one namespace's objects finds it alone.
         let (_, within) = server
             .get(&format!("/namespaces?namespace={}", b.name))
