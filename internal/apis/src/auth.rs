@@ -22,6 +22,7 @@ use confk8s::{Access, ReviewError, Reviewer};
 use serde::Deserialize;
 
 use super::ApiError;
+use super::kinds::KindRoute;
 use biz::{Kind, NamespaceFilter, Visibility, Workloads, namespace_of_list, namespace_of_object};
 use k8sdao::Source;
 
@@ -148,7 +149,7 @@ fn rule(
     let watch = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false);
     let list_verb = if watch { WATCH } else { "list" };
     // The generic reads of a kind; its other methods (writes) are in the table below.
-    if let Some((kind, is_list)) = super::kinds::served_by(route)
+    if let Some((kind, kind_route)) = super::kinds::served_by(route)
         && method == Method::GET
     {
         let (group, resource) = (kind.group(), kind.resource());
@@ -158,10 +159,11 @@ fn rule(
         } else {
             name
         };
-        return Some(if is_list {
-            Rule::list(kind, access(list_verb, group, resource, list_ns, None))
-        } else {
-            Rule::all(vec![access("get", group, resource, object_ns, name)])
+        return Some(match kind_route {
+            KindRoute::List => Rule::list(kind, access(list_verb, group, resource, list_ns, None)),
+            KindRoute::Object | KindRoute::Output => {
+                Rule::all(vec![access("get", group, resource, object_ns, name)])
+            }
         });
     }
     let required = match (route, method.as_str()) {
@@ -217,14 +219,8 @@ fn rule(
             access("list", CORE, "events", object_ns, None),
         ],
         ("/services/{name}", "POST") => vec![access("create", CORE, "services", object_ns, None)],
-        ("/services/{name}/output", "GET") => {
-            vec![access("get", CORE, "services", object_ns, name)]
-        }
         ("/ingresses/{name}", "POST") => {
             vec![access("create", NETWORKING, "ingresses", object_ns, None)]
-        }
-        ("/ingresses/{name}/output", "GET") => {
-            vec![access("get", NETWORKING, "ingresses", object_ns, name)]
         }
         _ => return None,
     };

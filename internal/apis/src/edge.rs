@@ -12,7 +12,7 @@ use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use utoipa_axum::router::UtoipaMethodRouter;
+use utoipa_axum::router::OpenApiRouter;
 
 use super::ApiError;
 
@@ -100,12 +100,16 @@ pub(super) async fn bounded(
         .await
 }
 
-/// The route, answering the methods it does not take in the envelope (axum still adds the
-/// `Allow` header). Set on each route before its layers, so 405s are timed and counted.
+/// The routes, each answering the methods it does not take in the envelope (axum still adds
+/// the `Allow` header). Set once every route is in, whichever handlers share a path, and
+/// before the layers, so 405s are timed and counted.
 pub(super) fn enveloped_405<S: Clone + Send + Sync + 'static>(
-    (schemas, paths, methods): UtoipaMethodRouter<S>,
-) -> UtoipaMethodRouter<S> {
-    (schemas, paths, methods.fallback(method_not_allowed))
+    routes: OpenApiRouter<S>,
+) -> OpenApiRouter<S> {
+    let (router, openapi) = routes.split_for_parts();
+    let mut routes = OpenApiRouter::from(router.method_not_allowed_fallback(method_not_allowed));
+    *routes.get_openapi_mut() = openapi;
+    routes
 }
 
 pub(super) async fn method_not_allowed(method: Method, uri: Uri) -> Response {

@@ -1,13 +1,14 @@
 //! The reads every served kind has: `GET /{resource}` (the list query of every kind, paging,
-//! sorting, `watch=true`) and `GET /{resource}/{name}`, generic over the kind. Their routes,
-//! OpenAPI description and access rules are all read from the kind, so serving one more is
-//! one line in [`SERVED`] and [`routes`].
+//! sorting, `watch=true`), `GET /{resource}/{name}` and `GET /{resource}/{name}/output`,
+//! generic over the kind. Their routes, OpenAPI description and access rules are all read
+//! from the kind, so serving one more is one line in [`SERVED`] and [`routes`].
 
 use axum::Extension;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::get;
+use serde::Serialize;
 use utoipa::openapi::path::{
     HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem, Paths,
 };
@@ -19,9 +20,10 @@ use utoipa::{IntoParams, PartialSchema, ToSchema};
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
 use super::AppState;
-use super::edge::enveloped_405;
 use super::envelope::{ApiError, ApiPath, ApiQuery, ok_json, ok_page_json};
-use super::routes::{ListParams, ObjectParams, list_request, off_the_workers};
+use super::routes::{
+    ListParams, ObjectParams, OutputParams, list_request, off_the_workers, printed,
+};
 use super::watch;
 use biz::{
     IngressRecord, Kind, NamespaceRecord, ReplicaSetRecord, Served, ServiceRecord, Visibility,
@@ -36,30 +38,32 @@ pub(super) const SERVED: &[Kind] = &[
     Kind::Namespace,
 ];
 
-/// The other methods a kind's `/{resource}/{name}` takes (a create, say), served beside its
-/// generic get: one route per path, so one 405 for the methods none of them takes.
-pub(super) struct ObjectRoutes {
-    pub(super) services: UtoipaMethodRouter<AppState>,
-    pub(super) ingresses: UtoipaMethodRouter<AppState>,
-}
-
 /// The generic routes of every kind in [`SERVED`].
-pub(super) fn routes(object_routes: ObjectRoutes) -> OpenApiRouter<AppState> {
+pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .merge(kind_routes::<ReplicaSetRecord>(None))
-        .merge(kind_routes::<ServiceRecord>(Some(object_routes.services)))
-        .merge(kind_routes::<IngressRecord>(Some(object_routes.ingresses)))
-        .merge(kind_routes::<NamespaceRecord>(None))
+        .merge(kind_routes::<ReplicaSetRecord>())
+        .merge(kind_routes::<ServiceRecord>())
+        .merge(kind_routes::<IngressRecord>())
+        .merge(kind_routes::<NamespaceRecord>())
 }
 
-/// The kind whose generic routes serve `route` (a template), and whether it is the list.
-pub(super) fn served_by(route: &str) -> Option<(Kind, bool)> {
+/// Which of a kind's generic routes a route template is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum KindRoute {
+    List,
+    Object,
+    Output,
+}
+
+/// The kind whose generic route serves `route` (a template), and which route it is.
+pub(super) fn served_by(route: &str) -> Option<(Kind, KindRoute)> {
     let path = route.strip_prefix('/')?;
     let (resource, rest) = path.split_once('/').unwrap_or((path, ""));
     let kind = SERVED.iter().copied().find(|k| k.resource() == resource)?;
     match rest {
-        "" => Some((kind, true)),
-        "{name}" => Some((kind, false)),
+        "" => Some((kind, KindRoute::List)),
+        "{name}" => Some((kind, KindRoute::Object)),
+        "{name}/output" => Some((kind, KindRoute::Output)),
         _ => None,
     }
 }
@@ -95,13 +99,27 @@ pub(super) async fn get_one<R: Served>(
     ))
 }
 
-fn kind_routes<R>(others: Option<UtoipaMethodRouter<AppState>>) -> OpenApiRouter<AppState>
+/// The object as kubectl prints it with `-o json|yaml`, read live.
+async fn output<R: Served<Object: Serialize>>(
+    s: AppState,
+    name: String,
+    q: OutputParams,
+) -> Result<Response, ApiError> {
+    let output = s
+        .workloads
+        .object_output::<R>(q.namespace.as_deref(), &name, q.output_format.as_deref())
+        .await?;
+    Ok(printed(output))
+}
+
+fn kind_routes<R>() -> OpenApiRouter<AppState>
 where
-    R: Served<Dto: ToSchema>,
+    R: Served<Dto: ToSchema, Object: Serialize>,
 {
     let kind = R::KIND;
     let list_path = format!("/{}", kind.resource());
     let get_path = format!("/{}/{{name}}", kind.resource());
+    let output_path = format!("{get_path}/output");
     let list_route = get(
         |State(s): State<AppState>,
          headers: HeaderMap,
@@ -113,6 +131,11 @@ where
          ApiPath(name): ApiPath<String>,
          ApiQuery(q): ApiQuery<ObjectParams>| get_one::<R>(s, name, q),
     );
+    let output_route = get(
+        |State(s): State<AppState>,
+         ApiPath(name): ApiPath<String>,
+         ApiQuery(q): ApiQuery<OutputParams>| output::<R>(s, name, q),
+    );
     let schemas = {
         let mut schemas = vec![(R::Dto::name().into_owned(), R::Dto::schema())];
         R::Dto::schemas(&mut schemas);
@@ -123,26 +146,20 @@ where
         paths(&list_path, list_operation::<R>()),
         list_route,
     );
-    let mut get_doc: UtoipaMethodRouter<AppState> = (
+    let get_doc: UtoipaMethodRouter<AppState> = (
         Vec::new(),
         paths(&get_path, get_operation::<R>()),
         get_route,
     );
-    if let Some((schemas, paths, methods)) = others {
-        get_doc.0.extend(schemas);
-        for (path, item) in paths.paths {
-            match get_doc.1.paths.get_mut(&path) {
-                Some(existing) => existing.merge_operations(item),
-                None => {
-                    get_doc.1.paths.insert(path, item);
-                }
-            }
-        }
-        get_doc.2 = get_doc.2.merge(methods);
-    }
+    let output_doc: UtoipaMethodRouter<AppState> = (
+        Vec::new(),
+        paths(&output_path, output_operation::<R>()),
+        output_route,
+    );
     OpenApiRouter::new()
-        .routes(enveloped_405(list_doc))
-        .routes(enveloped_405(get_doc))
+        .routes(list_doc)
+        .routes(get_doc)
+        .routes(output_doc)
 }
 
 fn paths(path: &str, operation: OperationBuilder) -> Paths {
@@ -238,18 +255,47 @@ fn get_operation<R: Served<Dto: ToSchema>>() -> OperationBuilder {
                 false,
             ))),
         );
-    let name = ParameterBuilder::new()
+    let mut parameters = vec![name_parameter(kind)];
+    parameters.extend(ObjectParams::into_params(|| Some(ParameterIn::Query)));
+    OperationBuilder::new()
+        .tag(kind.resource())
+        .operation_id(Some(format!("get_{}", kind.resource())))
+        .parameters(Some(parameters))
+        .responses(errors(ResponsesBuilder::new().response("200", ok), &[]))
+}
+
+/// The `{name}` in an object's path.
+fn name_parameter(kind: Kind) -> utoipa::openapi::path::Parameter {
+    ParameterBuilder::new()
         .name("name")
         .parameter_in(ParameterIn::Path)
         .required(Required::True)
         .description(Some(format!("{} name", kind.name())))
         .schema(Some(String::schema()))
-        .build();
-    let mut parameters = vec![name];
-    parameters.extend(ObjectParams::into_params(|| Some(ParameterIn::Query)));
+        .build()
+}
+
+fn output_operation<R: Served>() -> OperationBuilder {
+    let kind = R::KIND;
+    let ok = ResponseBuilder::new()
+        .description(format!(
+            "The {} as kubectl prints it (keys sorted, no managedFields), not enveloped",
+            kind.name()
+        ))
+        .content(
+            "application/json",
+            Content::new(Some(ObjectBuilder::new().schema_type(Type::Object))),
+        )
+        .content("application/yaml", Content::new(Some(String::schema())));
+    let mut parameters = vec![name_parameter(kind)];
+    parameters.extend(OutputParams::into_params(|| Some(ParameterIn::Query)));
     OperationBuilder::new()
         .tag(kind.resource())
-        .operation_id(Some(format!("get_{}", kind.resource())))
+        .operation_id(Some(format!("output_{}", kind.resource())))
+        .summary(Some(format!(
+            "The {} object, read from the apiserver whatever the source",
+            kind.name()
+        )))
         .parameters(Some(parameters))
         .responses(errors(ResponsesBuilder::new().response("200", ok), &[]))
 }

@@ -192,11 +192,13 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
     };
     let (app, mut openapi) = api
         .merge(
-            OpenApiRouter::new()
-                .routes(edge::enveloped_405(routes!(health::livez)))
-                .routes(edge::enveloped_405(routes!(health::readyz)))
-                .routes(edge::enveloped_405(routes!(metrics::serve)))
-                .route_layer(per_request_layer(false)),
+            edge::enveloped_405(
+                OpenApiRouter::new()
+                    .routes(routes!(health::livez))
+                    .routes(routes!(health::readyz))
+                    .routes(routes!(metrics::serve)),
+            )
+            .route_layer(per_request_layer(false)),
         )
         .split_for_parts();
     let templates = routes::RouteTemplates::new(openapi.paths.paths.keys().map(String::as_str));

@@ -16,36 +16,32 @@ use super::envelope::{
 };
 use super::{AppState, kinds, watch};
 use biz::{
-    CreateDeployment, CreateIngress, CreateService, DeploymentRecord, EventDto, IngressDto,
-    IngressRecord, Kind, ListRequest, OutputFormat, ServiceDto, ServiceRecord, Visibility,
+    CreateDeployment, CreateIngress, CreateService, DeploymentRecord, EventDto, IngressDto, Kind,
+    ListRequest, OutputFormat, ServiceDto, Visibility,
 };
 
 /// Every API route: each is registered together with its OpenAPI description.
 pub fn api() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(enveloped_405(routes!(ping)))
-        .routes(enveloped_405(routes!(list_deployments)))
-        .routes(enveloped_405(routes!(
-            get_deployment,
-            create_deployment,
-            delete_deployment
-        )))
-        .routes(enveloped_405(routes!(scale_deployment)))
-        .routes(enveloped_405(routes!(pods_of_deployment)))
-        .routes(enveloped_405(routes!(services_of_deployment)))
-        .routes(enveloped_405(routes!(ingresses_of_deployment)))
-        .routes(enveloped_405(routes!(pods_of_service)))
-        .routes(enveloped_405(routes!(list_pods)))
-        .routes(enveloped_405(routes!(get_pod, delete_pod)))
-        .routes(enveloped_405(routes!(pod_output)))
-        .routes(enveloped_405(routes!(latest_pod_event)))
-        .routes(enveloped_405(routes!(pod_events)))
-        .routes(enveloped_405(routes!(service_output)))
-        .routes(enveloped_405(routes!(ingress_output)))
-        .merge(kinds::routes(kinds::ObjectRoutes {
-            services: routes!(create_service),
-            ingresses: routes!(create_ingress),
-        }))
+    enveloped_405(
+        OpenApiRouter::new()
+            .routes(routes!(ping))
+            .routes(routes!(list_deployments))
+            .routes(routes!(get_deployment, create_deployment, delete_deployment))
+            .routes(routes!(scale_deployment))
+            .routes(routes!(pods_of_deployment))
+            .routes(routes!(services_of_deployment))
+            .routes(routes!(ingresses_of_deployment))
+            .routes(routes!(pods_of_service))
+            .routes(routes!(list_pods))
+            .routes(routes!(get_pod, delete_pod))
+            .routes(routes!(pod_output))
+            .routes(routes!(latest_pod_event))
+            .routes(routes!(pod_events))
+            // Beside the generic GET of their path.
+            .routes(routes!(create_service))
+            .routes(routes!(create_ingress))
+            .merge(kinds::routes()),
+    )
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -114,9 +110,9 @@ pub(super) struct ObjectParams {
 #[into_params(parameter_in = Query)]
 pub(super) struct OutputParams {
     /// The object's namespace; default `default`.
-    namespace: Option<String>,
+    pub(super) namespace: Option<String>,
     /// `json` (default) or `yaml`.
-    output_format: Option<String>,
+    pub(super) output_format: Option<String>,
 }
 
 #[utoipa::path(get, path = "/ping", tag = "k8sailor",
@@ -493,7 +489,7 @@ async fn pod_output(
 }
 
 /// An object as kubectl prints it, not enveloped.
-fn printed((format, body): (OutputFormat, String)) -> Response {
+pub(super) fn printed((format, body): (OutputFormat, String)) -> Response {
     ([(header::CONTENT_TYPE, format.content_type())], body).into_response()
 }
 
@@ -523,28 +519,6 @@ async fn create_service(
     ))
 }
 
-/// The raw Service, not enveloped, as `kubectl get service -o json|yaml` prints it; read from
-/// the apiserver.
-#[utoipa::path(get, path = "/services/{name}/output", tag = "services",
-    params(("name" = String, Path, description = "Service name"), OutputParams),
-    responses(
-        (status = 200, description = "The Service object as kubectl prints it (keys sorted, no managedFields)",
-            content((Object = "application/json"), (String = "application/yaml"))),
-        (status = 400, description = "Invalid namespace, name or outputFormat", body = ErrorEnvelope),
-        (status = 404, description = "No such Service", body = ErrorEnvelope),
-    ))]
-async fn service_output(
-    State(s): State<AppState>,
-    ApiPath(name): ApiPath<String>,
-    ApiQuery(q): ApiQuery<OutputParams>,
-) -> Result<Response, ApiError> {
-    let output = s
-        .workloads
-        .object_output::<ServiceRecord>(q.namespace.as_deref(), &name, q.output_format.as_deref())
-        .await?;
-    Ok(printed(output))
-}
-
 /// One rule per entry, without an ingress class (the cluster's default class takes it).
 #[utoipa::path(post, path = "/ingresses/{name}", tag = "ingresses",
     params(("name" = String, Path, description = "Ingress name"), ObjectParams),
@@ -569,28 +543,6 @@ async fn create_ingress(
             .create_ingress(q.namespace.as_deref(), &name, &body)
             .await?,
     ))
-}
-
-/// The raw Ingress, not enveloped, as `kubectl get ingress -o json|yaml` prints it; read
-/// from the apiserver.
-#[utoipa::path(get, path = "/ingresses/{name}/output", tag = "ingresses",
-    params(("name" = String, Path, description = "Ingress name"), OutputParams),
-    responses(
-        (status = 200, description = "The Ingress object as kubectl prints it (keys sorted, no managedFields)",
-            content((Object = "application/json"), (String = "application/yaml"))),
-        (status = 400, description = "Invalid namespace, name or outputFormat", body = ErrorEnvelope),
-        (status = 404, description = "No such Ingress", body = ErrorEnvelope),
-    ))]
-async fn ingress_output(
-    State(s): State<AppState>,
-    ApiPath(name): ApiPath<String>,
-    ApiQuery(q): ApiQuery<OutputParams>,
-) -> Result<Response, ApiError> {
-    let output = s
-        .workloads
-        .object_output::<IngressRecord>(q.namespace.as_deref(), &name, q.output_format.as_deref())
-        .await?;
-    Ok(printed(output))
 }
 
 /// The path templates served (`/k8sailor/v0/pods/{name}`), to tell a path that names a route

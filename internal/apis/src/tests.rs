@@ -505,6 +505,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/k8sailor/v0/ingresses/{name}/output"),
     ("get", "/k8sailor/v0/replicasets"),
     ("get", "/k8sailor/v0/replicasets/{name}"),
+    ("get", "/k8sailor/v0/replicasets/{name}/output"),
+    ("get", "/k8sailor/v0/namespaces/{name}/output"),
     ("get", "/k8sailor/v0/services"),
     ("get", "/k8sailor/v0/services/{name}"),
     ("get", "/k8sailor/v0/services/{name}/pods"),
