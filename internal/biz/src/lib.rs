@@ -208,6 +208,13 @@ fn object_namespace(asked: Option<&str>) -> Result<&str, BizError> {
     Ok(ns)
 }
 
+/// The namespace of a request about the object `name`, both checked.
+fn object_namespace_of<'a>(asked: Option<&'a str>, name: &str) -> Result<&'a str, BizError> {
+    let ns = object_namespace(asked)?;
+    check_name(name)?;
+    Ok(ns)
+}
+
 fn entry_error(what: String, reason: impl Into<String>) -> BizError {
     BizError::Entry {
         what,
@@ -490,8 +497,7 @@ impl<S: WorkloadSource> Workloads<S> {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<RecordView<R>, BizError> {
-        let ns = object_namespace(namespace)?;
-        check_name(name)?;
+        let ns = object_namespace_of(namespace, name)?;
         Ok(RecordView(self.source.get::<R>(ns, name).await?))
     }
 
@@ -500,8 +506,7 @@ impl<S: WorkloadSource> Workloads<S> {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Vec<PodView>, BizError> {
-        let ns = object_namespace(namespace)?;
-        check_name(name)?;
+        let ns = object_namespace_of(namespace, name)?;
         let pods = self.source.pods_of_deployment(ns, name).await?;
         Ok(pods
             .into_iter()
@@ -542,8 +547,7 @@ impl<S: WorkloadSource> Workloads<S> {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Vec<EventDto>, BizError> {
-        let ns = object_namespace(namespace)?;
-        check_name(name)?;
+        let ns = object_namespace_of(namespace, name)?;
         Ok(self.source.pod_events(ns, name).await?)
     }
 
@@ -578,9 +582,7 @@ impl<S: WorkloadSource> Workloads<S> {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Arc<PodRecord>, BizError> {
-        let ns = object_namespace(namespace)?;
-        check_name(name)?;
-        Ok(self.source.get::<PodRecord>(ns, name).await?)
+        Ok(self.get::<PodRecord>(namespace, name).await?.0)
     }
 
     async fn with_deployments(&self, pods: Vec<Arc<PodRecord>>) -> Result<Vec<PodView>, BizError> {

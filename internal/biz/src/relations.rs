@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use selector::LabelSelector;
 
-use super::{BizError, PodView, RecordView, Workloads, check_name, object_namespace};
+use super::{BizError, PodView, RecordView, Workloads, object_namespace_of};
 use k8sdao::{ListQuery, WorkloadSource};
 use model::{DeploymentRecord, IngressRecord, Labels, ServiceRecord};
 
@@ -31,9 +31,8 @@ impl<S: WorkloadSource> Workloads<S> {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Vec<PodView>, BizError> {
-        let ns = object_namespace(namespace)?;
-        check_name(name)?;
-        let service = self.source.get::<ServiceRecord>(ns, name).await?;
+        let ns = object_namespace_of(namespace, name)?;
+        let service = self.get::<ServiceRecord>(Some(ns), name).await?.0;
         if service.selector.is_empty() {
             return Ok(Vec::new());
         }
@@ -83,8 +82,7 @@ impl<S: WorkloadSource> Workloads<S> {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<(String, Vec<Arc<ServiceRecord>>), BizError> {
-        let ns = object_namespace(namespace)?;
-        check_name(name)?;
+        let ns = object_namespace_of(namespace, name)?;
         let deployment = self.source.get::<DeploymentRecord>(ns, name).await?;
         let query = ListQuery {
             namespace: Some(ns.to_string()),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::stream::{BoxStream, StreamExt};
 
 use super::{
-    BizError, JsonAnswer, ListRequest, PodView, RecordView, Workloads, check_name, object_namespace,
+    BizError, JsonAnswer, ListRequest, PodView, RecordView, Workloads, object_namespace_of,
 };
 use k8sdao::{DaoError, Served, WatchEvent, WorkloadSource};
 use model::{PodRecord, Record};
@@ -155,8 +155,7 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<WatchUpdates, BizError> {
-        let ns = object_namespace(namespace)?;
-        check_name(name)?;
+        let ns = object_namespace_of(namespace, name)?;
         let events = self.source.watch_pods_of_deployment(ns, name).await?;
         Ok(self.pod_updates(events, false))
     }

@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::{
     BizError, DeploymentView, OutputFormat, RecordView, Workloads, check_name, object_namespace,
-    render_off_worker,
+    object_namespace_of, render_off_worker,
 };
 use k8sdao::{Served, WorkloadWriter};
 use model::{NewContainer, NewDeployment};
@@ -225,8 +225,7 @@ impl<S: WorkloadWriter> Workloads<S> {
         format: Option<&str>,
     ) -> Result<(OutputFormat, String), BizError> {
         let format = OutputFormat::parse(format)?;
-        let ns = object_namespace(namespace)?;
-        check_name(name)?;
+        let ns = object_namespace_of(namespace, name)?;
         let json = self.source.object_json::<R>(ns, name).await?;
         Ok((format, render_off_worker(format, json).await?))
     }
@@ -238,8 +237,7 @@ impl<S: WorkloadWriter> Workloads<S> {
         name: &str,
         replicas_value: Option<&str>,
     ) -> Result<bool, BizError> {
-        let ns = object_namespace(namespace)?;
-        check_name(name)?;
+        let ns = object_namespace_of(namespace, name)?;
         let replicas = replicas(replicas_value)?;
         self.source.scale_deployment(ns, name, replicas).await?;
         Ok(true)
@@ -262,15 +260,13 @@ impl<S: WorkloadWriter> Workloads<S> {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<bool, BizError> {
-        let ns = object_namespace(namespace)?;
-        check_name(name)?;
+        let ns = object_namespace_of(namespace, name)?;
         self.source.delete_deployment(ns, name).await?;
         Ok(true)
     }
 
     pub async fn delete_pod(&self, namespace: Option<&str>, name: &str) -> Result<bool, BizError> {
-        let ns = object_namespace(namespace)?;
-        check_name(name)?;
+        let ns = object_namespace_of(namespace, name)?;
         self.source.delete_pod(ns, name).await?;
         Ok(true)
     }
