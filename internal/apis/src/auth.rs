@@ -306,23 +306,19 @@ async fn visible_namespaces(
         Err(ReviewError::Forbidden { .. }) => {}
         Err(e) => return Err(refusal(e)),
     }
-    // A watch's namespaces are fixed when it starts, so it also takes those holding the
-    // other kinds: a Deployment scaled to zero keeps its namespace in, and its new pods show.
-    let kinds: &[Kind] = if access.verb == WATCH {
-        Kind::ALL
+    // A watch's namespaces are fixed when it starts, so it takes every namespace: one that
+    // holds none of the kind now (a Deployment scaled to zero, a namespace just made) may
+    // hold some later. Namespaces are every namespace, each being in itself.
+    let holding = if access.verb == WATCH {
+        Kind::Namespace
     } else {
-        std::slice::from_ref(&kind)
+        kind
     };
-    let mut candidates = std::collections::BTreeSet::new();
-    for kind in kinds {
-        let holding = auth
-            .workloads
-            .namespaces_holding(*kind)
-            .await
-            .map_err(|e| ApiError::from(e).into_response())?;
-        candidates.extend(holding);
-    }
-    let candidates = candidates.into_iter().collect();
+    let candidates = auth
+        .workloads
+        .namespaces_holding(holding)
+        .await
+        .map_err(|e| ApiError::from(e).into_response())?;
     let allowed = auth
         .reviewer
         .namespaces_allowed(token, access, candidates, NAMESPACE_REVIEWS_AT_ONCE)

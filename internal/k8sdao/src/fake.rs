@@ -161,13 +161,16 @@ impl WorkloadSource for FakeSource {
     }
 }
 
-/// The small cluster of `k8scache::fixtures::filled_caches`, as a fake: ns-a holds Deployment
+/// The small cluster of `k8scache::fixtures::filled_caches`, as a fake, in Namespaces ns-a and
+/// ns-b: ns-a holds Deployment
 /// web (pods web-1a2b-x and -y through ReplicaSet web-1a2b), a bare pod, Service web selecting
 /// the web pods, Service lonely selecting none and Ingress site to Service web; ns-b holds
 /// Deployment api.
 pub fn small_cluster() -> FakeSource {
-    use model::fixtures::{mk_deployment, mk_ingress, mk_pod, mk_replicaset, mk_service};
-    use model::{IngressRecord, Record, ReplicaSetRecord, ServiceRecord};
+    use model::fixtures::{
+        mk_deployment, mk_ingress, mk_namespace, mk_pod, mk_replicaset, mk_service,
+    };
+    use model::{IngressRecord, NamespaceRecord, Record, ReplicaSetRecord, ServiceRecord};
     let web_pods = ["web-1a2b-x", "web-1a2b-y"];
     FakeSource::default()
         .with([
@@ -215,6 +218,7 @@ pub fn small_cluster() -> FakeSource {
         .with([IngressRecord::from_object(&mk_ingress(
             "ns-a", "site", "web",
         ))])
+        .with(["ns-a", "ns-b"].map(|ns| NamespaceRecord::from_object(&mk_namespace(ns))))
         .with_pod_of(ObjectKey::new("ns-a", web_pods[0]), "web")
         .with_pod_of(ObjectKey::new("ns-a", web_pods[1]), "web")
 }

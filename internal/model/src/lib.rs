@@ -581,6 +581,17 @@ pub mod fixtures {
     use k8s_openapi::api::networking::v1::Ingress;
     use serde_json::json;
 
+    /// An Active Namespace.
+    pub fn mk_namespace(name: &str) -> k8s_openapi::api::core::v1::Namespace {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "uid": format!("uid-{name}"), "resourceVersion": "1",
+                         "creationTimestamp": "2026-11-01T10:00:00Z"},
+            "status": {"phase": "Active"}
+        }))
+        .expect("a valid Namespace")
+    }
+
     /// A ClusterIP Service on port 80 selecting `selector` (none: a Service without one).
     pub fn mk_service(ns: &str, name: &str, selector: &[(&str, &str)]) -> Service {
         let selector: serde_json::Map<_, _> = selector

@@ -153,8 +153,8 @@ impl LiveSource {
             .await?;
         let namespaces: BTreeSet<String> = list
             .items
-            .into_iter()
-            .filter_map(|o| o.metadata.namespace)
+            .iter()
+            .map(|o| <K::Scope as ApiScope>::home(&o.metadata).to_string())
             .collect();
         Ok(namespaces.into_iter().collect())
     }
