@@ -70,11 +70,6 @@ impl Kind {
             .copied()
             .find(|k| k.name() == kind && k.group() == group)
     }
-
-    /// The kind whose [`Kind::name`] this is.
-    pub fn named(name: &str) -> Option<Kind> {
-        Kind::ALL.iter().copied().find(|k| k.name() == name)
-    }
 }
 
 /// Lowercase, as errors name it: `deployment "web" not found`.
@@ -102,7 +97,6 @@ mod tests {
     #[test]
     fn each_kind_is_named_consistently() {
         for kind in Kind::ALL {
-            assert_eq!(Kind::named(kind.name()), Some(*kind));
             assert_eq!(kind.to_string(), kind.name().to_lowercase());
             assert!(kind.resource().starts_with(&kind.to_string()));
         }

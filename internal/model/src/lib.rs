@@ -23,9 +23,9 @@ mod service;
 pub use ingress::{IngressDto, IngressPathDto, IngressRecord};
 pub use key::ObjectKey;
 pub use kind::Kind;
-pub use namespace::{NAMESPACE_FIELDS, NamespaceDto, NamespaceRecord};
+pub use namespace::{NamespaceDto, NamespaceRecord};
 pub use replicaset::{ReplicaSetDto, ReplicaSetRecord};
-pub use service::{SERVICE_FIELDS, ServiceDto, ServiceRecord};
+pub use service::{ServiceDto, ServiceRecord};
 
 mod requests;
 pub use requests::*;
@@ -256,28 +256,9 @@ pub trait Selectable {
     fn field(&self, path: &str) -> Option<Cow<'_, str>>;
 }
 
-/// Field paths the apiserver supports in field selectors, per kind.
-pub const DEPLOYMENT_FIELDS: &[&str] = METADATA_FIELDS;
-pub const POD_FIELDS: &[&str] = &[
-    "metadata.name",
-    "metadata.namespace",
-    "spec.nodeName",
-    "spec.restartPolicy",
-    "spec.schedulerName",
-    "spec.serviceAccountName",
-    "spec.hostNetwork",
-    "status.phase",
-    "status.podIP",
-    "status.nominatedNodeName",
-    // Accepted by the apiserver too: a legacy alias of spec.nodeName, and a label whose value
-    // the apiserver always reads as "" (it is not in a Pod's field set).
-    "spec.host",
-    "status.podIPs",
-];
-
 impl Record for DeploymentRecord {
     const KIND: Kind = Kind::Deployment;
-    const FIELDS: &'static [&'static str] = DEPLOYMENT_FIELDS;
+    const FIELDS: &'static [&'static str] = METADATA_FIELDS;
     type Object = Deployment;
     type Dto = DeploymentDto;
     fn from_object(object: &Deployment) -> Arc<Self> {
@@ -288,7 +269,23 @@ impl Record for DeploymentRecord {
 
 impl Record for PodRecord {
     const KIND: Kind = Kind::Pod;
-    const FIELDS: &'static [&'static str] = POD_FIELDS;
+    /// The apiserver's field selectors for Pods.
+    const FIELDS: &'static [&'static str] = &[
+        "metadata.name",
+        "metadata.namespace",
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "spec.hostNetwork",
+        "status.phase",
+        "status.podIP",
+        "status.nominatedNodeName",
+        // Accepted by the apiserver too: a legacy alias of spec.nodeName, and a label whose value
+        // the apiserver always reads as "" (it is not in a Pod's field set).
+        "spec.host",
+        "status.podIPs",
+    ];
     type Object = Pod;
     type Dto = PodDto;
     fn from_object(object: &Pod) -> Arc<Self> {
@@ -738,7 +735,7 @@ mod tests {
         assert_eq!(r.field("spec.hostNetwork").as_deref(), Some("false"));
         assert_eq!(r.field("status.phase").as_deref(), Some("Running"));
         assert_eq!(r.field("spec.containers"), None);
-        for field in POD_FIELDS {
+        for field in PodRecord::FIELDS {
             assert!(r.field(field).is_some(), "{field} is selectable");
         }
         let json = r.raw_json().unwrap();

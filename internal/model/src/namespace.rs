@@ -34,9 +34,6 @@ pub struct NamespaceRecord {
     pub json: Box<str>,
 }
 
-/// The apiserver's field selectors for Namespaces.
-pub const NAMESPACE_FIELDS: &[&str] = &["metadata.name", "status.phase"];
-
 impl NamespaceRecord {
     pub fn from_namespace(ns: &Namespace) -> Arc<Self> {
         let meta = &ns.metadata;
@@ -81,7 +78,8 @@ impl Selectable for NamespaceRecord {
 
 impl Record for NamespaceRecord {
     const KIND: Kind = Kind::Namespace;
-    const FIELDS: &'static [&'static str] = NAMESPACE_FIELDS;
+    /// The apiserver's field selectors for Namespaces.
+    const FIELDS: &'static [&'static str] = &["metadata.name", "status.phase"];
     type Object = Namespace;
     type Dto = NamespaceDto;
     fn from_object(object: &Namespace) -> Arc<Self> {

@@ -49,14 +49,6 @@ pub struct ServiceRecord {
     pub json: Box<str>,
 }
 
-/// The apiserver's field selectors for Services.
-pub const SERVICE_FIELDS: &[&str] = &[
-    "metadata.name",
-    "metadata.namespace",
-    "spec.clusterIP",
-    "spec.type",
-];
-
 impl ServiceRecord {
     pub fn from_service(svc: &Service) -> Arc<Self> {
         let meta = &svc.metadata;
@@ -117,7 +109,13 @@ impl Selectable for ServiceRecord {
 
 impl Record for ServiceRecord {
     const KIND: Kind = Kind::Service;
-    const FIELDS: &'static [&'static str] = SERVICE_FIELDS;
+    /// The apiserver's field selectors for Services.
+    const FIELDS: &'static [&'static str] = &[
+        "metadata.name",
+        "metadata.namespace",
+        "spec.clusterIP",
+        "spec.type",
+    ];
     type Object = Service;
     type Dto = ServiceDto;
     fn from_object(object: &Service) -> Arc<Self> {
@@ -158,7 +156,7 @@ mod tests {
         assert!(r.selects(&labels(&[("app", "web"), ("tier", "x")])));
         assert!(!r.selects(&labels(&[("app", "api")])));
         assert_eq!(r.field("spec.type").as_deref(), Some("ClusterIP"));
-        for field in SERVICE_FIELDS {
+        for field in ServiceRecord::FIELDS {
             assert!(r.field(field).is_some(), "{field} is selectable");
         }
         let headless = ServiceRecord::from_service(&mk_service("ns", "none", &[]));
