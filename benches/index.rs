@@ -10,7 +10,7 @@ use biz::PodRecord;
 use confk8s::Delta;
 use k8s_openapi::api::core::v1::Pod;
 use k8scache::Caches;
-use k8sdao::{CacheSource, ListQuery, WorkloadSource};
+use k8sdao::{CacheSource, ListQuery, ReadAt, WorkloadSource};
 
 const BUCKETS: usize = 100;
 
@@ -71,7 +71,7 @@ async fn main() {
 
     let (t_index, n_index) = median(|| async {
         source
-            .list::<PodRecord>(&indexed)
+            .list::<PodRecord>(&indexed, ReadAt::Newest)
             .await
             .unwrap()
             .items
@@ -80,7 +80,7 @@ async fn main() {
     .await;
     let (t_scan, n_scan) = median(|| async {
         source
-            .list::<PodRecord>(&scanned)
+            .list::<PodRecord>(&scanned, ReadAt::Newest)
             .await
             .unwrap()
             .items

@@ -140,6 +140,11 @@ settings! {
         /// Where reads come from: cache or live [default: cache].
         #[arg(long, env = "K8SAILOR_SOURCE", value_parser = one_of(SourceKind::ALL, SourceKind::name))]
         source: SourceKind = SourceKind::default(),
+        /// Changes kept per kind, so that watches resume after a version (resourceVersion,
+        /// Last-Event-ID) and continue tokens from other replicas are served; older versions
+        /// answer 410 [default: 10000].
+        #[arg(long, env = "K8SAILOR_CHANGE_HISTORY")]
+        change_history: usize = k8sdao::HISTORY_CAPACITY,
         /// Longest wait for the caches to sync at start-up, e.g. 60s [default: 60s].
         #[arg(long, env = "K8SAILOR_SYNC_TIMEOUT")]
         sync_timeout: String = "60s".to_string(),
@@ -255,6 +260,8 @@ pub struct Settings {
     /// Watch and serve this namespace only.
     pub namespace: Option<String>,
     pub source: SourceKind,
+    /// Changes the caches keep per kind.
+    pub change_history: usize,
     pub sync_timeout: Duration,
     /// After SIGTERM, how long to keep serving with readiness failing.
     pub shutdown_delay: Duration,
@@ -405,6 +412,7 @@ impl Settings {
             },
             namespace,
             source: layer.source,
+            change_history: layer.change_history,
             sync_timeout: parse_duration("syncTimeout", &layer.sync_timeout)?,
             shutdown_delay: parse_duration("shutdownDelay", &layer.shutdown_delay)?,
             shutdown_grace: parse_duration("shutdownGrace", &layer.shutdown_grace)?,

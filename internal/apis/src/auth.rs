@@ -401,10 +401,7 @@ pub(super) async fn check(
             Err(refused) => return refused,
         },
     };
-    let visibility = Visibility {
-        viewer: Some(confk8s::caller_key(token)),
-        namespaces,
-    };
+    let visibility = Visibility { namespaces };
     request.extensions_mut().insert(visibility);
     next.run(request).await
 }

@@ -76,7 +76,7 @@ pub(super) async fn list<R: Served>(
     q: ListParams,
 ) -> Result<Response, ApiError> {
     let is_watch = watch::is_watch(q.watch.as_deref())?;
-    let req = list_request(q, visibility);
+    let req = list_request(q, visibility, &headers)?;
     if is_watch {
         let frames = s.workloads.watch::<R>(&req).await?;
         let guard = s.metrics.watch_opened(R::KIND.name());

@@ -70,32 +70,32 @@ pub(super) struct ListParams {
     /// Server-Sent Events when `Accept` names `text/event-stream`, else as newline-delimited
     /// JSON. Not with `limit`, `continue` or `sort`.
     pub(super) watch: Option<String>,
-}
-
-impl From<ListParams> for ListRequest {
-    fn from(p: ListParams) -> Self {
-        ListRequest {
-            namespace: p.namespace,
-            label_selector: p.label_selector,
-            field_selector: p.field_selector,
-            limit: p.limit,
-            continue_token: p.continue_token,
-            sort: p.sort,
-            visibility: Visibility::default(),
-        }
-    }
+    /// With `watch=true`: the last resourceVersion the client saw (a BOOKMARK's or an
+    /// event's; Server-Sent Events carry it as their `id`, and EventSource sends it back as
+    /// `Last-Event-ID` when it reconnects, which counts the same). Only the changes after it
+    /// are sent; 410 when they are no longer all kept, as the apiserver answers. Absent or 0:
+    /// from the current state.
+    resource_version: Option<String>,
 }
 
 /// The list request, with what the access check decided the caller may see (none without
-/// authentication: everything).
+/// authentication: everything), and for a watch the version it resumes after.
 pub(super) fn list_request(
     q: ListParams,
     visibility: Option<Extension<Visibility>>,
-) -> ListRequest {
-    ListRequest {
+    headers: &HeaderMap,
+) -> Result<ListRequest, ApiError> {
+    let resource_version = watch::resume_after(q.resource_version, q.watch.as_deref(), headers)?;
+    Ok(ListRequest {
+        namespace: q.namespace,
+        label_selector: q.label_selector,
+        field_selector: q.field_selector,
+        limit: q.limit,
+        continue_token: q.continue_token,
+        sort: q.sort,
+        resource_version,
         visibility: visibility.map(|v| v.0).unwrap_or_default(),
-        ..q.into()
-    }
+    })
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -267,6 +267,9 @@ pub(super) struct RelationParams {
     /// joining or leaving it, as a rollout's new ReplicaSet brings and the old one takes
     /// away), as `watch=true` on `/pods`.
     watch: Option<String>,
+    /// Refused with 410 (as is `Last-Event-ID`): membership is read through the ReplicaSets
+    /// as they are now, so this watch always starts from the current state.
+    resource_version: Option<String>,
 }
 
 #[utoipa::path(get, path = "/deployments/{name}/pods", tag = "deployments",
@@ -285,9 +288,10 @@ async fn pods_of_deployment(
     ApiQuery(q): ApiQuery<RelationParams>,
 ) -> Result<Response, ApiError> {
     if watch::is_watch(q.watch.as_deref())? {
+        let resume = watch::resume_after(q.resource_version, q.watch.as_deref(), &headers)?;
         let frames = s
             .workloads
-            .watch_pods_of_deployment(q.namespace.as_deref(), &name)
+            .watch_pods_of_deployment(q.namespace.as_deref(), &name, resume.as_deref())
             .await?;
         let guard = s.metrics.watch_opened(Kind::Pod.name());
         return Ok(watch::respond(frames, &headers, s.streams.clone(), guard));
@@ -381,7 +385,7 @@ async fn list_pods(
     ApiQuery(q): ApiQuery<ListParams>,
 ) -> Result<Response, ApiError> {
     let is_watch = watch::is_watch(q.watch.as_deref())?;
-    let req = list_request(q, visibility);
+    let req = list_request(q, visibility, &headers)?;
     if is_watch {
         let frames = s.workloads.watch_pods(&req).await?;
         let guard = s.metrics.watch_opened(Kind::Pod.name());

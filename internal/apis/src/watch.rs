@@ -33,6 +33,30 @@ pub fn is_watch(value: Option<&str>) -> Result<bool, ApiError> {
     }
 }
 
+/// The version a watch resumes after: `resourceVersion` if given, else (for a watch) the
+/// `Last-Event-ID` an EventSource sends when it reconnects, which is the `id` of the last
+/// event it received.
+pub fn resume_after(
+    resource_version: Option<String>,
+    watch: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<Option<String>, ApiError> {
+    if resource_version.is_some() || !is_watch(watch)? {
+        return Ok(resource_version);
+    }
+    match headers.get(LAST_EVENT_ID) {
+        None => Ok(None),
+        Some(id) => id.to_str().map(|id| Some(id.to_string())).map_err(|_| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid Last-Event-ID: expected the id of an event this server sent".to_string(),
+            )
+        }),
+    }
+}
+
+const LAST_EVENT_ID: &str = "last-event-id";
+
 const EVENT_STREAM: (&str, &str) = ("text", "event-stream");
 const NDJSON_TYPE: (&str, &str) = ("application", "x-ndjson");
 

@@ -31,7 +31,7 @@ pub use services::{CreateService, PortValue, ServicePortRequest, ServiceType};
 pub use watch::{WatchUpdate, WatchUpdates, WatchedView};
 pub use writes::{ContainerRequest, CreateDeployment};
 
-use k8sdao::{DaoError, ListQuery, WorkloadSource};
+use k8sdao::{DaoError, HistoryError, ListQuery, ReadAt, WorkloadSource};
 pub use k8sdao::{Kind, NamespaceFilter};
 use paging::PageStores;
 
@@ -140,7 +140,11 @@ impl BizError {
                     Failure::NotFound
                 }
                 DaoError::NotSynced { .. } | DaoError::Unavailable(_) => Failure::Unavailable,
-                DaoError::WatchExpired(_) => Failure::Gone,
+                DaoError::WatchExpired(_) | DaoError::Version(HistoryError::Expired { .. }) => {
+                    Failure::Gone
+                }
+                // Another replica is ahead of this one: moments later, this one will be too.
+                DaoError::Version(HistoryError::Ahead { .. }) => Failure::Unavailable,
                 // An answer without what every object carries: the apiserver's fault.
                 DaoError::Malformed { .. } => Failure::Upstream,
                 // The live source passes on what the apiserver says of the request; its refusal
@@ -252,15 +256,9 @@ fn check_sizes_of(
 /// Requirements of one label or field selector; dashboards use a handful.
 pub const MAX_SELECTOR_REQUIREMENTS: usize = 32;
 
-/// Who asks, as an opaque key (a hash of its credentials): a continue token is honoured only
-/// for the caller it was issued to.
-pub type ViewerKey = [u8; 32];
-
 /// What the caller of a list or watch may see, as the API layer decided from its rights.
 #[derive(Clone, Debug, Default)]
 pub struct Visibility {
-    /// None without authentication: then anyone may continue anyone's list.
-    pub viewer: Option<ViewerKey>,
     pub namespaces: NamespaceFilter,
 }
 
@@ -277,7 +275,22 @@ pub struct ListRequest {
     pub continue_token: Option<String>,
     /// `name`, `namespace`, `creationTimestamp`, comma-separated, `-` for descending.
     pub sort: Option<String>,
+    /// For a watch, the version the client has: only the changes after it are sent.
+    pub resource_version: Option<String>,
     pub visibility: Visibility,
+}
+
+/// `resourceVersion` as the apiserver reads it for a watch: absent, empty or "0" is "from
+/// the current state", a number is "after that version".
+fn read_at(value: Option<&str>) -> Result<ReadAt, BizError> {
+    match value {
+        None | Some("" | "0") => Ok(ReadAt::Newest),
+        Some(v) => v.parse().map(ReadAt::Version).map_err(|_| {
+            BizError::Query(format!(
+                "invalid resourceVersion {v:?}: expected a resourceVersion this server sent"
+            ))
+        }),
+    }
 }
 
 impl ListRequest {
@@ -436,35 +449,69 @@ impl<S: WorkloadSource> Workloads<S> {
         }
     }
 
-    /// Filters through the source, sorts, and cuts the page; a continue token reads its
-    /// snapshot instead of the source.
+    /// Filters through the source, sorts, and cuts the page; a continue token's page is cut
+    /// from the list at the token's version, kept or rebuilt.
     async fn paged<R: Served>(&self, req: &ListRequest) -> Result<paging::PageSlice<R>, BizError> {
         let store = self.pages.of::<R>();
         let query = req.query(R::FIELDS)?;
         let sort = SortSpec::parse(req.sort.as_deref())?;
         let limit = req.limit.filter(|l| *l > 0);
-        let fingerprint = paging::fingerprint(&(
-            &query.namespace,
-            query.labels.to_string(),
-            query.fields.to_string(),
-            &sort,
-        ));
-        let viewer = req.visibility.viewer;
-        if let Some(token) = req.continue_token.as_deref().filter(|t| !t.is_empty()) {
-            return store.next(token, fingerprint, viewer, limit);
+        let fingerprint = paging::fingerprint(
+            R::KIND,
+            &[
+                query.namespace.as_deref().unwrap_or_default(),
+                &query.labels.to_string(),
+                &query.fields.to_string(),
+                &sort.canonical(),
+            ],
+        );
+        if read_at(req.resource_version.as_deref())? != ReadAt::Newest {
+            return Err(BizError::Query(
+                "resourceVersion applies to watch=true: a list is of the newest state, and its continue tokens carry their own version".into(),
+            ));
         }
-        let mut listing = self.source.list::<R>(&query).await?;
+        if let Some(token) = req.continue_token.as_deref().filter(|t| !t.is_empty()) {
+            let cursor = match store.continued(token, &fingerprint, &query.visible)? {
+                paging::Continued::Kept(cursor) => cursor,
+                paging::Continued::Rebuild { version, cursor } => {
+                    let items = self
+                        .sorted::<R>(&query, ReadAt::Version(version), &sort)
+                        .await
+                        .map_err(|e| match e {
+                            BizError::Source(DaoError::Version(HistoryError::Expired {
+                                ..
+                            })) => BizError::Expired,
+                            other => other,
+                        })?
+                        .items;
+                    store.keep(cursor, items, &query.visible)
+                }
+            };
+            return Ok(cursor.next(&sort, limit));
+        }
+        let listing = self.sorted::<R>(&query, ReadAt::Newest, &sort).await?;
+        store.first(
+            listing.items,
+            &listing.resource_version,
+            fingerprint,
+            &query.visible,
+            limit,
+        )
+    }
+
+    /// The list at `at`, sorted.
+    async fn sorted<R: Served>(
+        &self,
+        query: &ListQuery,
+        at: ReadAt,
+        sort: &SortSpec,
+    ) -> Result<k8sdao::Listing<R>, BizError> {
+        let mut listing = self.source.list::<R>(query, at).await?;
         // Sources list in (namespace, name) order already; sorting a sorted list is linear.
         listing
             .items
             .sort_by(|a, b| sort.compare(a.as_ref(), b.as_ref()));
-        Ok(store.first(
-            listing.items,
-            listing.resource_version,
-            fingerprint,
-            viewer,
-            limit,
-        ))
+        Ok(listing)
     }
 
     pub fn source(&self) -> &S {

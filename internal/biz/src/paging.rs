@@ -1,26 +1,30 @@
-//! Sorting and pagination of list answers. A first page with a `limit` keeps the whole sorted
-//! answer as a snapshot; its continue token points into that snapshot, so paging through a
-//! list that changes meanwhile returns every object of the first page's resourceVersion
-//! exactly once, as the apiserver promises. Snapshots expire; an expired token is a 410.
+//! Sorting and pagination of list answers. A continue token says where the next page
+//! starts, not where a snapshot lives: the list's resourceVersion, the query, and the sort
+//! position of the last item sent. Any replica that has seen that version rebuilds the list as
+//! it was then (the cache keeps a bounded history of changes), so paging through a list that
+//! changes meanwhile returns every object of the first page's resourceVersion exactly once, as
+//! the apiserver promises, whichever replica serves each page. A replica keeps the sorted lists
+//! it served for a while, so following pages on it cost only the page. Tokens expire after
+//! five minutes, or sooner when the history no longer reaches back to their version: 410.
 
 use std::any::Any;
 use std::cmp::Ordering;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ring::hmac;
-use ring::rand::SystemRandom;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ring::digest;
 
-use super::{BizError, ViewerKey};
+use super::BizError;
+use k8sdao::NamespaceFilter;
 use model::{Keyed, Kind, Record};
 
 /// How long a continue token stays valid: the apiserver's default compaction interval.
-pub const SNAPSHOT_TTL: Duration = Duration::from_secs(5 * 60);
-/// Snapshots kept at most per kind; the oldest goes first.
+pub const TOKEN_TTL: Duration = Duration::from_secs(5 * 60);
+/// Sorted lists kept at most per kind; the oldest goes first.
 pub const SNAPSHOT_CAPACITY: usize = 256;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum SortField {
     Name,
@@ -70,24 +74,69 @@ impl SortSpec {
     }
 
     pub fn compare<R: Keyed>(&self, a: &R, b: &R) -> Ordering {
+        self.order(SortKey::of(a), SortKey::of(b))
+    }
+
+    fn order(&self, a: SortKey<'_>, b: SortKey<'_>) -> Ordering {
         self.0
             .iter()
             .map(|(field, descending)| {
                 let order = match field {
-                    SortField::Name => a.key().name.cmp(&b.key().name),
-                    SortField::Namespace => a.key().namespace.cmp(&b.key().namespace),
-                    SortField::CreationTimestamp => {
-                        a.creation_timestamp().cmp(&b.creation_timestamp())
-                    }
+                    SortField::Name => a.name.cmp(b.name),
+                    SortField::Namespace => a.namespace.cmp(b.namespace),
+                    SortField::CreationTimestamp => a.created.cmp(&b.created),
                 };
                 if *descending { order.reverse() } else { order }
             })
             .find(|o| o.is_ne())
-            .unwrap_or_else(|| a.key().cmp(b.key()))
+            .unwrap_or_else(|| (a.namespace, a.name).cmp(&(b.namespace, b.name)))
+    }
+
+    /// The spec as `sort=` would give it, the same for equal specs however they were written.
+    pub fn canonical(&self) -> String {
+        let fields: Vec<String> = self
+            .0
+            .iter()
+            .map(|(field, descending)| {
+                let name = match field {
+                    SortField::Name => "name",
+                    SortField::Namespace => "namespace",
+                    SortField::CreationTimestamp => "creationTimestamp",
+                };
+                format!("{}{name}", if *descending { "-" } else { "" })
+            })
+            .collect();
+        fields.join(",")
     }
 
     pub fn is_default(&self) -> bool {
         self.0.is_empty()
+    }
+}
+
+/// What sorting compares of an item.
+#[derive(Clone, Copy)]
+struct SortKey<'a> {
+    namespace: &'a str,
+    name: &'a str,
+    created: Option<&'a str>,
+}
+
+impl<'a> SortKey<'a> {
+    fn of<R: Keyed>(item: &'a R) -> Self {
+        SortKey {
+            namespace: &item.key().namespace,
+            name: &item.key().name,
+            created: item.creation_timestamp(),
+        }
+    }
+
+    fn at(position: &'a Position) -> Self {
+        SortKey {
+            namespace: &position.namespace,
+            name: &position.name,
+            created: position.created.as_deref(),
+        }
     }
 }
 
@@ -100,29 +149,132 @@ pub struct PageSlice<R> {
     pub remaining: Option<usize>,
 }
 
-struct Snapshot<R> {
-    id: u64,
-    fingerprint: u64,
-    /// Whom the items were selected for: they are filtered by that caller's rights.
-    viewer: Option<ViewerKey>,
-    taken: Instant,
-    items: Arc<[Arc<R>]>,
-    resource_version: String,
+/// Where an item is in a sorted list: every field any sort may use.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Position {
+    #[serde(rename = "ns")]
+    namespace: String,
+    #[serde(rename = "n")]
+    name: String,
+    #[serde(rename = "c", default, skip_serializing_if = "Option::is_none")]
+    created: Option<String>,
 }
 
-/// The snapshots behind live continue tokens, for one kind.
+impl Position {
+    fn of<R: Keyed>(item: &R) -> Self {
+        Position {
+            namespace: item.key().namespace.clone(),
+            name: item.key().name.clone(),
+            created: item.creation_timestamp().map(str::to_string),
+        }
+    }
+}
+
+/// Opaque to clients: base64 of this JSON, much as the apiserver's own continue tokens are.
+/// Nothing in it needs to be secret or signed: a page is always selected by the caller's own
+/// rights, at a version the cache can rebuild, so a forged token can only ask for a page the
+/// caller could have listed anyway.
+#[derive(Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Token {
+    /// The list's resourceVersion: every page is of the state at it.
+    #[serde(rename = "rv")]
+    version: u64,
+    /// The query's [`fingerprint`]: a token continues only the query that issued it.
+    #[serde(rename = "q")]
+    query: String,
+    /// When the first page was served, in seconds since the epoch.
+    #[serde(rename = "t")]
+    issued: u64,
+    /// The last item sent: the next page starts after it.
+    #[serde(rename = "after")]
+    after: Position,
+}
+
+fn invalid_token() -> BizError {
+    BizError::Query(
+        "invalid continue token: not one this server issues (pass back the token of the previous page unchanged, or restart the list without it)".into(),
+    )
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Token {
+    fn encode(&self) -> String {
+        // Plain strings and numbers: serializing cannot fail.
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        URL_SAFE_NO_PAD.encode(json)
+    }
+
+    fn decode(s: &str) -> Result<Token, BizError> {
+        let json = URL_SAFE_NO_PAD.decode(s).map_err(|_| invalid_token())?;
+        serde_json::from_slice(&json).map_err(|_| invalid_token())
+    }
+}
+
+/// Identifies a query (kind, namespace, selectors, sort) the same way in every process and
+/// every build, so that a token is honoured by any replica for the query that issued it.
+pub fn fingerprint(kind: Kind, parts: &[&str]) -> String {
+    let mut context = digest::Context::new(&digest::SHA256);
+    context.update(kind.name().as_bytes());
+    for part in parts {
+        // Lengths first: ("a,", "b") and ("a", ",b") differ.
+        context.update(&(part.len() as u64).to_be_bytes());
+        context.update(part.as_bytes());
+    }
+    let digest = context.finish();
+    digest.as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A list as served for one query, version and set of visible namespaces, sorted; kept so
+/// that the following pages cost only themselves.
+struct Snapshot<R> {
+    version: u64,
+    query: String,
+    /// The namespaces the items were selected from: only a caller who may see exactly these
+    /// gets its pages from this list.
+    visible: NamespaceFilter,
+    taken: Instant,
+    items: Arc<[Arc<R>]>,
+}
+
+/// What the next page of a token is cut from.
+pub enum Continued<R> {
+    /// This replica still holds the sorted list.
+    Kept(PageCursor<R>),
+    /// The list must be rebuilt at `version` (another replica served the first page, or it
+    /// was pushed out): list it, sort it, and hand it to [`PageStore::keep`].
+    Rebuild { version: u64, cursor: TokenCursor },
+}
+
+/// A token checked against its query, waiting for its list.
+pub struct TokenCursor {
+    token: Token,
+}
+
+/// A sorted list and where the next page starts in it.
+pub struct PageCursor<R> {
+    items: Arc<[Arc<R>]>,
+    version: u64,
+    token: Token,
+}
+
+/// The sorted lists behind recent continue tokens, for one kind.
 pub struct PageStore<R> {
     snapshots: Mutex<VecDeque<Snapshot<R>>>,
-    /// Signs this store's continue tokens; random per store and per process.
-    key: hmac::Key,
-    next_id: std::sync::atomic::AtomicU64,
     ttl: Duration,
     capacity: usize,
 }
 
-impl<R> Default for PageStore<R> {
+impl<R: Keyed> Default for PageStore<R> {
     fn default() -> Self {
-        PageStore::new(SNAPSHOT_TTL, SNAPSHOT_CAPACITY)
+        PageStore::new(TOKEN_TTL, SNAPSHOT_CAPACITY)
     }
 }
 
@@ -146,79 +298,10 @@ impl PageStores {
     }
 }
 
-/// Opaque to clients: which snapshot, and where in it the next page starts, signed with the
-/// store's key so that a token we never issued (forged, or from another store or process) is
-/// told apart from one of ours that expired.
-struct Token {
-    id: u64,
-    offset: usize,
-}
-
-impl Token {
-    fn message(&self) -> String {
-        format!("{:x}.{:x}", self.id, self.offset)
-    }
-
-    fn encode(&self, key: &hmac::Key) -> String {
-        let message = self.message();
-        let tag = hmac::sign(key, message.as_bytes());
-        let mut token = message;
-        token.push('.');
-        for byte in tag.as_ref() {
-            token.push_str(&format!("{byte:02x}"));
-        }
-        token
-    }
-
-    fn decode(s: &str, key: &hmac::Key) -> Result<Token, BizError> {
-        let invalid = || {
-            BizError::Query(
-                "invalid continue token: not issued by this server for this kind (pass back the token of the previous page unchanged, or restart the list without it)".into(),
-            )
-        };
-        let (message, tag) = s.rsplit_once('.').ok_or_else(invalid)?;
-        let tag = decode_hex(tag).ok_or_else(invalid)?;
-        hmac::verify(key, message.as_bytes(), &tag).map_err(|_| invalid())?;
-        let (id, offset) = message.split_once('.').ok_or_else(invalid)?;
-        let parse = |p: &str| u64::from_str_radix(p, 16).ok();
-        match (
-            parse(id),
-            parse(offset).and_then(|o| usize::try_from(o).ok()),
-        ) {
-            (Some(id), Some(offset)) => Ok(Token { id, offset }),
-            _ => Err(invalid()),
-        }
-    }
-}
-
-fn decode_hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() != 2 * TAG_BYTES {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-const TAG_BYTES: usize = 32;
-
-/// Identifies a query, so a token is only honoured for the query that issued it.
-pub fn fingerprint(parts: &impl Hash) -> u64 {
-    let mut h = DefaultHasher::new();
-    parts.hash(&mut h);
-    h.finish()
-}
-
-impl<R> PageStore<R> {
+impl<R: Keyed> PageStore<R> {
     pub fn new(ttl: Duration, capacity: usize) -> Self {
-        // The operating system's generator failing is a broken host, not a request's fault.
-        let key = hmac::Key::generate(hmac::HMAC_SHA256, &SystemRandom::new())
-            .expect("the system random number generator works");
         PageStore {
             snapshots: Mutex::new(VecDeque::new()),
-            key,
-            next_id: std::sync::atomic::AtomicU64::new(1),
             ttl,
             capacity,
         }
@@ -228,104 +311,150 @@ impl<R> PageStore<R> {
         self.snapshots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The first page of `items` (already filtered and sorted); keeps a snapshot if more follow.
+    fn insert(&self, snapshot: Snapshot<R>) {
+        let mut snapshots = self.lock();
+        snapshots.retain(|s| s.taken.elapsed() < self.ttl);
+        while snapshots.len() >= self.capacity.max(1) {
+            snapshots.pop_front();
+        }
+        snapshots.push_back(snapshot);
+    }
+
+    /// The first page of `items` (already filtered and sorted), listed at `version`; keeps
+    /// the list if more pages follow.
     pub fn first(
         &self,
         items: Vec<Arc<R>>,
-        resource_version: String,
-        fingerprint: u64,
-        viewer: Option<ViewerKey>,
-        limit: Option<usize>,
-    ) -> PageSlice<R> {
-        let Some(limit) = limit.filter(|l| *l < items.len()) else {
-            return PageSlice {
-                items,
-                resource_version,
-                continue_token: None,
-                remaining: None,
-            };
-        };
-        let id = self
-            .next_id
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let items: Arc<[Arc<R>]> = items.into();
-        let page = self.slice(&items, id, 0, limit, resource_version.clone());
-        let mut snapshots = self.lock();
-        snapshots.retain(|s| s.taken.elapsed() < self.ttl);
-        while snapshots.len() >= self.capacity {
-            snapshots.pop_front();
-        }
-        snapshots.push_back(Snapshot {
-            id,
-            fingerprint,
-            viewer,
-            taken: Instant::now(),
-            items,
-            resource_version,
-        });
-        page
-    }
-
-    /// The page a continue token points at, if `viewer` is the caller it was issued to.
-    pub fn next(
-        &self,
-        token: &str,
-        fingerprint: u64,
-        viewer: Option<ViewerKey>,
+        version: &str,
+        query: String,
+        visible: &NamespaceFilter,
         limit: Option<usize>,
     ) -> Result<PageSlice<R>, BizError> {
-        let token = Token::decode(token, &self.key)?;
-        let found = self
-            .lock()
-            .iter()
-            .find(|s| s.id == token.id && s.taken.elapsed() < self.ttl)
-            .map(|s| {
-                (
-                    s.viewer,
-                    s.fingerprint,
-                    s.items.clone(),
-                    s.resource_version.clone(),
-                )
+        let Some(limit) = limit.filter(|l| *l < items.len()) else {
+            return Ok(PageSlice {
+                items,
+                resource_version: version.to_string(),
+                continue_token: None,
+                remaining: None,
             });
-        let Some((issued_to, issued_for, items, rv)) = found else {
-            return Err(BizError::Expired);
         };
-        // Before anything else about the snapshot: its items were chosen by another caller's
-        // rights, so another caller learns nothing of them, not even their number.
-        if issued_to != viewer {
-            return Err(BizError::Query(
-                "the continue token was not issued to this caller: start the list without it"
-                    .into(),
-            ));
-        }
-        if issued_for != fingerprint {
+        let version: u64 = version.parse().map_err(|_| {
+            BizError::Internal(format!(
+                "the list's resourceVersion {version:?} is not a number: its pages cannot be continued"
+            ))
+        })?;
+        let items: Arc<[Arc<R>]> = items.into();
+        self.insert(Snapshot {
+            version,
+            query: query.clone(),
+            visible: visible.clone(),
+            taken: Instant::now(),
+            items: items.clone(),
+        });
+        let cursor = PageCursor {
+            items,
+            version,
+            token: Token {
+                version,
+                query,
+                issued: now_secs(),
+                after: Position {
+                    namespace: String::new(),
+                    name: String::new(),
+                    created: None,
+                },
+            },
+        };
+        Ok(cursor.page(0, limit))
+    }
+
+    /// Where the page after `token` comes from, if the token continues `query` and is recent
+    /// enough.
+    pub fn continued(
+        &self,
+        token: &str,
+        query: &str,
+        visible: &NamespaceFilter,
+    ) -> Result<Continued<R>, BizError> {
+        let token = Token::decode(token)?;
+        if token.query != query {
             return Err(BizError::Query(
                 "the continue token belongs to another query: keep namespace, selectors and sort of the first page".into(),
             ));
         }
-        if token.offset > items.len() {
-            return Err(BizError::Query(
-                "invalid continue token: offset past the end".into(),
-            ));
+        if now_secs().saturating_sub(token.issued) >= self.ttl.as_secs() {
+            return Err(BizError::Expired);
         }
-        let limit = limit.unwrap_or(items.len());
-        Ok(self.slice(&items, token.id, token.offset, limit, rv))
+        let kept = self
+            .lock()
+            .iter()
+            .find(|s| {
+                s.version == token.version
+                    && s.query == token.query
+                    && s.visible == *visible
+                    && s.taken.elapsed() < self.ttl
+            })
+            .map(|s| s.items.clone());
+        Ok(match kept {
+            Some(items) => Continued::Kept(PageCursor {
+                items,
+                version: token.version,
+                token,
+            }),
+            None => Continued::Rebuild {
+                version: token.version,
+                cursor: TokenCursor { token },
+            },
+        })
     }
 
-    fn slice(
+    /// Keeps a list rebuilt for a token (filtered and sorted as the first page's was).
+    pub fn keep(
         &self,
-        items: &Arc<[Arc<R>]>,
-        id: u64,
-        offset: usize,
-        limit: usize,
-        resource_version: String,
-    ) -> PageSlice<R> {
-        let end = offset.saturating_add(limit.max(1)).min(items.len());
-        let remaining = items.len() - end;
+        cursor: TokenCursor,
+        items: Vec<Arc<R>>,
+        visible: &NamespaceFilter,
+    ) -> PageCursor<R> {
+        let items: Arc<[Arc<R>]> = items.into();
+        let token = cursor.token;
+        self.insert(Snapshot {
+            version: token.version,
+            query: token.query.clone(),
+            visible: visible.clone(),
+            taken: Instant::now(),
+            items: items.clone(),
+        });
+        PageCursor {
+            items,
+            version: token.version,
+            token,
+        }
+    }
+}
+
+impl<R: Keyed> PageCursor<R> {
+    /// The page after the token's position.
+    pub fn next(self, sort: &SortSpec, limit: Option<usize>) -> PageSlice<R> {
+        let after = &self.token.after;
+        let start = self.items.partition_point(|item| {
+            sort.order(SortKey::of(item.as_ref()), SortKey::at(after))
+                .is_le()
+        });
+        let limit = limit.unwrap_or(self.items.len());
+        self.page(start, limit)
+    }
+
+    fn page(mut self, start: usize, limit: usize) -> PageSlice<R> {
+        let end = start.saturating_add(limit.max(1)).min(self.items.len());
+        let remaining = self.items.len() - end;
+        let continue_token = (remaining > 0).then(|| {
+            self.token.after = Position::of(self.items[end - 1].as_ref());
+            self.token.encode()
+        });
         PageSlice {
-            items: items[offset..end].to_vec(),
-            resource_version,
-            continue_token: (remaining > 0).then(|| Token { id, offset: end }.encode(&self.key)),
+            items: self.items[start..end].to_vec(),
+            resource_version: self.version.to_string(),
+            continue_token,
             remaining: (remaining > 0).then_some(remaining),
         }
     }
@@ -347,144 +476,179 @@ mod tests {
         page.items.iter().map(|p| p.key.name.clone()).collect()
     }
 
+    const Q: &str = "query";
+    const ALL: NamespaceFilter = NamespaceFilter::All;
+
+    /// The page after `token`, rebuilding the list with `rebuild` when the store no longer
+    /// holds it, as biz does with the source.
+    fn next(
+        store: &PageStore<PodRecord>,
+        token: &str,
+        visible: &NamespaceFilter,
+        limit: usize,
+        rebuild: impl FnOnce(u64) -> Vec<Arc<PodRecord>>,
+    ) -> Result<PageSlice<PodRecord>, BizError> {
+        let cursor = match store.continued(token, Q, visible)? {
+            Continued::Kept(cursor) => cursor,
+            Continued::Rebuild { version, cursor } => store.keep(cursor, rebuild(version), visible),
+        };
+        Ok(cursor.next(&SortSpec::default(), Some(limit)))
+    }
+
+    fn never(_: u64) -> Vec<Arc<PodRecord>> {
+        panic!("the store holds this list")
+    }
+
     #[test]
-    fn pages_cover_the_snapshot_exactly_once_even_if_the_source_changes() {
+    fn pages_cover_the_list_exactly_once_even_if_the_source_changes() {
         let store = PageStore::default();
-        let first = store.first(pods(5), "10".into(), 7, None, Some(2));
+        let first = store.first(pods(5), "10", Q.into(), &ALL, Some(2)).unwrap();
         assert_eq!(names(&first), ["p00", "p01"]);
         assert_eq!(first.remaining, Some(3));
-        // Whatever happens to the cache now, the next pages come from the snapshot.
-        let second = store
-            .next(first.continue_token.as_deref().unwrap(), 7, None, Some(2))
-            .unwrap();
+        // Whatever happens to the cache now, the next pages come from the list kept.
+        let second = next(
+            &store,
+            first.continue_token.as_deref().unwrap(),
+            &ALL,
+            2,
+            never,
+        )
+        .unwrap();
         assert_eq!(names(&second), ["p02", "p03"]);
         assert_eq!(second.resource_version, "10");
-        let last = store
-            .next(second.continue_token.as_deref().unwrap(), 7, None, Some(2))
-            .unwrap();
+        let last = next(
+            &store,
+            second.continue_token.as_deref().unwrap(),
+            &ALL,
+            2,
+            never,
+        )
+        .unwrap();
         assert_eq!(names(&last), ["p04"]);
         assert_eq!((last.continue_token, last.remaining), (None, None));
     }
 
     #[test]
-    fn no_limit_or_a_large_one_keeps_no_snapshot() {
-        let store = PageStore::default();
-        let page = store.first(pods(3), "1".into(), 1, None, Some(3));
-        assert_eq!(page.continue_token, None);
-        assert!(store.lock().is_empty());
-        let page = store.first(pods(3), "1".into(), 1, None, None);
-        assert_eq!(page.items.len(), 3);
+    fn another_replica_rebuilds_the_list_at_the_tokens_version() {
+        let first = PageStore::default()
+            .first(pods(5), "10", Q.into(), &ALL, Some(2))
+            .unwrap();
+        // A store that never saw the first page: another replica, or this one after eviction.
+        let other = PageStore::default();
+        let mut asked = None;
+        let mut rebuilt = pods(5);
+        // The page already sent lost an item meanwhile (at the token's version it was there;
+        // a rebuild that differs still starts after the last item sent, never repeats it).
+        rebuilt.remove(1);
+        let second = next(
+            &other,
+            first.continue_token.as_deref().unwrap(),
+            &ALL,
+            2,
+            |v| {
+                asked = Some(v);
+                rebuilt
+            },
+        )
+        .unwrap();
+        assert_eq!(asked, Some(10));
+        assert_eq!(names(&second), ["p02", "p03"]);
+        assert_eq!(second.resource_version, "10");
+        // The rebuilt list is kept for the pages after.
+        let last = next(
+            &other,
+            second.continue_token.as_deref().unwrap(),
+            &ALL,
+            2,
+            never,
+        )
+        .unwrap();
+        assert_eq!(names(&last), ["p04"]);
     }
 
     #[test]
-    fn expired_evicted_foreign_and_garbled_tokens_are_refused() {
-        let store = PageStore::new(Duration::from_millis(1), 1);
-        let first = store.first(pods(3), "1".into(), 1, None, Some(1));
-        let token = first.continue_token.unwrap();
-        std::thread::sleep(Duration::from_millis(5));
-        assert!(matches!(
-            store.next(&token, 1, None, Some(1)),
-            Err(BizError::Expired)
-        ));
-
-        let store = PageStore::new(SNAPSHOT_TTL, 1);
-        let a = store
-            .first(pods(3), "1".into(), 1, None, Some(1))
-            .continue_token
-            .unwrap();
-        let b = store
-            .first(pods(3), "1".into(), 1, None, Some(1))
-            .continue_token
-            .unwrap();
-        assert!(
-            matches!(store.next(&a, 1, None, Some(1)), Err(BizError::Expired)),
-            "evicted by capacity"
-        );
-        assert!(store.next(&b, 1, None, Some(1)).is_ok());
-        assert!(
-            matches!(store.next(&b, 2, None, Some(1)), Err(BizError::Query(_))),
-            "another query"
-        );
-        assert!(matches!(
-            store.next("zz", 1, None, Some(1)),
-            Err(BizError::Query(_))
-        ));
-        // Well-formed but never issued here: not "expired", a bad request.
-        let other = PageStore::<PodRecord>::default();
-        for forged in ["ffff.1".to_string(), b.clone()] {
-            let refused = other.next(&forged, 1, None, Some(1)).unwrap_err();
-            assert!(
-                matches!(&refused, BizError::Query(m) if m.contains("not issued by this server")),
-                "{forged}: {refused}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_token_is_honoured_only_for_the_caller_it_was_issued_to() {
+    fn lists_are_kept_per_set_of_visible_namespaces() {
         let store = PageStore::default();
-        let alice = Some([1; 32]);
+        let alice = NamespaceFilter::only(["ns".to_string()]);
         let token = store
-            .first(pods(3), "1".into(), 1, alice, Some(1))
+            .first(pods(3), "1", Q.into(), &alice, Some(1))
+            .unwrap()
             .continue_token
             .unwrap();
-        for other in [Some([2; 32]), None] {
-            let refused = store.next(&token, 1, other, Some(1)).unwrap_err();
-            assert!(
-                matches!(&refused, BizError::Query(m) if m.contains("not issued to this caller")),
-                "{refused}"
-            );
-        }
+        // A caller who may see other namespaces gets its page from its own list, never from
+        // one selected by other rights.
+        let mut rebuilt = false;
+        let page = next(&store, &token, &NamespaceFilter::only([]), 1, |_| {
+            rebuilt = true;
+            Vec::new()
+        })
+        .unwrap();
+        assert!(rebuilt);
+        assert!(page.items.is_empty());
         assert_eq!(
-            names(&store.next(&token, 1, alice, Some(1)).unwrap()),
+            names(&next(&store, &token, &alice, 1, never).unwrap()),
             ["p01"]
         );
     }
 
     #[test]
-    fn only_tokens_this_store_signed_are_honoured() {
+    fn no_limit_or_a_large_one_keeps_nothing() {
+        let store = PageStore::default();
+        let page = store.first(pods(3), "1", Q.into(), &ALL, Some(3)).unwrap();
+        assert_eq!(page.continue_token, None);
+        assert!(store.lock().is_empty());
+        let page = store.first(pods(3), "1", Q.into(), &ALL, None).unwrap();
+        assert_eq!(page.items.len(), 3);
+    }
+
+    #[test]
+    fn old_foreign_and_garbled_tokens_are_refused() {
         let store = PageStore::default();
         let token = store
-            .first(pods(5), "1".into(), 1, None, Some(1))
+            .first(pods(3), "1", Q.into(), &ALL, Some(1))
+            .unwrap()
             .continue_token
             .unwrap();
-        assert!(store.next(&token, 1, None, Some(1)).is_ok());
-        let (message, tag) = token.rsplit_once('.').unwrap();
-        let (id, _) = message.split_once('.').unwrap();
-        let tampered_offset = format!("{id}.3.{tag}");
-        let other_store = PageStore::<PodRecord>::default();
-        let foreign = other_store
-            .first(pods(5), "1".into(), 1, None, Some(1))
-            .continue_token
-            .unwrap();
-        for forged in [
-            "1.1",
-            "0.0",
-            tampered_offset.as_str(),
-            &format!("{message}.{}", "0".repeat(64)),
-            &format!("{message}.zz"),
-            foreign.as_str(),
-            "",
-            ".",
-            "1.1.1.1",
-        ] {
-            let e = store.next(forged, 1, None, Some(1));
-            assert!(
-                matches!(&e, Err(BizError::Query(m)) if m.contains("not issued by this server")),
-                "{forged:?}: {e:?}"
-            );
-        }
-        // Ours, but gone: expired, not forged.
-        let short = PageStore::new(Duration::from_millis(1), 4);
-        let token = short
-            .first(pods(3), "1".into(), 1, None, Some(1))
-            .continue_token
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(5));
         assert!(matches!(
-            short.next(&token, 1, None, Some(1)),
+            store.continued(&token, "another query", &ALL),
+            Err(BizError::Query(m)) if m.contains("another query")
+        ));
+        let stale = Token {
+            issued: now_secs() - TOKEN_TTL.as_secs(),
+            ..Token::decode(&token).unwrap()
+        }
+        .encode();
+        assert!(matches!(
+            store.continued(&stale, Q, &ALL),
             Err(BizError::Expired)
         ));
+        for garbled in [
+            "",
+            "zz",
+            "ffff.1",
+            &token[1..],
+            &URL_SAFE_NO_PAD.encode("{}"),
+        ] {
+            assert!(
+                matches!(store.continued(garbled, Q, &ALL), Err(BizError::Query(m)) if m.contains("invalid continue token")),
+                "{garbled:?}"
+            );
+        }
+        // A version that is not a number cannot be continued: ours to fix, not the caller's.
+        assert!(matches!(
+            store.first(pods(3), "x", Q.into(), &ALL, Some(1)),
+            Err(BizError::Internal(_))
+        ));
+    }
+
+    #[test]
+    fn fingerprints_tell_queries_and_kinds_apart_and_never_change() {
+        let a = fingerprint(Kind::Pod, &["ns", "app=web", "", ""]);
+        assert_eq!(a, fingerprint(Kind::Pod, &["ns", "app=web", "", ""]));
+        assert_ne!(a, fingerprint(Kind::Service, &["ns", "app=web", "", ""]));
+        assert_ne!(a, fingerprint(Kind::Pod, &["ns", "app=we", "b", ""]));
+        // Replicas of any build must agree: the value is part of every token issued.
+        assert_eq!(a, "e5661a22002f0250");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use selector::LabelSelector;
 
 use super::{BizError, PodView, RecordView, Workloads, object_namespace_of};
-use k8sdao::{ListQuery, WorkloadSource};
+use k8sdao::{ListQuery, ReadAt, WorkloadSource};
 use model::{DeploymentRecord, IngressRecord, Labels, ServiceRecord};
 
 /// An equality selector of `labels`, the form a Service's selector has.
@@ -41,7 +41,7 @@ impl<S: WorkloadSource> Workloads<S> {
             labels: equality_selector(&service.selector)?,
             ..Default::default()
         };
-        let pods = self.source.list(&query).await?.items;
+        let pods = self.source.list(&query, ReadAt::Newest).await?.items;
         self.with_deployments(pods).await
     }
 
@@ -69,7 +69,11 @@ impl<S: WorkloadSource> Workloads<S> {
             namespace: Some(ns),
             ..Default::default()
         };
-        let ingresses = self.source.list::<IngressRecord>(&query).await?.items;
+        let ingresses = self
+            .source
+            .list::<IngressRecord>(&query, ReadAt::Newest)
+            .await?
+            .items;
         Ok(ingresses
             .into_iter()
             .filter(|i| i.services.iter().any(|s| names.contains(s.as_str())))
@@ -88,7 +92,11 @@ impl<S: WorkloadSource> Workloads<S> {
             namespace: Some(ns.to_string()),
             ..Default::default()
         };
-        let services = self.source.list::<ServiceRecord>(&query).await?.items;
+        let services = self
+            .source
+            .list::<ServiceRecord>(&query, ReadAt::Newest)
+            .await?
+            .items;
         Ok((
             ns.to_string(),
             services

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use futures::stream::{BoxStream, StreamExt};
 
 use super::{
-    BizError, JsonAnswer, ListRequest, PodView, RecordView, Workloads, object_namespace_of,
+    BizError, JsonAnswer, ListRequest, PodView, RecordView, Workloads, object_namespace_of, read_at,
 };
-use k8sdao::{DaoError, Served, WatchEvent, WorkloadSource};
+use k8sdao::{DaoError, ReadAt, Served, WatchEvent, WorkloadSource};
 use model::{PodRecord, Record};
 
 /// An object as a watch answers it, whatever its kind.
@@ -111,6 +111,11 @@ fn until_failed(
 }
 
 impl ListRequest {
+    /// Where the watch starts: the current state, or after the client's version.
+    fn watch_from(&self) -> Result<ReadAt, BizError> {
+        read_at(self.resource_version.as_deref())
+    }
+
     /// The query of a watch: a list's selection, without what only a list has.
     fn watch_query(&self, fields: &[&str]) -> Result<k8sdao::ListQuery, BizError> {
         if self.limit.is_some_and(|l| l > 0)
@@ -133,7 +138,7 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
     pub async fn watch<R: Served>(&self, req: &ListRequest) -> Result<WatchUpdates, BizError> {
         let query = req.watch_query(R::FIELDS)?;
         let filtered = query.visible.is_restricted();
-        let events = self.source.watch::<R>(&query).await?;
+        let events = self.source.watch::<R>(&query, req.watch_from()?).await?;
         Ok(until_failed(events.then(move |event| {
             update(event, filtered, |record| async {
                 Ok(WatchedView(Box::new(RecordView(record))))
@@ -145,17 +150,28 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
     /// Deployment as in lists.
     pub async fn watch_pods(self: &Arc<Self>, req: &ListRequest) -> Result<WatchUpdates, BizError> {
         let query = req.watch_query(PodRecord::FIELDS)?;
-        let events = self.source.watch::<PodRecord>(&query).await?;
+        let events = self
+            .source
+            .watch::<PodRecord>(&query, req.watch_from()?)
+            .await?;
         Ok(self.pod_updates(events, query.visible.is_restricted()))
     }
 
-    /// The Pods the Deployment controls, then each change to that set.
+    /// The Pods the Deployment controls, then each change to that set. Membership is read
+    /// through ReplicaSets as they are now, so this watch cannot be resumed from a version:
+    /// a client asking to is told to start again (410), as after any expired version.
     pub async fn watch_pods_of_deployment(
         self: &Arc<Self>,
         namespace: Option<&str>,
         name: &str,
+        resource_version: Option<&str>,
     ) -> Result<WatchUpdates, BizError> {
         let ns = object_namespace_of(namespace, name)?;
+        if let ReadAt::Version(version) = read_at(resource_version)? {
+            return Err(BizError::Source(DaoError::WatchExpired(format!(
+                "the pods of a Deployment are watched from their current state, not resumed after resourceVersion {version}"
+            ))));
+        }
         let events = self.source.watch_pods_of_deployment(ns, name).await?;
         Ok(self.pod_updates(events, false))
     }
@@ -306,7 +322,7 @@ mod tests {
         assert_eq!(next(&mut frames).await, ("DELETED", "bare".into()));
         caches
             .pods
-            .apply_deltas(&[Delta::Deleted(confk8s::ObjectKey::new(
+            .apply_deltas(&[Delta::Vanished(confk8s::ObjectKey::new(
                 "ns-a",
                 "web-1a2b-x",
             ))]);
@@ -374,7 +390,7 @@ mod tests {
     async fn a_deployments_pods_watch_follows_its_replicasets_not_its_labels() {
         let (workloads, caches) = workloads();
         let mut frames = workloads
-            .watch_pods_of_deployment(Some("ns-a"), "web")
+            .watch_pods_of_deployment(Some("ns-a"), "web", None)
             .await
             .unwrap();
         assert_eq!(next(&mut frames).await, ("ADDED", "web-1a2b-x".into()));
@@ -404,7 +420,7 @@ mod tests {
             ))]);
         caches
             .pods
-            .apply_deltas(&[Delta::Deleted(confk8s::ObjectKey::new(
+            .apply_deltas(&[Delta::Vanished(confk8s::ObjectKey::new(
                 "ns-a",
                 "web-1a2b-x",
             ))]);
@@ -423,7 +439,7 @@ mod tests {
             ]
         );
         let err = workloads
-            .watch_pods_of_deployment(Some("ns-a"), "nope")
+            .watch_pods_of_deployment(Some("ns-a"), "nope", None)
             .await
             .err()
             .unwrap();
@@ -510,7 +526,6 @@ mod tests {
         let mut frames = workloads
             .watch_pods(&ListRequest {
                 visibility: crate::Visibility {
-                    viewer: Some([1; 32]),
                     namespaces: crate::NamespaceFilter::only(["ns-b".to_string()]),
                 },
                 ..Default::default()

@@ -1,20 +1,25 @@
 //! In-memory caches of Deployments, Pods and ReplicaSet metadata, fed by the informers.
 //! Each is an [`Index`] behind a lock; a batch of deltas (a whole relist included) is applied
 //! under one write lock, so readers see either the old state or the new one. Each applied
-//! change is also broadcast, under that lock, to whoever watches the cache (live updates).
+//! change is also broadcast, under that lock, to whoever watches the cache (live updates),
+//! and kept in the cache's bounded [`History`], by version, for watches that resume and for
+//! lists paged at an earlier version.
 
+mod history;
 mod index;
 
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
 
 use confk8s::{Delta, Handler, RelistBatch};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
+pub use history::{History, HistoryError};
 pub use index::{Index, Indexed, Term};
 
 use model::{
-    DeploymentRecord, IngressRecord, Kind, NamespaceRecord, ObjectKey, Owner, PodRecord, Record,
-    ReplicaSetRecord, ServiceRecord,
+    DeploymentRecord, IngressRecord, Keyed, Kind, NamespaceRecord, ObjectKey, Owner, PodRecord,
+    Record, ReplicaSetRecord, ServiceRecord,
 };
 
 /// A kind the caches hold: where its cache is among [`Caches`].
@@ -39,8 +44,8 @@ macro_rules! caches {
         })*
 
         impl Caches {
-            fn empty() -> Caches {
-                Caches { $($field: Arc::default(),)* }
+            fn empty(history: usize) -> Caches {
+                Caches { $($field: Arc::new(Cache::new(history)),)* }
             }
 
             /// Objects held, of every kind: a read lock per cache, nothing copied.
@@ -51,7 +56,7 @@ macro_rules! caches {
             /// The namespaces holding at least one object of `kind`, in order.
             pub fn namespaces_holding(&self, kind: Kind) -> Vec<String> {
                 $(if kind == <$record as Record>::KIND {
-                    return self.$field.read().namespaces();
+                    return self.$field.read().index.namespaces();
                 })*
                 Vec::new()
             }
@@ -72,11 +77,28 @@ caches! {
 #[derive(Debug)]
 pub enum Change<R> {
     /// `old` is the record `new` replaced; None when the object is new to the cache.
-    Applied {
-        old: Option<Arc<R>>,
-        new: Arc<R>,
-    },
-    Deleted(Arc<R>),
+    Applied { old: Option<Arc<R>>, new: Arc<R> },
+    /// `old` is the record the cache held; `last` the object as it was deleted, whose
+    /// resourceVersion is the deletion's (the same record as `old` when a relist found it
+    /// gone, with no version of its own).
+    Deleted { old: Arc<R>, last: Arc<R> },
+}
+
+impl<R: Keyed> Change<R> {
+    pub fn key(&self) -> &ObjectKey {
+        match self {
+            Change::Applied { new, .. } => new.key(),
+            Change::Deleted { old, .. } => old.key(),
+        }
+    }
+
+    /// The record before the change; None if the object was new.
+    pub fn before(&self) -> Option<&Arc<R>> {
+        match self {
+            Change::Applied { old, .. } => old.as_ref(),
+            Change::Deleted { old, .. } => Some(old),
+        }
+    }
 }
 
 // Not derived: that would require `R: Clone`, and only the `Arc`s are cloned.
@@ -87,7 +109,10 @@ impl<R> Clone for Change<R> {
                 old: old.clone(),
                 new: new.clone(),
             },
-            Change::Deleted(r) => Change::Deleted(r.clone()),
+            Change::Deleted { old, last } => Change::Deleted {
+                old: old.clone(),
+                last: last.clone(),
+            },
         }
     }
 }
@@ -96,12 +121,25 @@ impl<R> Clone for Change<R> {
 /// bursts (a Deployment scaled by hundreds), small beside a relist of a large cluster.
 const CHANGES_BUFFERED: usize = 4096;
 
+/// Changes kept per kind for resumed watches and lists paged across replicas, unless
+/// configured otherwise: a few minutes of a busy cluster's churn.
+pub const HISTORY_CAPACITY: usize = 10_000;
+
 /// Called with each commit's changes, after the commit: how one cache tells another.
 type OnCommit<R> = Box<dyn Fn(&[Change<R>]) + Send + Sync>;
 
+/// What one cache holds, under one lock: the records, and the recent changes that lead to them.
+#[derive(Debug)]
+pub struct CacheState<R> {
+    pub index: Index<R>,
+    pub history: History<R>,
+}
+
 pub struct Cache<R> {
-    index: RwLock<Index<R>>,
+    state: RwLock<CacheState<R>>,
     changes: broadcast::Sender<Change<R>>,
+    /// The history's current version, for readers waiting for this cache to catch up.
+    version: watch::Sender<Option<u64>>,
     on_commit: OnceLock<OnCommit<R>>,
 }
 
@@ -113,25 +151,62 @@ impl<R> std::fmt::Debug for Cache<R> {
     }
 }
 
-impl<R> Default for Cache<R> {
-    fn default() -> Self {
+impl<R> Cache<R> {
+    /// An empty cache keeping `history` changes.
+    pub fn new(history: usize) -> Self {
         Cache {
-            index: RwLock::new(Index::default()),
+            state: RwLock::new(CacheState {
+                index: Index::default(),
+                history: History::new(history),
+            }),
             changes: broadcast::channel(CHANGES_BUFFERED).0,
+            version: watch::Sender::new(None),
             on_commit: OnceLock::new(),
         }
     }
 }
 
+impl<R> Default for Cache<R> {
+    fn default() -> Self {
+        Cache::new(HISTORY_CAPACITY)
+    }
+}
+
+/// One write to a cache, as the informer's deltas amount to.
+enum Write<R> {
+    /// Added or updated.
+    Apply(Arc<R>),
+    /// Deleted, as the watch told it: the object as deleted.
+    Delete(Arc<R>),
+    /// Absent from a relist: only the key is known.
+    Vanish(ObjectKey),
+}
+
+impl<R: Record> Write<R> {
+    /// Builds the record outside any lock.
+    fn of(delta: &Delta<R::Object>) -> Self {
+        match delta {
+            Delta::Added(o) | Delta::Updated(o) => Write::Apply(R::from_object(o)),
+            Delta::Deleted(o) => Write::Delete(R::from_object(o)),
+            Delta::Vanished(key) => Write::Vanish(R::key_of(&key.namespace, &key.name)),
+        }
+    }
+}
+
+/// A resourceVersion as the history orders it; None if it is not a number.
+fn version_of<R: Record>(record: &R) -> Option<u64> {
+    record.resource_version().parse().ok()
+}
+
 impl<R: Indexed> Cache<R> {
     /// A read view; hold it briefly; clone out the `Arc`s you need.
-    pub fn read(&self) -> RwLockReadGuard<'_, Index<R>> {
+    pub fn read(&self) -> RwLockReadGuard<'_, CacheState<R>> {
         // Index updates cannot panic half-way, so a poisoned lock still guards a valid index.
-        self.index.read().unwrap_or_else(|e| e.into_inner())
+        self.state.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, Index<R>> {
-        self.index.write().unwrap_or_else(|e| e.into_inner())
+    fn write(&self) -> RwLockWriteGuard<'_, CacheState<R>> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A read view and every change made after it. Changes are sent under the write lock, so
@@ -139,32 +214,63 @@ impl<R: Indexed> Cache<R> {
     pub fn read_and_watch(
         &self,
     ) -> (
-        RwLockReadGuard<'_, Index<R>>,
+        RwLockReadGuard<'_, CacheState<R>>,
         broadcast::Receiver<Change<R>>,
     ) {
-        let index = self.read();
-        (index, self.changes.subscribe())
+        let state = self.read();
+        (state, self.changes.subscribe())
     }
 
-    /// Applies the changes in order under one write lock, telling watchers of each, then
-    /// the `on_commit` hook of all of them.
-    fn commit(&self, changes: impl IntoIterator<Item = Result<Arc<R>, ObjectKey>>) {
+    /// Whether the cache is at `version` or later, waiting up to `within` for it to get there
+    /// (another replica may have heard of it a moment earlier).
+    pub async fn reached(&self, version: u64, within: Duration) -> bool {
+        let mut versions = self.version.subscribe();
+        let reached = versions.wait_for(|v| v.is_some_and(|v| v >= version));
+        matches!(tokio::time::timeout(within, reached).await, Ok(Ok(_)))
+    }
+
+    /// Applies the writes in order under one write lock, telling watchers of each and keeping
+    /// each in the history (a relist replaces the history instead), then the `on_commit` hook
+    /// of all of them.
+    fn commit(&self, writes: Vec<Write<R>>, relist: bool)
+    where
+        R: Record,
+    {
         let hook = self.on_commit.get();
         let mut committed = Vec::new();
-        {
-            let mut index = self.write();
+        let version = {
+            let mut state = self.write();
             let watched = self.changes.receiver_count() > 0;
-            for change in changes {
-                let change = match change {
-                    Ok(new) => Change::Applied {
-                        old: index.apply(new.clone()),
-                        new,
+            let mut listed = None;
+            for write in writes {
+                let (version, change) = match write {
+                    Write::Apply(new) => (
+                        version_of(new.as_ref()),
+                        Change::Applied {
+                            old: state.index.apply(new.clone()),
+                            new,
+                        },
+                    ),
+                    Write::Delete(last) => match state.index.delete(last.key()) {
+                        Some(old) => (version_of(last.as_ref()), Change::Deleted { old, last }),
+                        None => continue,
                     },
-                    Err(key) => match index.delete(&key) {
-                        Some(old) => Change::Deleted(old),
+                    Write::Vanish(key) => match state.index.delete(&key) {
+                        Some(old) => (
+                            None,
+                            Change::Deleted {
+                                last: old.clone(),
+                                old,
+                            },
+                        ),
                         None => continue,
                     },
                 };
+                if relist {
+                    listed = listed.max(version);
+                } else {
+                    state.history.push(version, &change);
+                }
                 if hook.is_some() {
                     committed.push(change.clone());
                 }
@@ -173,7 +279,12 @@ impl<R: Indexed> Cache<R> {
                     let _ = self.changes.send(change);
                 }
             }
-        }
+            if relist {
+                state.history.relisted(listed);
+            }
+            state.history.current()
+        };
+        self.version.send_replace(version);
         if let Some(hook) = hook {
             hook(&committed);
         }
@@ -186,9 +297,9 @@ impl<R: Indexed> Cache<R> {
             return;
         }
         // The write lock orders these after every change already sent.
-        let index = self.write();
+        let state = self.write();
         for uid in owner_uids {
-            for record in index.owned_by(uid) {
+            for record in state.index.owned_by(uid) {
                 let _ = self.changes.send(Change::Applied {
                     old: Some(record.clone()),
                     new: record.clone(),
@@ -198,15 +309,20 @@ impl<R: Indexed> Cache<R> {
     }
 
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<R>> {
-        self.read().get(key).cloned()
+        self.read().index.get(key).cloned()
     }
 
     pub fn len(&self) -> usize {
-        self.read().len()
+        self.read().index.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.read().is_empty()
+        self.read().index.is_empty()
+    }
+
+    /// The version the cache is at, as lists answer it.
+    pub fn version(&self) -> Option<u64> {
+        *self.version.borrow()
     }
 
     pub fn apply_deltas(&self, deltas: &[Delta<R::Object>])
@@ -214,8 +330,8 @@ impl<R: Indexed> Cache<R> {
         R: Record,
     {
         // Project outside the lock: readers wait only for the map updates.
-        let changes: Vec<_> = deltas.iter().map(record_of).collect();
-        self.commit(changes);
+        let writes = deltas.iter().map(Write::of).collect();
+        self.commit(writes, false);
     }
 }
 
@@ -231,16 +347,8 @@ where
     fn begin_relist(self: Arc<Self>) -> Box<dyn RelistBatch<R::Object>> {
         Box::new(CacheRelist {
             cache: self,
-            changes: Vec::new(),
+            writes: Vec::new(),
         })
-    }
-}
-
-/// A delta as the index takes it: the record to apply, or the key to delete.
-fn record_of<R: Record>(delta: &Delta<R::Object>) -> Result<Arc<R>, ObjectKey> {
-    match delta {
-        Delta::Added(o) | Delta::Updated(o) => Ok(R::from_object(o)),
-        Delta::Deleted(key) => Err(R::key_of(&key.namespace, &key.name)),
     }
 }
 
@@ -248,7 +356,7 @@ fn record_of<R: Record>(delta: &Delta<R::Object>) -> Result<Arc<R>, ObjectKey> {
 /// of a large list never pile up), and all records go into the index under one write lock.
 struct CacheRelist<R> {
     cache: Arc<Cache<R>>,
-    changes: Vec<Result<Arc<R>, ObjectKey>>,
+    writes: Vec<Write<R>>,
 }
 
 impl<R> RelistBatch<R::Object> for CacheRelist<R>
@@ -256,17 +364,24 @@ where
     R: Record + Indexed,
 {
     fn add(&mut self, delta: &Delta<R::Object>) {
-        self.changes.push(record_of(delta));
+        self.writes.push(Write::of(delta));
     }
 
     fn commit(self: Box<Self>) {
-        self.cache.commit(self.changes);
+        self.cache.commit(self.writes, true);
     }
 }
 
 impl Default for Caches {
     fn default() -> Self {
-        let caches = Caches::empty();
+        Caches::new(HISTORY_CAPACITY)
+    }
+}
+
+impl Caches {
+    /// Empty caches, each keeping `history` changes.
+    pub fn new(history: usize) -> Self {
+        let caches = Caches::empty(history);
         // A Pod's Deployment is read through its ReplicaSet: when a ReplicaSet appears, goes,
         // or changes owner, its Pods' answers change, so their watchers hear of them (a Pod
         // often arrives before its ReplicaSet, the two coming on separate watches).
@@ -278,7 +393,7 @@ impl Default for Caches {
                     Change::Applied { old, new } => (old.as_ref().map(|o| &o.owner)
                         != Some(&new.owner))
                     .then_some(new.uid.as_str()),
-                    Change::Deleted(old) => Some(old.uid.as_str()),
+                    Change::Deleted { old, .. } => Some(old.uid.as_str()),
                 })
                 .collect();
             if !uids.is_empty() {
@@ -303,7 +418,7 @@ impl Caches {
     /// Pods controlled by ReplicaSets that the Deployment controls: ownerReferences, not label
     /// selectors, so Deployments with overlapping selectors never claim each other's Pods.
     pub fn pods_of_deployment(&self, deployment: &DeploymentRecord) -> Vec<Arc<PodRecord>> {
-        self.owned_pods(&self.pods.read(), &deployment.uid)
+        self.owned_pods(&self.pods.read().index, &deployment.uid)
     }
 
     /// The pods of `pods` (a read view of the pod cache) that the Deployment with `uid`
@@ -312,6 +427,7 @@ impl Caches {
         let rs_uids: Vec<String> = self
             .replicasets
             .read()
+            .index
             .owned_by(uid)
             .into_iter()
             .map(|rs| rs.uid.clone())
@@ -329,13 +445,13 @@ impl Caches {
     pub fn deployments_of_pods(&self, pods: &[Arc<PodRecord>]) -> Vec<Option<String>> {
         let replicasets = self.replicasets.read();
         pods.iter()
-            .map(|pod| deployment_of(&replicasets, pod).map(|o| o.name.clone()))
+            .map(|pod| deployment_of(&replicasets.index, pod).map(|o| o.name.clone()))
             .collect()
     }
 
     /// Whether the Deployment with `uid` controls the pod, through its ReplicaSet.
     pub fn controls(&self, uid: &str, pod: &PodRecord) -> bool {
-        deployment_of(&self.replicasets.read(), pod).is_some_and(|o| o.uid == uid)
+        deployment_of(&self.replicasets.read().index, pod).is_some_and(|o| o.uid == uid)
     }
 }
 
@@ -472,7 +588,7 @@ mod tests {
             Some(("web-abc", "rs-web")),
             &[("app", "new")],
         )));
-        batch.add(&Delta::Deleted(confk8s::ObjectKey::new("ns", "web-abc-2")));
+        batch.add(&Delta::Vanished(confk8s::ObjectKey::new("ns", "web-abc-2")));
         // Readers still see the old state while the pages arrive.
         assert_eq!(
             pod_names(&caches.pods_of_deployment(&web)),
@@ -490,7 +606,7 @@ mod tests {
         // What the informer delivers after a relist in which web-abc-2 no longer exists.
         caches
             .pods
-            .apply_deltas(&[Delta::Deleted(confk8s::ObjectKey::new("ns", "web-abc-2"))]);
+            .apply_deltas(&[Delta::Vanished(confk8s::ObjectKey::new("ns", "web-abc-2"))]);
         assert_eq!(pod_names(&caches.pods_of_deployment(&web)), ["web-abc-1"]);
         assert_eq!(caches.pods.len(), 3);
     }

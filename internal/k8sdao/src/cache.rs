@@ -1,5 +1,6 @@
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use confk8s::{InformerState, InformerStatus};
 
@@ -7,12 +8,12 @@ use futures::StreamExt;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{
-    DaoError, ListQuery, Listing, LiveSource, MemberChange, NamespaceFilter, Served, WatchEvent,
-    WatchStream, WorkloadSource, WriteEffect, member_event,
+    DaoError, ListQuery, Listing, LiveSource, MemberChange, NamespaceFilter, ReadAt, Served,
+    WatchEvent, WatchStream, WorkloadSource, WriteEffect, member_event,
 };
 use selector::{FieldOperator, Operator};
 
-use k8scache::{Cache, Caches, Change, Index, Indexed, Term};
+use k8scache::{Cache, CacheState, Caches, Change, HistoryError, Index, Indexed, Term};
 use model::{DeploymentRecord, EventDto, Keyed, Kind, ObjectKey, PodRecord, Selectable};
 
 /// The index terms a query requires: one group per equality-like requirement, any term of
@@ -79,6 +80,44 @@ fn select<R: Indexed + Selectable>(index: &Index<R>, q: &ListQuery) -> Vec<Arc<R
     }
 }
 
+/// The records `q` selects in the state at `at`: the index's, with each object changed since
+/// `at` as it was then (the history's), in (namespace, name) order.
+fn select_at<R: Indexed + Selectable>(
+    state: &CacheState<R>,
+    q: &ListQuery,
+    at: ReadAt,
+) -> Result<Vec<Arc<R>>, HistoryError> {
+    let ReadAt::Version(version) = at else {
+        return Ok(select(&state.index, q));
+    };
+    let then = state.history.rewound_to(version)?;
+    if then.is_empty() {
+        return Ok(select(&state.index, q));
+    }
+    let mut items: Vec<Arc<R>> = select(&state.index, q)
+        .into_iter()
+        .filter(|r| !then.contains_key(r.key()))
+        .chain(
+            then.values()
+                .flatten()
+                .filter(|r| selects(q, r.as_ref()))
+                .map(|r| Arc::clone(r)),
+        )
+        .collect();
+    items.sort_by(|a, b| a.key().cmp(b.key()));
+    Ok(items)
+}
+
+/// How long a read at a version this replica has not seen yet waits for its watches to bring
+/// it: replicas hear of each change within moments of each other.
+const CATCH_UP: Duration = Duration::from_secs(2);
+
+/// A resourceVersion as answered; empty when the cache has seen none (an empty kind): the
+/// absence is the truth, not a failure.
+fn version_string(version: Option<u64>) -> String {
+    version.map(|v| v.to_string()).unwrap_or_default()
+}
+
 /// What a cache change is to a watch of `q`, as the apiserver's watch reports it: selected
 /// before and after, Modified; only after, Added; only before, Deleted; neither, nothing.
 fn watch_event<R: Keyed + Selectable>(q: &ListQuery, change: Change<R>) -> Option<WatchEvent<R>> {
@@ -92,7 +131,9 @@ fn watch_event<R: Keyed + Selectable>(q: &ListQuery, change: Change<R>) -> Optio
                 (false, false) => None,
             }
         }
-        Change::Deleted(old) => selects(q, old.as_ref()).then_some(WatchEvent::Deleted(old)),
+        Change::Deleted { old, last } => {
+            selects(q, old.as_ref()).then_some(WatchEvent::Deleted(last))
+        }
     }
 }
 
@@ -101,7 +142,7 @@ impl<R> From<Change<R>> for MemberChange<R> {
     fn from(change: Change<R>) -> Self {
         match change {
             Change::Applied { new, .. } => MemberChange::Applied(new),
-            Change::Deleted(old) => MemberChange::Deleted(old),
+            Change::Deleted { last, .. } => MemberChange::Deleted(last),
         }
     }
 }
@@ -156,32 +197,34 @@ impl CacheSource {
         }
     }
 
-    /// The newest resourceVersion the kind's informer has heard. An informer hears versions
-    /// from objects only, so one that has seen none (an empty kind) knows no version, and the
-    /// answer says none (empty): the absence is the truth, not a failure.
-    fn resource_version(&self, kind: Kind) -> String {
-        self.statuses
-            .iter()
-            .find(|s| s.kind() == kind.name())
-            .and_then(|s| s.resource_version())
-            .unwrap_or_default()
+    /// Ready to read `cache` at `at`: synced, and, for a version, caught up with it.
+    async fn ready_at<R: Indexed>(&self, cache: &Cache<R>, at: ReadAt) -> Result<(), DaoError> {
+        self.ensure_synced()?;
+        if let ReadAt::Version(version) = at {
+            // Past the wait, the read itself says how far behind the cache still is.
+            cache.reached(version, CATCH_UP).await;
+        }
+        Ok(())
     }
 
-    fn listing<R: Served>(&self, q: &ListQuery) -> Result<Listing<R>, DaoError> {
-        self.ensure_synced()?;
+    async fn listing<R: Served>(&self, q: &ListQuery, at: ReadAt) -> Result<Listing<R>, DaoError> {
+        let cache = self.caches.of::<R>();
+        self.ready_at(cache, at).await?;
+        let state = cache.read();
         Ok(Listing {
-            items: select(&self.caches.of::<R>().read(), q),
-            resource_version: self.resource_version(R::KIND),
+            items: select_at(&state, q, at)?,
+            resource_version: version_string(state.history.current()),
         })
     }
 
-    /// What `initial` picks from the cache now, as Added events, then Synced, then what
-    /// the mapper `follow` makes from the initial records turns each change into. A watcher
-    /// that falls more than the cache buffers behind gets WatchExpired.
-    fn watch_with<R, F>(
+    /// What `initial` picks from the cache now, as Added events (from a version: the changes
+    /// after it instead), then Synced, then what the mapper `follow` makes from the initial
+    /// records turns each change into. A watcher that falls more than the cache buffers
+    /// behind gets WatchExpired.
+    async fn watch_with<R, F>(
         &self,
         cache: &Cache<R>,
-        kind: Kind,
+        from: ReadAt,
         initial: impl FnOnce(&Index<R>) -> Vec<Arc<R>>,
         follow: impl FnOnce(&[Arc<R>]) -> F,
     ) -> Result<WatchStream<R>, DaoError>
@@ -189,20 +232,33 @@ impl CacheSource {
         R: Indexed + Send + Sync + 'static,
         F: FnMut(Change<R>) -> Option<WatchEvent<R>> + Send + 'static,
     {
-        self.ensure_synced()?;
-        let (initial, changes) = {
-            let (index, changes) = cache.read_and_watch();
-            (initial(&index), changes)
+        self.ready_at(cache, from).await?;
+        let (initial, missed, version, changes) = {
+            let (state, changes) = cache.read_and_watch();
+            let (initial, missed) = match from {
+                ReadAt::Newest => (initial(&state.index), Vec::new()),
+                ReadAt::Version(version) => (
+                    Vec::new(),
+                    state
+                        .history
+                        .after(version)?
+                        .map(|(_, change)| change.clone())
+                        .collect(),
+                ),
+            };
+            (initial, missed, state.history.current(), changes)
         };
-        let to_event = follow(&initial);
+        let mut to_event = follow(&initial);
         let synced = WatchEvent::Synced {
-            resource_version: self.resource_version(kind),
+            resource_version: version_string(version),
         };
-        let initial = initial
+        let initial: Vec<_> = initial
             .into_iter()
             .map(WatchEvent::Added)
+            .chain(missed.into_iter().filter_map(&mut to_event))
             .chain([synced])
-            .map(Ok);
+            .map(Ok)
+            .collect();
         let changes = futures::stream::unfold(Some((changes, to_event)), |state| async move {
             let (mut changes, mut to_event) = state?;
             loop {
@@ -276,22 +332,27 @@ impl CacheSource {
 }
 
 impl WorkloadSource for CacheSource {
-    async fn list<R: Served>(&self, q: &ListQuery) -> Result<Listing<R>, DaoError> {
-        self.listing(q)
+    async fn list<R: Served>(&self, q: &ListQuery, at: ReadAt) -> Result<Listing<R>, DaoError> {
+        self.listing(q, at).await
     }
 
     async fn get<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
         self.record(namespace, name)
     }
 
-    async fn watch<R: Served>(&self, q: &ListQuery) -> Result<WatchStream<R>, DaoError> {
+    async fn watch<R: Served>(
+        &self,
+        q: &ListQuery,
+        from: ReadAt,
+    ) -> Result<WatchStream<R>, DaoError> {
         let query = q.clone();
         self.watch_with(
             self.caches.of::<R>(),
-            R::KIND,
+            from,
             |index| select(index, q),
             |_| move |change| watch_event(&query, change),
         )
+        .await
     }
 
     async fn pods_of_deployment(
@@ -334,7 +395,7 @@ impl WorkloadSource for CacheSource {
         let caches = self.caches.clone();
         self.watch_with(
             &self.caches.pods,
-            Kind::Pod,
+            ReadAt::Newest,
             |pods| self.caches.owned_pods(pods, &deployment.uid),
             |initial| {
                 let mut members: HashSet<ObjectKey> =
@@ -345,5 +406,6 @@ impl WorkloadSource for CacheSource {
                 }
             },
         )
+        .await
     }
 }

@@ -10,7 +10,10 @@ use std::sync::Arc;
 use futures::StreamExt;
 
 use super::cache::selects;
-use super::{DaoError, Kind, ListQuery, Listing, Served, WatchEvent, WatchStream, WorkloadSource};
+use super::{
+    DaoError, Kind, ListQuery, Listing, ReadAt, Served, WatchEvent, WatchStream, WorkloadSource,
+};
+use k8scache::HistoryError;
 use model::{DeploymentRecord, EventDto, ObjectKey, PodRecord};
 
 /// Records by kind, relations and events, as a test sets them.
@@ -24,8 +27,23 @@ pub struct FakeSource {
     events: HashMap<ObjectKey, Vec<EventDto>>,
 }
 
-/// The resourceVersion every answer is as recent as.
-const VERSION: &str = "1";
+/// The resourceVersion every answer is as recent as, and the only one there is.
+const VERSION: u64 = 1;
+
+/// Reads at [`VERSION`] (or the newest, the same) are answered; others were never kept.
+fn check(at: ReadAt) -> Result<(), HistoryError> {
+    match at {
+        ReadAt::Newest | ReadAt::Version(VERSION) => Ok(()),
+        ReadAt::Version(requested) if requested > VERSION => Err(HistoryError::Ahead {
+            requested,
+            current: Some(VERSION),
+        }),
+        ReadAt::Version(requested) => Err(HistoryError::Expired {
+            requested,
+            complete_after: Some(VERSION),
+        }),
+    }
+}
 
 impl FakeSource {
     /// Adds records of one kind.
@@ -89,8 +107,13 @@ impl FakeSource {
     }
 }
 
-/// The records as Added, Synced, then nothing until the client leaves.
-fn watch_of<R: Send + Sync + 'static>(records: Vec<Arc<R>>) -> WatchStream<R> {
+/// The records as Added (none when resuming: nothing ever changes), Synced, then nothing
+/// until the client leaves.
+fn watch_of<R: Send + Sync + 'static>(records: Vec<Arc<R>>, from: ReadAt) -> WatchStream<R> {
+    let records = match from {
+        ReadAt::Newest => records,
+        ReadAt::Version(_) => Vec::new(),
+    };
     let initial = records
         .into_iter()
         .map(WatchEvent::Added)
@@ -103,7 +126,8 @@ fn watch_of<R: Send + Sync + 'static>(records: Vec<Arc<R>>) -> WatchStream<R> {
 }
 
 impl WorkloadSource for FakeSource {
-    async fn list<R: Served>(&self, q: &ListQuery) -> Result<Listing<R>, DaoError> {
+    async fn list<R: Served>(&self, q: &ListQuery, at: ReadAt) -> Result<Listing<R>, DaoError> {
+        check(at)?;
         Ok(Listing {
             items: self.selected(q),
             resource_version: VERSION.to_string(),
@@ -114,8 +138,13 @@ impl WorkloadSource for FakeSource {
         self.record(namespace, name)
     }
 
-    async fn watch<R: Served>(&self, q: &ListQuery) -> Result<WatchStream<R>, DaoError> {
-        Ok(watch_of(self.selected(q)))
+    async fn watch<R: Served>(
+        &self,
+        q: &ListQuery,
+        from: ReadAt,
+    ) -> Result<WatchStream<R>, DaoError> {
+        check(from)?;
+        Ok(watch_of(self.selected(q), from))
     }
 
     async fn namespaces_holding(&self, kind: Kind) -> Result<Vec<String>, DaoError> {
@@ -157,7 +186,10 @@ impl WorkloadSource for FakeSource {
         name: &str,
     ) -> Result<WatchStream<PodRecord>, DaoError> {
         self.record::<DeploymentRecord>(namespace, name)?;
-        Ok(watch_of(self.pods_controlled_by(namespace, name)))
+        Ok(watch_of(
+            self.pods_controlled_by(namespace, name),
+            ReadAt::Newest,
+        ))
     }
 }
 

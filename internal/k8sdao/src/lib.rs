@@ -25,6 +25,7 @@ pub use live::{ApiScope, LiveSource, Namespaced};
 use std::collections::{BTreeSet, HashSet};
 
 use k8scache::{Cached, Caches};
+pub use k8scache::{HISTORY_CAPACITY, HistoryError};
 pub use model::Kind;
 use model::{
     DeploymentRecord, EventDto, Keyed, NewDeployment, NewIngress, NewService, ObjectKey, PodRecord,
@@ -69,6 +70,17 @@ impl NamespaceFilter {
     pub fn is_restricted(&self) -> bool {
         matches!(self, NamespaceFilter::Only(_))
     }
+}
+
+/// The version a read is based at.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadAt {
+    /// The newest state the source has: a list of it, or a watch sending it first.
+    #[default]
+    Newest,
+    /// The state at this resourceVersion: a list of it exactly (the next page of a list
+    /// begun there), or a watch sending only the changes after it (a client resuming).
+    Version(u64),
 }
 
 /// One event of a watch, in the apiserver's watch terms.
@@ -153,6 +165,9 @@ pub enum DaoError {
     Unavailable(String),
     #[error("the watch missed changes ({0}): start it again")]
     WatchExpired(String),
+    /// A read at a version the source cannot rebuild: too old, or not yet seen.
+    #[error(transparent)]
+    Version(#[from] HistoryError),
     /// The apiserver answered without something it always sends (a list's resourceVersion,
     /// an object's uid): the answer cannot be used, and no default stands in for it.
     #[error("the Kubernetes API sent {object} without a usable {field}")]
@@ -179,10 +194,11 @@ impl<R> Served for R where R: Cached<Object: Namespaced> {}
 
 /// The reads biz needs. Not-found is an error; an empty list is not.
 pub trait WorkloadSource: Send + Sync {
-    /// The objects of kind `R` that `q` selects, in (namespace, name) order.
+    /// The objects of kind `R` that `q` selects at `at`, in (namespace, name) order.
     fn list<R: Served>(
         &self,
         q: &ListQuery,
+        at: ReadAt,
     ) -> impl Future<Output = Result<Listing<R>, DaoError>> + Send;
     fn get<R: Served>(
         &self,
@@ -190,10 +206,11 @@ pub trait WorkloadSource: Send + Sync {
         name: &str,
     ) -> impl Future<Output = Result<Arc<R>, DaoError>> + Send;
     /// The objects of kind `R` that `q` selects, then each change to that set, until the
-    /// stream is dropped.
+    /// stream is dropped; from a version, only the changes after it.
     fn watch<R: Served>(
         &self,
         q: &ListQuery,
+        from: ReadAt,
     ) -> impl Future<Output = Result<WatchStream<R>, DaoError>> + Send;
     /// The namespaces that hold at least one object of `kind`, in order: where an
     /// all-namespace list can find anything, so the only ones whose rights matter.
@@ -358,13 +375,15 @@ fn register(
 }
 
 impl Source {
-    /// Opens the configured source; for the cache this registers the informers, checks that
+    /// Opens the configured source; for the cache this registers the informers (each cache
+    /// keeping `history` changes), checks that
     /// RBAC lets us list and watch each kind, and starts them; they stop when `shutdown` is
     /// cancelled.
     pub async fn start(
         kind: SourceKind,
         connection: Connection,
         scope: Option<String>,
+        history: usize,
         shutdown: CancellationToken,
     ) -> Result<(Source, Vec<JoinHandle<()>>), FactoryError> {
         let client = connection.client;
@@ -381,7 +400,7 @@ impl Source {
             SourceKind::Cache => {
                 let factory = InformerFactory::new(client.clone(), scope.clone())
                     .with_watch_signals(connection.watches);
-                let caches = Arc::new(Caches::default());
+                let caches = Arc::new(Caches::new(history));
                 register(&caches, &factory, scope.as_deref())?;
                 factory.check_access().await?;
                 let tasks = factory.start(shutdown);
@@ -494,9 +513,9 @@ macro_rules! dispatch {
 }
 
 impl WorkloadSource for Source {
-    async fn list<R: Served>(&self, q: &ListQuery) -> Result<Listing<R>, DaoError> {
+    async fn list<R: Served>(&self, q: &ListQuery, at: ReadAt) -> Result<Listing<R>, DaoError> {
         let q = self.scoped_query(q)?;
-        dispatch!(self, list::<R>(&q))
+        dispatch!(self, list::<R>(&q, at))
     }
 
     async fn get<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
@@ -504,9 +523,13 @@ impl WorkloadSource for Source {
         dispatch!(self, get::<R>(namespace, name))
     }
 
-    async fn watch<R: Served>(&self, q: &ListQuery) -> Result<WatchStream<R>, DaoError> {
+    async fn watch<R: Served>(
+        &self,
+        q: &ListQuery,
+        from: ReadAt,
+    ) -> Result<WatchStream<R>, DaoError> {
         let q = self.scoped_query(q)?;
-        dispatch!(self, watch::<R>(&q))
+        dispatch!(self, watch::<R>(&q, from))
     }
 
     async fn namespaces_holding(&self, kind: Kind) -> Result<Vec<String>, DaoError> {

@@ -49,16 +49,20 @@ pub enum Delta<K> {
     Added(K),
     /// A known object whose resourceVersion changed.
     Updated(K),
-    /// Only the key: objects deleted while the watch was down are known only by their absence.
-    Deleted(ObjectKey),
+    /// A deletion the watch told of: the object as it was deleted, its resourceVersion the
+    /// deletion's, as the apiserver sends it.
+    Deleted(K),
+    /// Absent from a relist: deleted while the watch was down, so known only by its key and
+    /// at no resourceVersion of its own.
+    Vanished(ObjectKey),
 }
 
 impl<K: Resource> Delta<K> {
     /// The key of the object the change is about.
     pub fn key(&self) -> ObjectKey {
         match self {
-            Delta::Added(o) | Delta::Updated(o) => ObjectKey::of(o),
-            Delta::Deleted(key) => key.clone(),
+            Delta::Added(o) | Delta::Updated(o) | Delta::Deleted(o) => ObjectKey::of(o),
+            Delta::Vanished(key) => key.clone(),
         }
     }
 }
@@ -161,7 +165,7 @@ impl DeltaTracker {
             Event::Delete(obj) => {
                 let key = ObjectKey::of(&obj);
                 match self.known.remove(&key) {
-                    Some(_) => Step::Deltas(vec![Delta::Deleted(key)]),
+                    Some(_) => Step::Deltas(vec![Delta::Deleted(obj)]),
                     None => Step::Nothing,
                 }
             }
@@ -199,7 +203,7 @@ mod tests {
             }
         }
         match t.step::<ConfigMap>(Event::InitDone) {
-            Step::Relisted(gone) => deltas.extend(gone.into_iter().map(Delta::Deleted)),
+            Step::Relisted(gone) => deltas.extend(gone.into_iter().map(Delta::Vanished)),
             other => panic!("expected the end of the relist, got {other:?}"),
         }
         deltas
@@ -238,7 +242,7 @@ mod tests {
         );
         assert_eq!(
             step(&mut t, Event::Delete(mk("a", "x", "3"))),
-            Step::Deltas(vec![Delta::Deleted(ObjectKey::new("a", "x"))])
+            Step::Deltas(vec![Delta::Deleted(mk("a", "x", "3"))])
         );
         assert_eq!(
             step(&mut t, Event::Delete(mk("a", "x", "3"))),
@@ -271,7 +275,7 @@ mod tests {
             vec![
                 Delta::Updated(mk("a", "changed", "5")),
                 Delta::Added(mk("a", "new", "6")),
-                Delta::Deleted(ObjectKey::new("a", "gone")),
+                Delta::Vanished(ObjectKey::new("a", "gone")),
             ]
         );
         assert_eq!(t.len(), 3);

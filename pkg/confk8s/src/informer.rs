@@ -31,7 +31,7 @@ pub trait Handler<K>: Send + Sync + 'static {
 /// The changes of one relist, applied together on commit.
 pub trait RelistBatch<K>: Send {
     /// One change of the relist: additions and updates as their pages arrive, then a
-    /// [`Delta::Deleted`] for each object the new list no longer holds.
+    /// [`Delta::Vanished`] for each object the new list no longer holds.
     fn add(&mut self, delta: &Delta<K>);
     /// The list is complete: apply what was added. A batch dropped without a commit (the
     /// watch stopped mid-relist) must change nothing.
@@ -181,7 +181,7 @@ impl<T: Watched> Informer<T> {
                         .counted(std::slice::from_ref(&delta), tracker.len());
                 }
                 Step::Relisted(gone) => {
-                    let gone: Vec<Delta<T>> = gone.into_iter().map(Delta::Deleted).collect();
+                    let gone: Vec<Delta<T>> = gone.into_iter().map(Delta::Vanished).collect();
                     for mut batch in relist.drain(..) {
                         for delta in &gone {
                             batch.add(delta);

@@ -45,7 +45,6 @@ pub use delta::{Delta, DeltaTracker, ObjectKey, Step, strip_noise};
 pub use informer::{FactoryError, Handler, InformerFactory, RelistBatch, Watched};
 pub use review::{
     Access, ReviewCounts, ReviewError, ReviewTtls, Reviewer, TokenReviewLimits, UserInfo,
-    caller_key,
 };
 pub use signals::{WatchSignalLayer, WatchSignals};
 pub use slim::SlimPod;

@@ -440,12 +440,6 @@ fn namespace_decision_cache(ttl: Duration) -> moka::sync::Cache<(TokenHash, Acce
 /// Cached lookups between two yields to the runtime: about a millisecond of work.
 const LOOKUPS_BETWEEN_YIELDS: usize = 2048;
 
-/// The key a caller's token is known by (its SHA-256): to tie state, such as a continue
-/// token's snapshot, to the caller without keeping the token.
-pub fn caller_key(token: &str) -> [u8; 32] {
-    token_hash(token)
-}
-
 impl Reviewer {
     /// The namespaces among `candidates` where the token's owner may do `access` (its
     /// namespace is replaced by each candidate's), for a list across namespaces that shows

@@ -135,7 +135,7 @@ impl InformerStatus {
             let counter = match d {
                 crate::Delta::Added(_) => &self.added,
                 crate::Delta::Updated(_) => &self.updated,
-                crate::Delta::Deleted(_) => &self.deleted,
+                crate::Delta::Deleted(_) | crate::Delta::Vanished(_) => &self.deleted,
             };
             counter.fetch_add(1, Ordering::Relaxed);
         }

@@ -13,7 +13,9 @@ use kube::core::PartialObjectMeta;
 use selector::LabelSelector;
 
 use super::{LiveSource, pod_record, required};
-use crate::{DaoError, Kind, ListQuery, MemberChange, WatchEvent, WatchStream, member_event};
+use crate::{
+    DaoError, Kind, ListQuery, MemberChange, ReadAt, WatchEvent, WatchStream, member_event,
+};
 use model::{ObjectKey, Owner, PodRecord};
 
 /// A Deployment as membership needs it: its uid (what its ReplicaSets name as owner) and the
@@ -224,7 +226,9 @@ impl LiveSource {
             ..Default::default()
         };
         let mut watch = DeploymentPods {
-            pods: self.watch_with::<Pod, _>(&q, pod_record).await?,
+            pods: self
+                .watch_with::<Pod, _>(&q, ReadAt::Newest, pod_record)
+                .await?,
             replicasets: self.api(Some(namespace)),
             uid: controller.uid,
             controlled: HashSet::new(),

@@ -22,7 +22,8 @@ use kube::{Api, Client};
 pub use reads::{ApiScope, Namespaced};
 
 use super::{
-    DaoError, Kind, ListQuery, Listing, NamespaceFilter, Served, WatchStream, WorkloadSource,
+    DaoError, Kind, ListQuery, Listing, NamespaceFilter, ReadAt, Served, WatchStream,
+    WorkloadSource,
 };
 use model::{EventDto, PodRecord, Record};
 
@@ -76,8 +77,8 @@ fn required<T>(
 
 /// Each trait method is one idea's: the work is in [`reads`], [`relay`] and [`membership`].
 impl WorkloadSource for LiveSource {
-    async fn list<R: Served>(&self, q: &ListQuery) -> Result<Listing<R>, DaoError> {
-        self.listing::<R::Object, R>(q, project::<R>).await
+    async fn list<R: Served>(&self, q: &ListQuery, at: ReadAt) -> Result<Listing<R>, DaoError> {
+        self.listing::<R::Object, R>(q, at, project::<R>).await
     }
 
     async fn get<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
@@ -87,8 +88,12 @@ impl WorkloadSource for LiveSource {
         Ok(project(object))
     }
 
-    async fn watch<R: Served>(&self, q: &ListQuery) -> Result<WatchStream<R>, DaoError> {
-        self.watch_with::<R::Object, R>(q, project::<R>).await
+    async fn watch<R: Served>(
+        &self,
+        q: &ListQuery,
+        from: ReadAt,
+    ) -> Result<WatchStream<R>, DaoError> {
+        self.watch_with::<R::Object, R>(q, from, project::<R>).await
     }
 
     async fn namespaces_holding(&self, kind: Kind) -> Result<Vec<String>, DaoError> {

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Service};
 use k8s_openapi::api::networking::v1::Ingress;
-use kube::api::{ListParams, ObjectList};
+use kube::api::{ListParams, ObjectList, VersionMatch};
 use kube::core::PartialObjectMeta;
 use serde::de::DeserializeOwned;
 
 use super::{LiveSource, admitted, required};
-use crate::{DaoError, Kind, ListQuery, Listing};
+use crate::{DaoError, Kind, ListQuery, Listing, ReadAt};
 use model::EventDto;
 
 /// Where the objects of a scope are read from, and which namespace each is in.
@@ -91,8 +91,15 @@ impl LiveSource {
     pub(super) async fn list_objects<K: Namespaced>(
         &self,
         q: &ListQuery,
+        at: ReadAt,
     ) -> Result<ObjectList<K>, DaoError> {
-        let mut params = ListParams::default();
+        let mut params = match at {
+            ReadAt::Newest => ListParams::default(),
+            // From etcd at that revision, or 410 once compacted: what the apiserver keeps.
+            ReadAt::Version(version) => ListParams::default()
+                .at(&version.to_string())
+                .matching(VersionMatch::Exact),
+        };
         if !q.labels.is_empty() {
             params = params.labels(&q.labels.to_string());
         }
@@ -109,9 +116,10 @@ impl LiveSource {
     pub(super) async fn listing<K: Namespaced, R>(
         &self,
         q: &ListQuery,
+        at: ReadAt,
         project: fn(K) -> Arc<R>,
     ) -> Result<Listing<R>, DaoError> {
-        let list = self.list_objects::<K>(q).await?;
+        let list = self.list_objects::<K>(q, at).await?;
         Ok(Listing {
             resource_version: list_version(&list)?,
             items: list.items.into_iter().map(project).collect(),
@@ -178,6 +186,7 @@ impl LiveSource {
 
 #[cfg(test)]
 mod tests {
+    use crate::ReadAt;
     use serde_json::json;
 
     use super::super::mock::{list, source_with};
@@ -221,7 +230,7 @@ mod tests {
             labels: "tier notin (db), app=web".parse().unwrap(),
             ..Default::default()
         };
-        let listing = source.list::<PodRecord>(&q).await.unwrap();
+        let listing = source.list::<PodRecord>(&q, ReadAt::Newest).await.unwrap();
         assert_eq!(listing.resource_version, "77");
         assert_eq!(listing.items[0].key.name, "p");
         server.await.unwrap();
@@ -238,7 +247,10 @@ mod tests {
             namespace: Some("ns".into()),
             ..Default::default()
         };
-        let err = source.list::<PodRecord>(&q).await.unwrap_err();
+        let err = source
+            .list::<PodRecord>(&q, ReadAt::Newest)
+            .await
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             "the Kubernetes API sent a Pod list without a usable metadata.resourceVersion"

@@ -18,7 +18,7 @@ use kube::core::WatchEvent as ApiEvent;
 
 use super::reads::{Namespaced, list_version};
 use super::{LiveSource, admitted, required};
-use crate::{DaoError, ListQuery, NamespaceFilter, WatchEvent, WatchStream};
+use crate::{DaoError, ListQuery, NamespaceFilter, ReadAt, WatchEvent, WatchStream};
 
 /// How long one watch request lasts before the relay makes it again from the last
 /// resourceVersion it saw (kube's watcher uses the same, under the apiserver's own limit).
@@ -198,20 +198,30 @@ fn object_version<K: Namespaced>(object: &K) -> Result<String, DaoError> {
 
 impl LiveSource {
     /// The list `q` selects as Added events, Synced, then the apiserver's watch from the
-    /// list's resourceVersion; 410 Gone from the apiserver ends it with WatchExpired.
+    /// list's resourceVersion; from a version, Synced at once and the apiserver's watch from
+    /// it. 410 Gone from the apiserver ends it with WatchExpired.
     pub(super) async fn watch_with<K, R>(
         &self,
         q: &ListQuery,
+        from: ReadAt,
         project: fn(K) -> Arc<R>,
     ) -> Result<WatchStream<R>, DaoError>
     where
         K: Namespaced + Send + 'static,
         R: Send + Sync + 'static,
     {
-        let list = self.list_objects::<K>(q).await?;
-        let listed = State::Listed {
-            resource_version: list_version(&list)?,
-            items: list.items.into_iter(),
+        let listed = match from {
+            ReadAt::Newest => {
+                let list = self.list_objects::<K>(q, ReadAt::Newest).await?;
+                State::Listed {
+                    resource_version: list_version(&list)?,
+                    items: list.items.into_iter(),
+                }
+            }
+            ReadAt::Version(version) => State::Listed {
+                resource_version: version.to_string(),
+                items: Vec::new().into_iter(),
+            },
         };
         let mut params = WatchParams::default().timeout(WATCH_REQUEST_SECS);
         if !q.labels.is_empty() {
@@ -315,7 +325,7 @@ mod tests {
             ),
         ]);
         let events: Vec<_> = source
-            .watch::<DeploymentRecord>(&web_query())
+            .watch::<DeploymentRecord>(&web_query(), ReadAt::Newest)
             .await
             .unwrap()
             .collect()
@@ -391,7 +401,7 @@ mod tests {
         });
         let source = LiveSource::new(Client::new(service, "default"));
         let watch = source
-            .watch::<DeploymentRecord>(&web_query())
+            .watch::<DeploymentRecord>(&web_query(), ReadAt::Newest)
             .await
             .unwrap();
         // Without the idle timeout the watch would wait on the silent request for ever.
@@ -435,7 +445,7 @@ mod tests {
             ),
         ]);
         let events: Vec<_> = source
-            .watch::<DeploymentRecord>(&web_query())
+            .watch::<DeploymentRecord>(&web_query(), ReadAt::Newest)
             .await
             .unwrap()
             .collect()

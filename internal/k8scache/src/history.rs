@@ -1,0 +1,245 @@
+//! The recent changes of one cache, each at the resourceVersion it brought the cache to, so
+//! that a reader can ask for "every change after N" (a resumed watch) or "the state as it was
+//! at N" (the next page of a list begun at N, on whichever replica). Bounded: the oldest
+//! changes go first, and a version older than what is kept is expired, as the apiserver
+//! answers a version etcd compacted away.
+//!
+//! resourceVersions are opaque to clients, but every etcd-backed apiserver issues them as
+//! one increasing integer sequence shared by all kinds; replicas watching the same apiserver
+//! therefore agree on what each version means.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use model::{Keyed, ObjectKey};
+
+use super::Change;
+
+/// Why a version cannot be served from the history.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HistoryError {
+    /// Changes after `requested` are no longer all kept (or the cache relisted since).
+    #[error(
+        "resourceVersion {requested} is too old: changes are kept from {} on",
+        complete_after.map_or("no version".to_string(), |v| v.to_string())
+    )]
+    Expired {
+        requested: u64,
+        complete_after: Option<u64>,
+    },
+    /// The cache has not yet heard of `requested` (another replica is ahead of this one).
+    #[error(
+        "resourceVersion {requested} is newer than this cache ({})",
+        current.map_or("no version yet".to_string(), |v| v.to_string())
+    )]
+    Ahead {
+        requested: u64,
+        current: Option<u64>,
+    },
+}
+
+/// A cache's recent changes. Kept under the cache's lock with its index, so both always
+/// describe the same state.
+#[derive(Debug)]
+pub struct History<R> {
+    /// Oldest first, each with the version it brought the cache to.
+    changes: VecDeque<(u64, Change<R>)>,
+    /// Every change after this version is in `changes`: the oldest version the cache's state
+    /// can be rewound to. None until the first list, or after a change whose version is not a
+    /// number.
+    complete_after: Option<u64>,
+    /// The version the cache's state is at: the newest the informer delivered.
+    current: Option<u64>,
+    capacity: usize,
+}
+
+impl<R> History<R> {
+    /// Keeps at most `capacity` changes; 0 keeps none, so only the current version is served.
+    pub fn new(capacity: usize) -> Self {
+        History {
+            changes: VecDeque::new(),
+            complete_after: None,
+            current: None,
+            capacity,
+        }
+    }
+
+    /// The version the cache's state is at; None before anything with a version arrived.
+    pub fn current(&self) -> Option<u64> {
+        self.current
+    }
+
+    /// The state was replaced by a list (whose deletions have no versions of their own): no
+    /// earlier version can be rebuilt, and the state is at least as recent as `listed`, the
+    /// newest version among the list's objects.
+    pub(crate) fn relisted(&mut self, listed: Option<u64>) {
+        self.changes.clear();
+        self.current = self.current.max(listed);
+        self.complete_after = self.current;
+    }
+
+    /// One change told by the watch. A change without a numeric version cannot be placed, so
+    /// nothing before it can be rebuilt either.
+    pub(crate) fn push(&mut self, version: Option<u64>, change: &Change<R>) {
+        let Some(version) = version else {
+            self.changes.clear();
+            self.complete_after = None;
+            return;
+        };
+        self.current = self.current.max(Some(version));
+        if self.complete_after.is_none() {
+            // Nothing was known before: the first change starts the record.
+            self.complete_after = Some(version.saturating_sub(1));
+        }
+        if self.capacity == 0 {
+            self.complete_after = Some(version);
+            return;
+        }
+        if self.changes.len() == self.capacity
+            && let Some((oldest, _)) = self.changes.pop_front()
+        {
+            self.complete_after = Some(oldest);
+        }
+        self.changes.push_back((version, change.clone()));
+    }
+
+    /// Whether the state can be rewound to `version`: Ok with the changes after it.
+    pub fn after(
+        &self,
+        version: u64,
+    ) -> Result<impl Iterator<Item = &(u64, Change<R>)>, HistoryError> {
+        match (self.complete_after, self.current) {
+            (_, current) if current.is_none_or(|c| version > c) => Err(HistoryError::Ahead {
+                requested: version,
+                current,
+            }),
+            (Some(complete), _) if version >= complete => {
+                // Versions increase along the deque: the changes after `version` are a suffix.
+                let start = self.changes.partition_point(|(v, _)| *v <= version);
+                Ok(self.changes.range(start..))
+            }
+            (complete_after, _) => Err(HistoryError::Expired {
+                requested: version,
+                complete_after,
+            }),
+        }
+    }
+}
+
+impl<R: Keyed> History<R> {
+    /// The objects changed after `version`, each as it was at `version` (None: it did not
+    /// exist then). Every other object is as the index holds it now.
+    pub fn rewound_to(
+        &self,
+        version: u64,
+    ) -> Result<HashMap<&ObjectKey, Option<&Arc<R>>>, HistoryError> {
+        let mut then = HashMap::new();
+        for (_, change) in self.after(version)? {
+            // The first change after `version` started from the state at `version`.
+            then.entry(change.key()).or_insert_with(|| change.before());
+        }
+        Ok(then)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::PodRecord;
+    use model::fixtures::mk_pod;
+
+    fn pod(name: &str, rv: &str) -> Arc<PodRecord> {
+        let mut p = mk_pod("ns", name, None, &[]);
+        p.metadata.resource_version = Some(rv.into());
+        PodRecord::from_pod(&p)
+    }
+
+    fn applied(old: Option<Arc<PodRecord>>, new: Arc<PodRecord>) -> Change<PodRecord> {
+        Change::Applied { old, new }
+    }
+
+    fn versions(h: &History<PodRecord>, after: u64) -> Result<Vec<u64>, HistoryError> {
+        Ok(h.after(after)?.map(|(v, _)| *v).collect())
+    }
+
+    #[test]
+    fn changes_after_a_version_are_served_until_pushed_out() {
+        let mut h = History::new(2);
+        h.relisted(Some(10));
+        assert_eq!(versions(&h, 10), Ok(vec![]));
+        h.push(Some(11), &applied(None, pod("a", "11")));
+        h.push(Some(12), &applied(None, pod("b", "12")));
+        assert_eq!(versions(&h, 10), Ok(vec![11, 12]));
+        assert_eq!(versions(&h, 11), Ok(vec![12]));
+        h.push(Some(13), &applied(None, pod("c", "13")));
+        assert_eq!(versions(&h, 11), Ok(vec![12, 13]));
+        assert_eq!(
+            versions(&h, 10),
+            Err(HistoryError::Expired {
+                requested: 10,
+                complete_after: Some(11)
+            })
+        );
+        assert_eq!(
+            versions(&h, 14),
+            Err(HistoryError::Ahead {
+                requested: 14,
+                current: Some(13)
+            })
+        );
+    }
+
+    #[test]
+    fn a_relist_forgets_what_came_before_it() {
+        let mut h = History::new(8);
+        h.relisted(Some(10));
+        h.push(Some(11), &applied(None, pod("a", "11")));
+        h.relisted(Some(20));
+        assert!(matches!(h.after(11), Err(HistoryError::Expired { .. })));
+        assert_eq!(versions(&h, 20), Ok(vec![]));
+        // A relist that found nothing newer keeps the version it had.
+        h.relisted(Some(5));
+        assert_eq!(h.current(), Some(20));
+    }
+
+    #[test]
+    fn an_unnumbered_version_breaks_the_record() {
+        let mut h = History::new(8);
+        h.relisted(Some(10));
+        h.push(None, &applied(None, pod("a", "x")));
+        assert!(matches!(h.after(10), Err(HistoryError::Expired { .. })));
+        h.push(Some(12), &applied(None, pod("b", "12")));
+        assert_eq!(versions(&h, 11), Ok(vec![12]));
+    }
+
+    #[test]
+    fn rewinding_gives_each_changed_object_as_it_was() {
+        let mut h = History::new(8);
+        h.relisted(Some(10));
+        let a10 = pod("a", "9");
+        h.push(Some(11), &applied(Some(a10.clone()), pod("a", "11")));
+        h.push(Some(12), &applied(None, pod("b", "12")));
+        let a12 = pod("a", "13");
+        h.push(Some(13), &applied(Some(pod("a", "11")), a12.clone()));
+        h.push(
+            Some(14),
+            &Change::Deleted {
+                old: a12,
+                last: pod("a", "14"),
+            },
+        );
+        let then = h.rewound_to(10).unwrap();
+        assert_eq!(
+            then[&ObjectKey::new("ns", "a")].map(|r| r.resource_version.as_str()),
+            Some("9")
+        );
+        assert_eq!(then[&ObjectKey::new("ns", "b")], None);
+        let then = h.rewound_to(12).unwrap();
+        assert_eq!(
+            then[&ObjectKey::new("ns", "a")].map(|r| r.resource_version.as_str()),
+            Some("11")
+        );
+        assert!(!then.contains_key(&ObjectKey::new("ns", "b")));
+        assert!(h.rewound_to(14).unwrap().is_empty());
+    }
+}
