@@ -15,6 +15,7 @@ mod kinds;
 mod operations;
 mod parity;
 mod read_path;
+mod replicas;
 mod selectors;
 mod services;
 mod watch;

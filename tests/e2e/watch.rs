@@ -15,13 +15,29 @@ pub(crate) struct Watch {
     buffer: String,
     /// Server-Sent Events (blocks ending in a blank line) rather than JSON lines.
     sse: bool,
+    /// The `id` of the last Server-Sent Event read: what an EventSource sends back as
+    /// `Last-Event-ID` when it reconnects.
+    pub(crate) last_id: Option<String>,
 }
 
 impl Watch {
     pub(crate) async fn open(server: &Server, path: &str, sse: bool) -> Watch {
+        Watch::open_with(server, path, sse, &[]).await
+    }
+
+    /// [`Watch::open`] with extra request headers.
+    pub(crate) async fn open_with(
+        server: &Server,
+        path: &str,
+        sse: bool,
+        headers: &[(&str, &str)],
+    ) -> Watch {
         let mut req = server.http.get(format!("{}{path}", server.base));
         if sse {
             req = req.header("Accept", "text/event-stream");
+        }
+        for (name, value) in headers {
+            req = req.header(*name, *value);
         }
         let response = req.send().await.expect("k8sailor answers");
         assert_eq!(response.status(), 200, "GET {path}");
@@ -36,6 +52,7 @@ impl Watch {
             response,
             buffer: String::new(),
             sse,
+            last_id: None,
         }
     }
 
@@ -47,6 +64,9 @@ impl Watch {
             if let Some(end) = self.buffer.find(separator) {
                 let block: String = self.buffer.drain(..end + separator.len()).collect();
                 let json = if self.sse {
+                    if let Some(id) = block.lines().find_map(|l| l.strip_prefix("id: ")) {
+                        self.last_id = Some(id.to_string());
+                    }
                     // Keep-alive comments carry no data.
                     match block.lines().find_map(|l| l.strip_prefix("data: ")) {
                         Some(data) => data.to_string(),
@@ -68,7 +88,7 @@ impl Watch {
     }
 
     /// Events until one satisfies `done`; all of them, that one included, as (type, name).
-    async fn until(&mut self, done: impl Fn(&Value) -> bool) -> Vec<(String, String)> {
+    pub(crate) async fn until(&mut self, done: impl Fn(&Value) -> bool) -> Vec<(String, String)> {
         let mut seen = Vec::new();
         loop {
             let event = self.next().await;

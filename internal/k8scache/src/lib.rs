@@ -601,6 +601,50 @@ mod tests {
     }
 
     #[test]
+    fn watched_changes_are_kept_at_their_versions_and_a_relist_starts_afresh() {
+        let at = |name: &str, rv: &str| {
+            let mut pod = mk_pod("ns", name, None, &[]);
+            pod.metadata.resource_version = Some(rv.into());
+            pod
+        };
+        let cache = Arc::new(Cache::<PodRecord>::new(8));
+        let mut list = cache.clone().begin_relist();
+        list.add(&Delta::Added(at("a", "5")));
+        list.add(&Delta::Added(at("b", "7")));
+        list.commit();
+        assert_eq!(cache.version(), Some(7));
+        cache.apply_deltas(&[Delta::Updated(at("a", "8")), Delta::Deleted(at("b", "9"))]);
+        assert_eq!(cache.version(), Some(9));
+        let state = cache.read();
+        let kept: Vec<(u64, &str)> = state
+            .history
+            .after(7)
+            .unwrap()
+            .map(|(v, change)| (*v, change.key().name.as_str()))
+            .collect();
+        assert_eq!(kept, [(8, "a"), (9, "b")]);
+        // The deletion is told with the object as deleted, at the deletion's version.
+        let (_, deleted) = state.history.after(8).unwrap().next().unwrap();
+        assert!(matches!(deleted, Change::Deleted { old, last }
+            if old.resource_version == "7" && last.resource_version == "9"));
+        // At 7, b was there as it was listed.
+        let then = state.history.rewound_to(7).unwrap();
+        assert_eq!(
+            then[&ObjectKey::new("ns", "b")].unwrap().resource_version,
+            "7"
+        );
+        drop(state);
+        let mut list = cache.clone().begin_relist();
+        list.add(&Delta::Vanished(confk8s::ObjectKey::new("ns", "a")));
+        list.commit();
+        assert!(matches!(
+            cache.read().history.after(8),
+            Err(HistoryError::Expired { .. })
+        ));
+        assert!(cache.read().history.after(9).is_ok());
+    }
+
+    #[test]
     fn a_deleted_pod_leaves_its_deployment() {
         let (caches, web, _) = overlapping();
         // What the informer delivers after a relist in which web-abc-2 no longer exists.
