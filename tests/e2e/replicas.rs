@@ -8,12 +8,11 @@ use serde_json::{Value, json};
 use crate::support::{SOON, Server, TestNamespace, eventually, names, pod};
 use crate::watch::{Watch, summary};
 
-/// Two servers of one namespace, both synced and both showing the same `count` pods.
-async fn replicas(ns: &TestNamespace, count: usize) -> [Server; 2] {
-    let servers = [
-        Server::start(&["--namespace", &ns.name]),
-        Server::start(&["--namespace", &ns.name]),
-    ];
+/// Two servers of one namespace reading from `source`, both synced and both showing the same
+/// `count` pods.
+async fn replicas(ns: &TestNamespace, source: &str, count: usize) -> [Server; 2] {
+    let args = ["--namespace", &ns.name, "--source", source];
+    let servers = [Server::start(&args), Server::start(&args)];
     let list = format!("/pods?namespace={}", ns.name);
     for server in &servers {
         eventually(SOON, "both replicas to see every pod", || async {
@@ -66,8 +65,18 @@ async fn all_show(servers: &[Server], list: &str, expected: &[(&str, &str)]) {
 
 #[tokio::test]
 async fn a_list_paged_alternately_through_two_replicas_returns_each_object_once() {
-    let ns = TestNamespace::new("replica-paging").await;
-    let servers = replicas(&ns, 0).await;
+    paged_alternately("cache").await;
+}
+
+/// The live source rebuilds a page with the apiserver's list at the token's version.
+#[tokio::test]
+async fn live_replicas_page_alternately_too() {
+    paged_alternately("live").await;
+}
+
+async fn paged_alternately(source: &str) {
+    let ns = TestNamespace::new(&format!("replica-paging-{source}")).await;
+    let servers = replicas(&ns, source, 0).await;
     // Created after both started: both replicas' histories hold every one of them.
     create_pods(&ns, (0..12).map(|i| format!("p{i:02}"))).await;
     let list = format!("/pods?namespace={}", ns.name);
@@ -166,7 +175,7 @@ async fn apiserver_changes_after(
 #[tokio::test]
 async fn a_watch_resumed_on_another_replica_gets_exactly_the_changes_after_its_version() {
     let ns = TestNamespace::new("replica-resume").await;
-    let servers = replicas(&ns, 0).await;
+    let servers = replicas(&ns, "cache", 0).await;
     create_pods(&ns, ["a", "b", "c"].map(String::from)).await;
     let list = format!("/pods?namespace={}", ns.name);
     all_show(&servers, &list, &[("a", "1"), ("b", "1"), ("c", "1")]).await;
