@@ -1,6 +1,8 @@
 // k8sailor's built-in dashboard: hand-written, no framework, no build step. Every table follows
 // a `watch=true` stream read with fetch (so the Authorization header goes with it), applies each
-// event in place, and starts again from a fresh list+watch when the stream ends. Big tables
+// event in place, and when the stream ends resumes it from the last resourceVersion it saw (on
+// any replica: only what it missed), or, told that is too old (410), starts again from a fresh
+// list+watch. Big tables
 // render only the rows in view. Views are hash routes, so each is a link and the server needs
 // no route per view; every URL is relative, so the page works under an ingress sub-path.
 
@@ -167,8 +169,10 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * A live set of objects: `watch=true` as JSON lines. Until the BOOKMARK the objects collect in
- * a new map that then replaces the old one, so a reconnection never leaves a deleted object
- * behind. `onChange` is called once for many events (see `changed`).
+ * a new map that then replaces the old one, so a fresh start never leaves a deleted object
+ * behind. Once synced it remembers the resourceVersion each event brings it to, and a
+ * reconnection asks for the changes after it alone, applied to the set it has.
+ * `onChange` is called once for many events (see `changed`).
  */
 class LiveSet {
   constructor(path, params, { onChange, onFailure }) {
@@ -178,6 +182,8 @@ class LiveSet {
     this.onFailure = onFailure;
     this.items = new Map();
     this.synced = false;
+    // The version the set is at, once synced: where a reconnection resumes.
+    this.version = null;
     this.state = "connecting";
     this.retryAt = 0;
     this.stopped = false;
@@ -225,12 +231,20 @@ class LiveSet {
     while (!this.stopped) {
       this.controller = new AbortController();
       this.setState("connecting");
+      const resuming = this.version !== null;
+      const params = resuming ? { ...this.params, resourceVersion: this.version } : this.params;
       try {
-        const res = await fetch(apiUrl(this.path, this.params), {
+        const res = await fetch(apiUrl(this.path, params), {
           headers: headers("application/x-ndjson"),
           signal: this.controller.signal,
         });
         connection.sawResponse(res);
+        if (resuming && res.status === 410) {
+          // Too old for the server's history: a fresh list+watch, at once.
+          await res.body?.cancel();
+          this.version = null;
+          continue;
+        }
         if (!res.ok) {
           const failure = await failureOf(res);
           // The request itself is wrong or refused: asking again would get the same answer.
@@ -242,7 +256,7 @@ class LiveSet {
           }
           throw failure;
         }
-        const expired = await this.read(res.body, () => {
+        const expired = await this.read(res.body, resuming, () => {
           failures = 0;
         });
         if (expired) continue;
@@ -261,11 +275,14 @@ class LiveSet {
     }
   }
 
-  /** Applies the stream's events; true when the server said to start again (410). */
-  async read(body, onSynced) {
+  /**
+   * Applies the stream's events; true when the server said to start again (410). Resuming,
+   * the changes before the BOOKMARK apply to the set as it is; otherwise they make a new one.
+   */
+  async read(body, resuming, onSynced) {
     const reader = body.pipeThrough(new TextDecoderStream()).getReader();
     let rest = "";
-    let initial = new Map();
+    let initial = resuming ? this.items : new Map();
     this.synced = false;
     for (;;) {
       const { value, done } = await reader.read();
@@ -276,6 +293,11 @@ class LiveSet {
         if (!line) continue;
         const event = JSON.parse(line);
         const target = this.synced ? this.items : initial;
+        // A fresh start's objects come in name order, not version order: only the BOOKMARK
+        // says where it stands. Changes come in version order.
+        if ((this.synced || resuming) && event.object?.resourceVersion) {
+          this.version = event.object.resourceVersion;
+        }
         switch (event.type) {
           case "ADDED":
           case "MODIFIED":
@@ -287,12 +309,14 @@ class LiveSet {
           case "BOOKMARK":
             this.items = initial;
             initial = null;
+            this.version = event.object.resourceVersion || null;
             this.synced = true;
             this.accessFiltered = Boolean(event.object.accessFiltered);
             this.setState("live");
             onSynced();
             break;
           case "ERROR":
+            // Fallen behind: resuming from where it is may still do, else the server says 410.
             if (event.object.code === 410) return true;
             this.onFailure(new ApiFailure(event.object.code, event.object.error));
             return false;

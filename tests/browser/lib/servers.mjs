@@ -199,3 +199,47 @@ export async function proxyUnderPath({ target, mount }) {
       }),
   };
 }
+
+/**
+ * A Service in front of replicas: forwards every request to the replica `use(i)` picked. `use`
+ * of another replica (or of none, `use(null)`: every connection refused) cuts every open
+ * connection, as a replica going away does, so clients reconnect to whichever serves next.
+ */
+export async function replicaBalancer({ targets }) {
+  let current = 0;
+  const open = new Set();
+  const server = http.createServer((req, res) => {
+    if (current === null) {
+      req.socket.destroy();
+      return;
+    }
+    const upstream = new URL(targets[current]);
+    const forward = http.request(
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on("error", () => res.destroy());
+    res.on("close", () => forward.destroy());
+    req.pipe(forward);
+  });
+  server.on("connection", (socket) => {
+    open.add(socket);
+    socket.on("close", () => open.delete(socket));
+  });
+  const origin = await listenOnLoopback(server);
+  return {
+    origin,
+    use(index) {
+      current = index;
+      for (const socket of open) socket.destroy();
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
+  };
+}

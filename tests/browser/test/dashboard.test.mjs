@@ -11,7 +11,7 @@ import { test } from "node:test";
 
 import { openBrowser } from "../lib/browser.mjs";
 import { apply, kubectl, namespacedToken, testNamespace } from "../lib/cluster.mjs";
-import { eventually, freePort, proxyUnderPath, repoRoot, startK8sailor } from "../lib/servers.mjs";
+import { eventually, freePort, proxyUnderPath, replicaBalancer, repoRoot, startK8sailor } from "../lib/servers.mjs";
 
 const logFile = (scenario) => path.join(repoRoot, "target", "browser", `${scenario}.k8sailor.log`);
 
@@ -526,6 +526,65 @@ test("dashboard: says when the server is gone, and comes back on its own", async
   await b.screenshot("stale");
   await page.unroute(stale);
   await eventually("the live badge after the stale spell", async () => (await badge.getAttribute("data-state")) === "live");
+  b.check();
+});
+
+/** Events replica `server` has sent on its watches of `kind` (its /metrics). */
+async function watchEventsSent(server, kind) {
+  const text = await (await fetch(`${server.origin}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith("k8sailor_api_watch_events_total{") && l.includes(`kind="${kind}"`));
+  return line ? Number(line.split(" ").pop()) : 0;
+}
+
+test("dashboard: a dropped stream resumes on another replica with only what it missed", async (t) => {
+  const ns = await testNamespace("dash-resume");
+  t.after(() => ns.remove());
+  const names = Array.from({ length: 20 }, (_, i) => `d${String(i).padStart(2, "0")}`);
+  await apply(names.map((name) => deployment(ns.name, name, 0)));
+  const replicas = [
+    await startK8sailor({ logFile: logFile("dashboard-resume-a") }),
+    await startK8sailor({ logFile: logFile("dashboard-resume-b") }),
+  ];
+  t.after(() => Promise.all(replicas.map((r) => r.stop())));
+  const service = await replicaBalancer({ targets: replicas.map((r) => r.origin) });
+  t.after(() => service.close());
+  const b = await openBrowser({
+    scenario: "dashboard-resume",
+    allowedOrigins: [service.origin],
+    tolerateMatching: [{ pattern: new RegExp(`^${service.origin}/`), reason: "the replica the test takes away" }],
+  });
+  t.after(() => b.close());
+  const { page } = b;
+  await page.goto(`${service.origin}/#/ns/${ns.name}/deployments`);
+  await waitForCount(page, LIST_COUNT, 20, "the Deployments");
+  const badge = page.locator("#connection");
+  await eventually("the live badge", async () => (await badge.getAttribute("data-state")) === "live");
+
+  // Replica A goes away; while no replica answers, the namespace changes.
+  service.use(null);
+  await eventually("the disconnected badge", async () => (await badge.getAttribute("data-state")) === "down");
+  await apply([deployment(ns.name, "during", 0)]);
+  await kubectl(["delete", "deployment", "d00", "-n", ns.name]);
+  const onB = `${replicas[1].api}/deployments?namespace=${ns.name}`;
+  await eventually("replica B to see the changes", async () => {
+    const shown = (await (await fetch(onB)).json()).data.map((d) => d.name);
+    return shown.includes("during") && !shown.includes("d00");
+  });
+  const sentBefore = await watchEventsSent(replicas[1], "Deployment");
+  const resumed = page.waitForResponse((r) => r.url().includes("/deployments?") && r.url().includes("resourceVersion="), {
+    timeout: 60_000,
+  });
+  service.use(1);
+  const answer = await resumed;
+  assert.equal(answer.status(), 200, `the resumed watch: ${answer.url()}`);
+  await row(page, ns.name, "during").waitFor({ timeout: 30_000 });
+  await eventually("d00 gone", async () => (await row(page, ns.name, "d00").count()) === 0);
+  await waitForCount(page, LIST_COUNT, 20, "the Deployments after the changes");
+  await eventually("the live badge again", async () => (await badge.getAttribute("data-state")) === "live");
+  await b.screenshot("resumed");
+  // Only what it missed crossed the wire: a fresh watch would have sent all 20 again.
+  const sent = (await watchEventsSent(replicas[1], "Deployment")) - sentBefore;
+  assert.ok(sent > 0 && sent < 20, `replica B sent ${sent} Deployment events on the resumed watch`);
   b.check();
 });
 
