@@ -6,7 +6,7 @@ use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use confk8s::{ClientOptions, TokenReviewLimits};
+use confk8s::{ClientOptions, InitialList, TokenReviewLimits};
 use serde::Deserialize;
 
 use crate::connections::ConnectionLimits;
@@ -140,6 +140,10 @@ settings! {
         /// Where reads come from: cache or live [default: cache].
         #[arg(long, env = "K8SAILOR_SOURCE", value_parser = one_of(SourceKind::ALL, SourceKind::name))]
         source: SourceKind = SourceKind::default(),
+        /// How the caches get each full list: auto (streamed with sendInitialEvents where the
+        /// apiserver allows, else in pages), streaming or paged [default: auto].
+        #[arg(long, env = "K8SAILOR_INITIAL_LIST", value_parser = one_of(InitialList::ALL, InitialList::name))]
+        initial_list: InitialList = InitialList::default(),
         /// Longest wait for the caches to sync at start-up, e.g. 60s [default: 60s].
         #[arg(long, env = "K8SAILOR_SYNC_TIMEOUT")]
         sync_timeout: String = "60s".to_string(),
@@ -255,6 +259,8 @@ pub struct Settings {
     /// Watch and serve this namespace only.
     pub namespace: Option<String>,
     pub source: SourceKind,
+    /// How the informers get their lists.
+    pub initial_list: InitialList,
     pub sync_timeout: Duration,
     /// After SIGTERM, how long to keep serving with readiness failing.
     pub shutdown_delay: Duration,
@@ -405,6 +411,7 @@ impl Settings {
             },
             namespace,
             source: layer.source,
+            initial_list: layer.initial_list,
             sync_timeout: parse_duration("syncTimeout", &layer.sync_timeout)?,
             shutdown_delay: parse_duration("shutdownDelay", &layer.shutdown_delay)?,
             shutdown_grace: parse_duration("shutdownGrace", &layer.shutdown_grace)?,
@@ -443,6 +450,7 @@ mod tests {
         }
         same(SourceKind::ALL, SourceKind::name);
         same(AuthMode::ALL, AuthMode::name);
+        same(InitialList::ALL, InitialList::name);
     }
 
     #[test]

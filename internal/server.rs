@@ -52,6 +52,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         settings.source,
         connection,
         settings.namespace.clone(),
+        settings.initial_list,
         watches.clone(),
     )
     .await?;
