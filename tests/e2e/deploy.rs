@@ -524,8 +524,7 @@ async fn the_manifests_and_the_no_auth_overlay_pass_a_server_side_dry_run() {
     let budget = &of_kind(&items, "PodDisruptionBudget")["spec"];
     assert_eq!(budget["minAvailable"], 1);
     assert_eq!(
-        budget["selector"]["matchLabels"],
-        pod["metadata"]["labels"],
+        budget["selector"]["matchLabels"], pod["metadata"]["labels"],
         "the budget covers the Deployment's pods"
     );
     assert_eq!(container["resources"]["limits"]["memory"], "1536Mi");

@@ -247,15 +247,18 @@ impl<T: Watched> Informer<T> {
                 }
                 Step::Relisted(gone) => {
                     let gone: Vec<Delta<T>> = gone.into_iter().map(Delta::Deleted).collect();
+                    // A handler applies its batch under its write lock: readers wait this long.
+                    let committing = std::time::Instant::now();
                     for mut batch in relist.drain(..) {
                         for delta in &gone {
                             batch.add(delta);
                         }
                         batch.commit();
                     }
+                    let commit_ms = committing.elapsed().as_millis();
                     self.status.counted(&gone, tracker.len());
                     let changes = relist_changes + gone.len();
-                    tracing::info!(%kind, objects = tracker.len(), changes, streaming, "list synced");
+                    tracing::info!(%kind, objects = tracker.len(), changes, streaming, commit_ms, "list synced");
                     self.status.relisted();
                 }
             }
