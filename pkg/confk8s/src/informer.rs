@@ -277,10 +277,12 @@ fn decoded_as<W: Into<K>, K>(event: Event<W>) -> Event<K> {
     }
 }
 
-/// How an apiserver without WatchList answers `sendInitialEvents=true`: 422 (sendInitialEvents,
-/// or resourceVersionMatch on a watch before 1.27, is forbidden) or 400.
+/// Why a streaming list cannot start where a paged one may: an apiserver without WatchList
+/// answers `sendInitialEvents=true` with 422 (sendInitialEvents, or resourceVersionMatch on a
+/// watch before 1.27, is forbidden) or 400; RBAC that grants list but not watch answers 403,
+/// and a paged list still fills the cache (readiness then says the watch is refused).
 fn refuses_streaming_lists(error: &watcher::Error) -> bool {
-    matches!(error, watcher::Error::WatchStartFailed(kube::Error::Api(s)) if s.code == 400 || s.code == 422)
+    matches!(error, watcher::Error::WatchStartFailed(kube::Error::Api(s)) if matches!(s.code, 400 | 403 | 422))
 }
 
 fn status_code(error: &watcher::Error) -> Option<u16> {
@@ -679,11 +681,11 @@ mod tests {
             "metadata": {"namespace": "ns", "name": name, "resourceVersion": rv}})
     }
 
-    /// A fake apiserver holding configmaps a and b at resourceVersion 10, with or without
-    /// WatchList; answers until the test ends, and names the requests it was sent (list,
-    /// streaming list, refused streaming list, watch).
+    /// A fake apiserver holding configmaps a and b at resourceVersion 10, serving streaming
+    /// lists or refusing them with the given status; answers until the test ends, and names
+    /// the requests it was sent (list, streaming list, refused streaming list, watch).
     fn apiserver(
-        watch_list: bool,
+        refusal: Option<u16>,
     ) -> (
         Client,
         Arc<Mutex<Vec<&'static str>>>,
@@ -701,7 +703,12 @@ mod tests {
                 while let Some((request, send)) = handle.next_request().await {
                     let query = request.uri().query().unwrap_or_default().to_string();
                     let (what, status, body) = if query.contains("sendInitialEvents=true") {
-                        if watch_list {
+                        if let Some(code) = refusal {
+                            let refusal = serde_json::json!({"kind": "Status", "apiVersion": "v1",
+                                "status": "Failure", "reason": "Refused", "code": code,
+                                "message": "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"});
+                            ("refused streaming list", code, refusal.to_string())
+                        } else {
                             let events = [
                                 serde_json::json!({"type": "ADDED", "object": config_map("a", "8")}),
                                 serde_json::json!({"type": "ADDED", "object": config_map("b", "9")}),
@@ -712,11 +719,6 @@ mod tests {
                             ];
                             let lines: String = events.iter().map(|e| format!("{e}\n")).collect();
                             ("streaming list", 200, lines)
-                        } else {
-                            let refusal = serde_json::json!({"kind": "Status", "apiVersion": "v1",
-                                "status": "Failure", "reason": "Invalid", "code": 422,
-                                "message": "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"});
-                            ("refused streaming list", 422, refusal.to_string())
                         }
                     } else if query.contains("watch=true") {
                         asked.lock().unwrap().push("watch");
@@ -750,8 +752,8 @@ mod tests {
         asked: Vec<&'static str>,
     }
 
-    async fn run_against(watch_list: bool, initial_list: InitialList, wait: Duration) -> Run {
-        let (client, asked, server) = apiserver(watch_list);
+    async fn run_against(refusal: Option<u16>, initial_list: InitialList, wait: Duration) -> Run {
+        let (client, asked, server) = apiserver(refusal);
         let factory = InformerFactory::new(client, None).with_initial_list(initial_list);
         let names = Arc::new(Names::default());
         factory.add_handler::<ConfigMap>(names.clone()).unwrap();
@@ -772,8 +774,8 @@ mod tests {
         }
     }
 
-    async fn sync_with(watch_list: bool, initial_list: InitialList) -> Run {
-        let run = run_against(watch_list, initial_list, Duration::from_secs(5)).await;
+    async fn sync_with(refusal: Option<u16>, initial_list: InitialList) -> Run {
+        let run = run_against(refusal, initial_list, Duration::from_secs(5)).await;
         assert!(run.synced.is_ok(), "{:?}", run.synced);
         assert_eq!(run.names, ["a", "b"]);
         run
@@ -781,28 +783,40 @@ mod tests {
 
     #[tokio::test]
     async fn lists_are_streamed_where_the_apiserver_supports_it() {
-        let run = sync_with(true, InitialList::Auto).await;
+        let run = sync_with(None, InitialList::Auto).await;
         assert!(run.streaming);
         assert_eq!(run.asked, ["streaming list", "watch"], "no paged list");
     }
 
     #[tokio::test]
     async fn a_refused_streaming_list_falls_back_to_pages() {
-        let run = sync_with(false, InitialList::Auto).await;
-        assert!(!run.streaming);
-        assert_eq!(run.asked, ["refused streaming list", "list", "watch"]);
+        // 422: WatchList disabled; 400: an older apiserver; 403: RBAC grants list, not watch.
+        for code in [422, 400, 403] {
+            let run = sync_with(Some(code), InitialList::Auto).await;
+            assert!(!run.streaming, "{code}");
+            assert_eq!(
+                run.asked,
+                ["refused streaming list", "list", "watch"],
+                "{code}"
+            );
+        }
     }
 
     #[tokio::test]
     async fn paged_lists_can_be_forced() {
-        let run = sync_with(true, InitialList::Paged).await;
+        let run = sync_with(None, InitialList::Paged).await;
         assert!(!run.streaming);
         assert_eq!(run.asked, ["list", "watch"]);
     }
 
     #[tokio::test]
     async fn forced_streaming_lists_never_fall_back() {
-        let run = run_against(false, InitialList::Streaming, Duration::from_millis(300)).await;
+        let run = run_against(
+            Some(422),
+            InitialList::Streaming,
+            Duration::from_millis(300),
+        )
+        .await;
         assert!(run.synced.is_err());
         assert!(run.streaming);
         assert!(
