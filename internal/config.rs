@@ -6,7 +6,7 @@ use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use confk8s::{ClientOptions, TokenReviewLimits};
+use confk8s::{ClientOptions, InitialList, TokenReviewLimits};
 use serde::Deserialize;
 
 use crate::connections::ConnectionLimits;
@@ -145,6 +145,10 @@ settings! {
         /// answer 410 [default: 10000].
         #[arg(long, env = "K8SAILOR_CHANGE_HISTORY")]
         change_history: usize = k8sdao::HISTORY_CAPACITY,
+        /// How the caches get each full list: auto (streamed with sendInitialEvents where the
+        /// apiserver allows, else in pages), streaming or paged [default: auto].
+        #[arg(long, env = "K8SAILOR_INITIAL_LIST", value_parser = one_of(InitialList::ALL, InitialList::name))]
+        initial_list: InitialList = InitialList::default(),
         /// Longest wait for the caches to sync at start-up, e.g. 60s [default: 60s].
         #[arg(long, env = "K8SAILOR_SYNC_TIMEOUT")]
         sync_timeout: String = "60s".to_string(),
@@ -262,6 +266,8 @@ pub struct Settings {
     pub source: SourceKind,
     /// Changes the caches keep per kind.
     pub change_history: usize,
+    /// How the informers get their lists.
+    pub initial_list: InitialList,
     pub sync_timeout: Duration,
     /// After SIGTERM, how long to keep serving with readiness failing.
     pub shutdown_delay: Duration,
@@ -413,6 +419,7 @@ impl Settings {
             namespace,
             source: layer.source,
             change_history: layer.change_history,
+            initial_list: layer.initial_list,
             sync_timeout: parse_duration("syncTimeout", &layer.sync_timeout)?,
             shutdown_delay: parse_duration("shutdownDelay", &layer.shutdown_delay)?,
             shutdown_grace: parse_duration("shutdownGrace", &layer.shutdown_grace)?,
@@ -451,6 +458,7 @@ mod tests {
         }
         same(SourceKind::ALL, SourceKind::name);
         same(AuthMode::ALL, AuthMode::name);
+        same(InitialList::ALL, InitialList::name);
     }
 
     #[test]

@@ -53,6 +53,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         connection,
         settings.namespace.clone(),
         settings.change_history,
+        settings.initial_list,
         watches.clone(),
     )
     .await?;

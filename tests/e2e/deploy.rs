@@ -456,13 +456,14 @@ fn kustomize(dir: &str) -> Vec<Value> {
         .collect()
 }
 
-const SHIPPED_OBJECTS: [&str; 7] = [
+const SHIPPED_OBJECTS: [&str; 8] = [
     "Namespace/k8sailor",
     "ServiceAccount/k8sailor/k8sailor",
     "ClusterRole/k8sailor-reader",
     "ClusterRoleBinding/k8sailor-reader",
     "ClusterRoleBinding/k8sailor-auth-delegator",
     "Deployment/k8sailor/k8sailor",
+    "PodDisruptionBudget/k8sailor/k8sailor",
     "Service/k8sailor/k8sailor",
 ];
 
@@ -514,6 +515,20 @@ async fn the_manifests_and_the_no_auth_overlay_pass_a_server_side_dry_run() {
     );
     assert_eq!(service["ports"][0]["targetPort"], "http");
     assert_eq!(service["ports"][0]["port"], 8088);
+    // Two replicas, never both disrupted at once, each with room for a large cluster's cache.
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    assert_eq!(
+        deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"],
+        0
+    );
+    let budget = &of_kind(&items, "PodDisruptionBudget")["spec"];
+    assert_eq!(budget["minAvailable"], 1);
+    assert_eq!(
+        budget["selector"]["matchLabels"], pod["metadata"]["labels"],
+        "the budget covers the Deployment's pods"
+    );
+    assert_eq!(container["resources"]["limits"]["memory"], "1536Mi");
+    assert_eq!(container["resources"]["requests"]["memory"], "512Mi");
     // Reachable by every pod through the Service, so callers authenticate.
     assert_eq!(
         container_args(deployment),

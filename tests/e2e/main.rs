@@ -11,6 +11,7 @@ mod deploy;
 mod edge;
 mod exposure;
 mod ingresses;
+mod initial_list;
 mod kinds;
 mod operations;
 mod parity;

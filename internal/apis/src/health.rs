@@ -142,6 +142,7 @@ mod tests {
             kind: "Pod".into(),
             synced,
             connected,
+            streaming_lists: true,
             objects: 0,
             added: 0,
             updated: 0,

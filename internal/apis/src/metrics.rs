@@ -141,6 +141,12 @@ impl Collector for InformerCollector {
         )?;
         gauge(
             &mut encoder,
+            "informer_streaming_lists",
+            "1 when the cache gets its lists streamed (sendInitialEvents), 0 in pages",
+            &|s| f64::from(u8::from(s.streaming_lists)),
+        )?;
+        gauge(
+            &mut encoder,
             "cache_last_heard_seconds",
             "Seconds since the cache last heard from the apiserver",
             &|s| {

@@ -11,7 +11,7 @@ mod live;
 use std::sync::Arc;
 use std::time::Duration;
 
-use confk8s::{Connection, FactoryError, InformerFactory, InformerState};
+use confk8s::{Connection, FactoryError, InformerFactory, InformerState, InitialList};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::networking::v1::Ingress;
@@ -384,6 +384,7 @@ impl Source {
         connection: Connection,
         scope: Option<String>,
         history: usize,
+        initial_list: InitialList,
         shutdown: CancellationToken,
     ) -> Result<(Source, Vec<JoinHandle<()>>), FactoryError> {
         let client = connection.client;
@@ -399,7 +400,8 @@ impl Source {
             )),
             SourceKind::Cache => {
                 let factory = InformerFactory::new(client.clone(), scope.clone())
-                    .with_watch_signals(connection.watches);
+                    .with_watch_signals(connection.watches)
+                    .with_initial_list(initial_list);
                 let caches = Arc::new(Caches::new(history));
                 register(&caches, &factory, scope.as_deref())?;
                 factory.check_access().await?;

@@ -76,6 +76,42 @@ pub enum FactoryError {
 
 type EventStream<T> = BoxStream<'static, Result<Event<T>, watcher::Error>>;
 
+/// How a watch receives the objects that exist when it starts, and again after a 410.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InitialList {
+    /// A streaming list where the apiserver serves one, paged lists where it refuses it.
+    #[default]
+    Auto,
+    /// Streaming lists only (WatchList, KEP-3157): one watch with `sendInitialEvents=true`
+    /// sends every object, then a bookmark, then the changes. An apiserver that refuses
+    /// them (WatchList disabled, before 1.27) never syncs.
+    Streaming,
+    /// Paged lists of 500 objects, then a watch from the list's resourceVersion.
+    Paged,
+}
+
+impl InitialList {
+    /// Every strategy, as settings name them.
+    pub const ALL: &'static [InitialList] = &[
+        InitialList::Auto,
+        InitialList::Streaming,
+        InitialList::Paged,
+    ];
+
+    /// As flags and config files name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            InitialList::Auto => "auto",
+            InitialList::Streaming => "streaming",
+            InitialList::Paged => "paged",
+        }
+    }
+}
+
+/// Opens a kube watcher with the given configuration.
+type Open<T> = Box<dyn Fn(watcher::Config) -> EventStream<T> + Send + Sync>;
+
 struct Informer<T> {
     /// API group and plural resource name, for access reviews.
     resource: (String, String),
@@ -83,7 +119,10 @@ struct Informer<T> {
     cluster_scoped: bool,
     status: Arc<InformerStatus>,
     handlers: Mutex<Vec<Arc<dyn Handler<T>>>>,
-    open: Box<dyn Fn() -> EventStream<T> + Send + Sync>,
+    /// Paged lists; [`Informer::watch`] turns streaming lists on.
+    config: watcher::Config,
+    initial_list: InitialList,
+    open: Open<T>,
 }
 
 /// What the factory needs of an informer without knowing its type.
@@ -118,6 +157,18 @@ impl<T: Watched> AnyInformer for Informer<T> {
 }
 
 impl<T: Watched> Informer<T> {
+    /// The watcher's events, its lists streamed or paged; errors retried with client-go's
+    /// backoff.
+    fn watch(&self, streaming: bool) -> EventStream<T> {
+        let config = if streaming {
+            self.config.clone().streaming_lists()
+        } else {
+            self.config.clone()
+        };
+        self.status.lists_streamed(streaming);
+        (self.open)(config).default_backoff().boxed()
+    }
+
     async fn run(&self, shutdown: CancellationToken) {
         let handlers = self
             .handlers
@@ -127,7 +178,8 @@ impl<T: Watched> Informer<T> {
         let kind = self.status.kind().to_string();
         // Errors are yielded by the watcher and retried with client-go's backoff; they are
         // logged and counted, never the end of the watch.
-        let mut events = (self.open)().default_backoff().boxed();
+        let mut streaming = self.initial_list != InitialList::Paged;
+        let mut events = self.watch(streaming);
         let mut tracker = DeltaTracker::default();
         let mut relist: Vec<Box<dyn RelistBatch<T>>> = Vec::new();
         let mut relist_changes = 0usize;
@@ -144,6 +196,19 @@ impl<T: Watched> Informer<T> {
                 // to report as stale data.
                 Some(Err(error)) if status_code(&error) == Some(410) => {
                     tracing::info!(%kind, %error, "watch expired; listing again");
+                    continue;
+                }
+                // kube's watcher retries a refused streaming list for ever; paged lists are
+                // what every apiserver serves. Nothing was delivered yet: the paged list
+                // starts a relist of its own.
+                Some(Err(error))
+                    if streaming
+                        && self.initial_list == InitialList::Auto
+                        && refuses_streaming_lists(&error) =>
+                {
+                    tracing::warn!(%kind, %error, "the apiserver refuses streaming lists; listing in pages");
+                    streaming = false;
+                    events = self.watch(streaming);
                     continue;
                 }
                 Some(Err(error)) => {
@@ -182,15 +247,18 @@ impl<T: Watched> Informer<T> {
                 }
                 Step::Relisted(gone) => {
                     let gone: Vec<Delta<T>> = gone.into_iter().map(Delta::Vanished).collect();
+                    // A handler applies its batch under its write lock: readers wait this long.
+                    let committing = std::time::Instant::now();
                     for mut batch in relist.drain(..) {
                         for delta in &gone {
                             batch.add(delta);
                         }
                         batch.commit();
                     }
+                    let commit_ms = committing.elapsed().as_millis();
                     self.status.counted(&gone, tracker.len());
                     let changes = relist_changes + gone.len();
-                    tracing::info!(%kind, objects = tracker.len(), changes, "list synced");
+                    tracing::info!(%kind, objects = tracker.len(), changes, streaming, commit_ms, "list synced");
                     self.status.relisted();
                 }
             }
@@ -209,6 +277,14 @@ fn decoded_as<W: Into<K>, K>(event: Event<W>) -> Event<K> {
     }
 }
 
+/// Why a streaming list cannot start where a paged one may: an apiserver without WatchList
+/// answers `sendInitialEvents=true` with 422 (sendInitialEvents, or resourceVersionMatch on a
+/// watch before 1.27, is forbidden) or 400; RBAC that grants list but not watch answers 403,
+/// and a paged list still fills the cache (readiness then says the watch is refused).
+fn refuses_streaming_lists(error: &watcher::Error) -> bool {
+    matches!(error, watcher::Error::WatchStartFailed(kube::Error::Api(s)) if matches!(s.code, 400 | 403 | 422))
+}
+
 fn status_code(error: &watcher::Error) -> Option<u16> {
     match error {
         watcher::Error::InitialListFailed(kube::Error::Api(s))
@@ -225,6 +301,7 @@ pub struct InformerFactory {
     client: Client,
     namespace: Option<String>,
     config: watcher::Config,
+    initial_list: InitialList,
     informers: Mutex<Registry>,
     watches: Option<WatchSignals>,
 }
@@ -239,13 +316,15 @@ struct Registry {
 impl InformerFactory {
     /// Watches `namespace` only when given, otherwise all namespaces.
     pub fn new(client: Client, namespace: Option<String>) -> Self {
-        // Paged lists (500 objects a page): a resourceVersion=0 list would come as one page,
-        // and every object of it would be a typed object at once, many times the cache's size.
+        // Paged lists (500 objects a page) when not streamed: a resourceVersion=0 list would
+        // come as one page, and every object of it would be a typed object at once, many times
+        // the cache's size.
         let config = watcher::Config::default();
         InformerFactory {
             client,
             namespace,
             config,
+            initial_list: InitialList::default(),
             informers: Mutex::new(Registry::default()),
             watches: None,
         }
@@ -259,6 +338,13 @@ impl InformerFactory {
         self
     }
 
+    /// How the watches get their lists; [`InitialList::Auto`] unless given. Give it before
+    /// registering handlers.
+    pub fn with_initial_list(mut self, initial_list: InitialList) -> Self {
+        self.initial_list = initial_list;
+        self
+    }
+
     /// Registers a handler for `K`, starting a watch of `K` unless one exists. For
     /// `K = PartialObjectMeta<T>` the watch fetches metadata only, a fraction of the bytes.
     pub fn add_handler<K>(&self, handler: Arc<dyn Handler<K>>) -> Result<(), FactoryError>
@@ -266,14 +352,13 @@ impl InformerFactory {
         K: Watched + Resource<Scope = NamespaceResourceScope>,
     {
         let api = self.api::<K>();
-        let config = self.config.clone();
         let resource = (K::group(&()).into_owned(), K::plural(&()).into_owned());
         self.register(
             K::kind(&()).into_owned(),
             resource,
             false,
             handler,
-            move || kube::runtime::watcher(api.clone(), config.clone()).boxed(),
+            move |config| kube::runtime::watcher(api.clone(), config).boxed(),
         )
     }
 
@@ -284,14 +369,13 @@ impl InformerFactory {
         K: Watched + Resource<Scope = k8s_openapi::ClusterResourceScope>,
     {
         let api: Api<K> = Api::all(self.client.clone());
-        let config = self.config.clone();
         let resource = (K::group(&()).into_owned(), K::plural(&()).into_owned());
         self.register(
             K::kind(&()).into_owned(),
             resource,
             true,
             handler,
-            move || kube::runtime::watcher(api.clone(), config.clone()).boxed(),
+            move |config| kube::runtime::watcher(api.clone(), config).boxed(),
         )
     }
 
@@ -306,15 +390,14 @@ impl InformerFactory {
         W: Watched + Resource<Scope = NamespaceResourceScope> + Into<K>,
     {
         let api = self.api::<W>();
-        let config = self.config.clone();
         let resource = (W::group(&()).into_owned(), W::plural(&()).into_owned());
         self.register(
             K::kind(&()).into_owned(),
             resource,
             false,
             handler,
-            move || {
-                kube::runtime::watcher(api.clone(), config.clone())
+            move |config| {
+                kube::runtime::watcher(api.clone(), config)
                     .map(|event| event.map(decoded_as::<W, K>))
                     .boxed()
             },
@@ -337,7 +420,7 @@ impl InformerFactory {
         resource: (String, String),
         cluster_scoped: bool,
         handler: Arc<dyn Handler<T>>,
-        open: impl Fn() -> EventStream<T> + Send + Sync + 'static,
+        open: impl Fn(watcher::Config) -> EventStream<T> + Send + Sync + 'static,
     ) -> Result<(), FactoryError> {
         let mut registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
         if registry.started {
@@ -356,6 +439,8 @@ impl InformerFactory {
                 cluster_scoped,
                 status,
                 handlers: Mutex::new(Vec::new()),
+                config: self.config.clone(),
+                initial_list: self.initial_list,
                 open: Box::new(open),
             })
         });
@@ -535,7 +620,9 @@ mod tests {
             resource: (String::new(), "configmaps".into()),
             status: Arc::new(InformerStatus::new("ConfigMap")),
             handlers: Mutex::new(vec![handler]),
-            open: Box::new(move || {
+            config: watcher::Config::default(),
+            initial_list: InitialList::Paged,
+            open: Box::new(move |_| {
                 let events = events.lock().unwrap().take().unwrap_or_default();
                 futures::stream::iter(events).boxed()
             }),
@@ -565,5 +652,177 @@ mod tests {
         let state = status.state();
         assert!(!state.connected, "{state:?}");
         assert_eq!(state.last_error_code, Some(500));
+    }
+
+    /// Keeps the names of what the informer committed.
+    #[derive(Default)]
+    struct Names(Mutex<Vec<String>>);
+    struct NamesBatch(Arc<Names>, Vec<String>);
+    impl Handler<ConfigMap> for Names {
+        fn on_deltas(&self, deltas: &[Delta<ConfigMap>]) {
+            let mut names = self.0.lock().unwrap();
+            names.extend(deltas.iter().map(|d| d.key().name));
+        }
+        fn begin_relist(self: Arc<Self>) -> Box<dyn RelistBatch<ConfigMap>> {
+            Box::new(NamesBatch(self, Vec::new()))
+        }
+    }
+    impl RelistBatch<ConfigMap> for NamesBatch {
+        fn add(&mut self, delta: &Delta<ConfigMap>) {
+            self.1.push(delta.key().name);
+        }
+        fn commit(self: Box<Self>) {
+            self.0.0.lock().unwrap().extend(self.1);
+        }
+    }
+
+    fn config_map(name: &str, rv: &str) -> serde_json::Value {
+        serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"namespace": "ns", "name": name, "resourceVersion": rv}})
+    }
+
+    /// A fake apiserver holding configmaps a and b at resourceVersion 10, serving streaming
+    /// lists or refusing them with the given status; answers until the test ends, and names
+    /// the requests it was sent (list, streaming list, refused streaming list, watch).
+    fn apiserver(
+        refusal: Option<u16>,
+    ) -> (
+        Client,
+        Arc<Mutex<Vec<&'static str>>>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        use http::{Request, Response};
+        use kube::client::Body;
+        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let server = {
+            let asked = asked.clone();
+            tokio::spawn(async move {
+                // Watches from resourceVersion 10 stay open, silent, until the test ends.
+                let mut open_watches = Vec::new();
+                while let Some((request, send)) = handle.next_request().await {
+                    let query = request.uri().query().unwrap_or_default().to_string();
+                    let (what, status, body) = if query.contains("sendInitialEvents=true") {
+                        if let Some(code) = refusal {
+                            let refusal = serde_json::json!({"kind": "Status", "apiVersion": "v1",
+                                "status": "Failure", "reason": "Refused", "code": code,
+                                "message": "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"});
+                            ("refused streaming list", code, refusal.to_string())
+                        } else {
+                            let events = [
+                                serde_json::json!({"type": "ADDED", "object": config_map("a", "8")}),
+                                serde_json::json!({"type": "ADDED", "object": config_map("b", "9")}),
+                                serde_json::json!({"type": "BOOKMARK", "object": {
+                                    "apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"resourceVersion": "10",
+                                        "annotations": {"k8s.io/initial-events-end": "true"}}}}),
+                            ];
+                            let lines: String = events.iter().map(|e| format!("{e}\n")).collect();
+                            ("streaming list", 200, lines)
+                        }
+                    } else if query.contains("watch=true") {
+                        asked.lock().unwrap().push("watch");
+                        open_watches.push(send);
+                        continue;
+                    } else {
+                        let list = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMapList",
+                            "metadata": {"resourceVersion": "10"},
+                            "items": [config_map("a", "8"), config_map("b", "9")]});
+                        ("list", 200, list.to_string())
+                    };
+                    asked.lock().unwrap().push(what);
+                    send.send_response(
+                        Response::builder()
+                            .status(status)
+                            .body(Body::from(body.into_bytes()))
+                            .unwrap(),
+                    );
+                }
+            })
+        };
+        (Client::new(service, "default"), asked, server)
+    }
+
+    /// What a ConfigMap informer did against the fake apiserver within `wait`: whether it
+    /// synced, the names it committed, whether it streamed, and what it asked.
+    struct Run {
+        synced: Result<(), FactoryError>,
+        names: Vec<String>,
+        streaming: bool,
+        asked: Vec<&'static str>,
+    }
+
+    async fn run_against(refusal: Option<u16>, initial_list: InitialList, wait: Duration) -> Run {
+        let (client, asked, server) = apiserver(refusal);
+        let factory = InformerFactory::new(client, None).with_initial_list(initial_list);
+        let names = Arc::new(Names::default());
+        factory.add_handler::<ConfigMap>(names.clone()).unwrap();
+        let shutdown = CancellationToken::new();
+        let tasks = factory.start(shutdown.clone());
+        let synced = factory.wait_for_sync(wait).await;
+        shutdown.cancel();
+        futures::future::join_all(tasks).await;
+        server.abort();
+        let mut committed = names.0.lock().unwrap().clone();
+        committed.sort();
+        let asked = asked.lock().unwrap().clone();
+        Run {
+            synced,
+            names: committed,
+            streaming: factory.statuses()[0].state().streaming_lists,
+            asked,
+        }
+    }
+
+    async fn sync_with(refusal: Option<u16>, initial_list: InitialList) -> Run {
+        let run = run_against(refusal, initial_list, Duration::from_secs(5)).await;
+        assert!(run.synced.is_ok(), "{:?}", run.synced);
+        assert_eq!(run.names, ["a", "b"]);
+        run
+    }
+
+    #[tokio::test]
+    async fn lists_are_streamed_where_the_apiserver_supports_it() {
+        let run = sync_with(None, InitialList::Auto).await;
+        assert!(run.streaming);
+        assert_eq!(run.asked, ["streaming list", "watch"], "no paged list");
+    }
+
+    #[tokio::test]
+    async fn a_refused_streaming_list_falls_back_to_pages() {
+        // 422: WatchList disabled; 400: an older apiserver; 403: RBAC grants list, not watch.
+        for code in [422, 400, 403] {
+            let run = sync_with(Some(code), InitialList::Auto).await;
+            assert!(!run.streaming, "{code}");
+            assert_eq!(
+                run.asked,
+                ["refused streaming list", "list", "watch"],
+                "{code}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn paged_lists_can_be_forced() {
+        let run = sync_with(None, InitialList::Paged).await;
+        assert!(!run.streaming);
+        assert_eq!(run.asked, ["list", "watch"]);
+    }
+
+    #[tokio::test]
+    async fn forced_streaming_lists_never_fall_back() {
+        let run = run_against(
+            Some(422),
+            InitialList::Streaming,
+            Duration::from_millis(300),
+        )
+        .await;
+        assert!(run.synced.is_err());
+        assert!(run.streaming);
+        assert!(
+            run.asked.iter().all(|a| *a == "refused streaming list"),
+            "{:?}",
+            run.asked
+        );
     }
 }

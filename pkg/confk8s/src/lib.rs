@@ -42,7 +42,7 @@ mod status;
 
 pub use client::{ClientError, ClientOptions, ConfigSource, Connection, connect, load_config};
 pub use delta::{Delta, DeltaTracker, ObjectKey, Step, strip_noise};
-pub use informer::{FactoryError, Handler, InformerFactory, RelistBatch, Watched};
+pub use informer::{FactoryError, Handler, InformerFactory, InitialList, RelistBatch, Watched};
 pub use review::{
     Access, ReviewCounts, ReviewError, ReviewTtls, Reviewer, TokenReviewLimits, UserInfo,
 };

@@ -8,6 +8,7 @@ pub struct InformerStatus {
     kind: String,
     synced: AtomicBool,
     connected: AtomicBool,
+    streaming: AtomicBool,
     added: AtomicU64,
     updated: AtomicU64,
     deleted: AtomicU64,
@@ -36,6 +37,8 @@ pub struct InformerState {
     pub synced: bool,
     /// The watch is established (false after an error until the next successful event).
     pub connected: bool,
+    /// The watch gets its lists streamed (`sendInitialEvents`); false: in pages.
+    pub streaming_lists: bool,
     /// Objects known after the last change; during a relist, the count from before it.
     pub objects: usize,
     /// Additions since start, those found by relists included.
@@ -79,6 +82,7 @@ impl InformerStatus {
             kind: kind.into(),
             synced: AtomicBool::new(false),
             connected: AtomicBool::new(false),
+            streaming: AtomicBool::new(false),
             added: AtomicU64::new(0),
             updated: AtomicU64::new(0),
             deleted: AtomicU64::new(0),
@@ -142,6 +146,10 @@ impl InformerStatus {
         self.inner().objects = objects;
     }
 
+    pub(crate) fn lists_streamed(&self, streaming: bool) {
+        self.streaming.store(streaming, Ordering::Relaxed);
+    }
+
     pub(crate) fn relisted(&self) {
         self.relists.fetch_add(1, Ordering::Relaxed);
         self.synced.store(true, Ordering::Release);
@@ -160,6 +168,7 @@ impl InformerStatus {
             kind: self.kind.clone(),
             synced: self.is_synced(),
             connected: self.connected.load(Ordering::Acquire),
+            streaming_lists: self.streaming.load(Ordering::Relaxed),
             objects: inner.objects,
             added: self.added.load(Ordering::Relaxed),
             updated: self.updated.load(Ordering::Relaxed),
