@@ -259,6 +259,7 @@ async fn delete_deployment(
 }
 
 #[derive(Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub(super) struct RelationParams {
     /// The Deployment's namespace; default `default`.

@@ -1210,3 +1210,50 @@ mod dashboard {
         assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
     }
 }
+
+#[tokio::test]
+async fn a_version_this_replica_has_not_reached_is_503_and_an_expired_one_410() {
+    // The fake source is at version 1, and keeps nothing older.
+    for (uri, status) in [
+        ("/k8sailor/v0/pods?watch=true&resourceVersion=2", 503),
+        ("/k8sailor/v0/services?watch=true&resourceVersion=2", 503),
+        ("/k8sailor/v0/pods?watch=true&resourceVersion=x", 400),
+        (
+            "/k8sailor/v0/deployments/web/pods?namespace=ns-a&watch=true&resourceVersion=1",
+            410,
+        ),
+    ] {
+        let (got, headers, body) =
+            call(app(), Request::get(uri).body(Body::empty()).unwrap()).await;
+        let json: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            (got.as_u16(), &json["code"]),
+            (status, &serde_json::json!(status)),
+            "{uri}: {json}"
+        );
+        if status == 503 {
+            assert_eq!(headers[header::RETRY_AFTER], "1", "{uri}");
+            assert!(
+                json["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("newer than this cache"),
+                "{json}"
+            );
+        }
+    }
+    // Last-Event-ID resumes a watch as resourceVersion does; a list ignores it.
+    let resumed = Request::get("/k8sailor/v0/pods?watch=true")
+        .header("last-event-id", "2")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(
+        call(app(), resumed).await.0,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    let list = Request::get("/k8sailor/v0/pods")
+        .header("last-event-id", "2")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(call(app(), list).await.0, StatusCode::OK);
+}

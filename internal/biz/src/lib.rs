@@ -473,9 +473,9 @@ impl<S: WorkloadSource> Workloads<S> {
         if let Some(token) = req.continue_token.as_deref().filter(|t| !t.is_empty()) {
             let cursor = match store.continued(token, &fingerprint, &query.visible)? {
                 paging::Continued::Kept(cursor) => cursor,
-                paging::Continued::Rebuild { version, cursor } => {
+                paging::Continued::Rebuild(cursor) => {
                     let items = self
-                        .sorted::<R>(&query, ReadAt::Version(version), &sort)
+                        .sorted::<R>(&query, ReadAt::Version(cursor.version()), &sort)
                         .await
                         .map_err(|e| match e {
                             BizError::Source(DaoError::Version(HistoryError::Expired {

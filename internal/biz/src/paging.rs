@@ -204,8 +204,8 @@ fn now_secs() -> u64 {
 
 impl Token {
     fn encode(&self) -> String {
-        // Plain strings and numbers: serializing cannot fail.
-        let json = serde_json::to_vec(self).unwrap_or_default();
+        // Plain strings and numbers, no maps with other keys: serializing cannot fail.
+        let json = serde_json::to_vec(self).expect("a token serializes");
         URL_SAFE_NO_PAD.encode(json)
     }
 
@@ -248,9 +248,9 @@ struct Snapshot<R> {
 pub enum Continued<R> {
     /// This replica still holds the sorted list.
     Kept(PageCursor<R>),
-    /// The list must be rebuilt at `version` (another replica served the first page, or it
-    /// was pushed out): list it, sort it, and hand it to [`PageStore::keep`].
-    Rebuild { version: u64, cursor: TokenCursor },
+    /// The list must be rebuilt at the token's version (another replica served the first
+    /// page, or it was pushed out): list it, sort it, and hand it to [`PageStore::keep`].
+    Rebuild(TokenCursor),
 }
 
 /// A token checked against its query, waiting for its list.
@@ -258,10 +258,16 @@ pub struct TokenCursor {
     token: Token,
 }
 
+impl TokenCursor {
+    /// The version the list must be rebuilt at.
+    pub fn version(&self) -> u64 {
+        self.token.version
+    }
+}
+
 /// A sorted list and where the next page starts in it.
 pub struct PageCursor<R> {
     items: Arc<[Arc<R>]>,
-    version: u64,
     token: Token,
 }
 
@@ -353,7 +359,6 @@ impl<R: Keyed> PageStore<R> {
         });
         let cursor = PageCursor {
             items,
-            version,
             token: Token {
                 version,
                 query,
@@ -396,15 +401,8 @@ impl<R: Keyed> PageStore<R> {
             })
             .map(|s| s.items.clone());
         Ok(match kept {
-            Some(items) => Continued::Kept(PageCursor {
-                items,
-                version: token.version,
-                token,
-            }),
-            None => Continued::Rebuild {
-                version: token.version,
-                cursor: TokenCursor { token },
-            },
+            Some(items) => Continued::Kept(PageCursor { items, token }),
+            None => Continued::Rebuild(TokenCursor { token }),
         })
     }
 
@@ -424,11 +422,7 @@ impl<R: Keyed> PageStore<R> {
             taken: Instant::now(),
             items: items.clone(),
         });
-        PageCursor {
-            items,
-            version: token.version,
-            token,
-        }
+        PageCursor { items, token }
     }
 }
 
@@ -453,7 +447,7 @@ impl<R: Keyed> PageCursor<R> {
         });
         PageSlice {
             items: self.items[start..end].to_vec(),
-            resource_version: self.version.to_string(),
+            resource_version: self.token.version.to_string(),
             continue_token,
             remaining: (remaining > 0).then_some(remaining),
         }
@@ -490,7 +484,10 @@ mod tests {
     ) -> Result<PageSlice<PodRecord>, BizError> {
         let cursor = match store.continued(token, Q, visible)? {
             Continued::Kept(cursor) => cursor,
-            Continued::Rebuild { version, cursor } => store.keep(cursor, rebuild(version), visible),
+            Continued::Rebuild(cursor) => {
+                let items = rebuild(cursor.version());
+                store.keep(cursor, items, visible)
+            }
         };
         Ok(cursor.next(&SortSpec::default(), Some(limit)))
     }
