@@ -94,6 +94,22 @@ func retry(what string, f func() error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
+// created runs create with retry; when a retried create finds the object already there (an
+// earlier attempt succeeded but its answer was lost to a timeout), the object is read instead.
+func created[T any](what string, create func() (T, error), get func() (T, error)) (T, error) {
+	var obj T
+	retried := false
+	err := retry(what, func() (err error) {
+		obj, err = create()
+		if err != nil && retried && apierrors.IsAlreadyExists(err) {
+			obj, err = get()
+		}
+		retried = true
+		return err
+	})
+	return obj, err
+}
+
 // ---------------------------------------------------------------------------------------------
 // The plan: every object decided up front, so a Deployment's status can count its ready pods.
 
@@ -473,11 +489,14 @@ func runLoad(args []string) error {
 		d := plan[i]
 		ready := d.ready()
 		n := int32(len(d.pods))
-		var dep *appsv1.Deployment
-		if err := retry("deployment "+d.ns+"/"+d.name, func() (err error) {
-			dep, err = cs.AppsV1().Deployments(d.ns).Create(ctx, deploymentObject(d), metav1.CreateOptions{})
-			return err
-		}); err != nil {
+		dep, err := created("deployment "+d.ns+"/"+d.name,
+			func() (*appsv1.Deployment, error) {
+				return cs.AppsV1().Deployments(d.ns).Create(ctx, deploymentObject(d), metav1.CreateOptions{})
+			},
+			func() (*appsv1.Deployment, error) {
+				return cs.AppsV1().Deployments(d.ns).Get(ctx, d.name, metav1.GetOptions{})
+			})
+		if err != nil {
 			return err
 		}
 		dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: n, UpdatedReplicas: n,
@@ -493,11 +512,15 @@ func runLoad(args []string) error {
 		}); err != nil {
 			return err
 		}
-		var rs *appsv1.ReplicaSet
-		if err := retry("replicaset "+d.ns+"/"+d.name, func() (err error) {
-			rs, err = cs.AppsV1().ReplicaSets(d.ns).Create(ctx, replicaSetObject(d, dep.UID), metav1.CreateOptions{})
-			return err
-		}); err != nil {
+		rsObject := replicaSetObject(d, dep.UID)
+		rs, err := created("replicaset "+d.ns+"/"+d.name,
+			func() (*appsv1.ReplicaSet, error) {
+				return cs.AppsV1().ReplicaSets(d.ns).Create(ctx, rsObject, metav1.CreateOptions{})
+			},
+			func() (*appsv1.ReplicaSet, error) {
+				return cs.AppsV1().ReplicaSets(d.ns).Get(ctx, rsObject.Name, metav1.GetOptions{})
+			})
+		if err != nil {
 			return err
 		}
 		rs.Status = appsv1.ReplicaSetStatus{Replicas: n, FullyLabeledReplicas: n, ReadyReplicas: ready, AvailableReplicas: ready, ObservedGeneration: rs.Generation}
@@ -531,11 +554,14 @@ func runLoad(args []string) error {
 		d := plan[jobs[k].d]
 		p := &d.pods[jobs[k].p]
 		rs := rsOf[jobs[k].d]
-		var pod *corev1.Pod
-		if err := retry("pod "+d.ns+"/"+p.name, func() (err error) {
-			pod, err = cs.CoreV1().Pods(d.ns).Create(ctx, podObject(d, p, rs.name, rs.uid), metav1.CreateOptions{})
-			return err
-		}); err != nil {
+		pod, err := created("pod "+d.ns+"/"+p.name,
+			func() (*corev1.Pod, error) {
+				return cs.CoreV1().Pods(d.ns).Create(ctx, podObject(d, p, rs.name, rs.uid), metav1.CreateOptions{})
+			},
+			func() (*corev1.Pod, error) {
+				return cs.CoreV1().Pods(d.ns).Get(ctx, p.name, metav1.GetOptions{})
+			})
+		if err != nil {
 			return err
 		}
 		pod.Status = podStatus(d, p, pod, now)
