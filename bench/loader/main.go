@@ -209,8 +209,16 @@ func makePlan(namespaces, deployments, pods int, seed uint64, nodes int) []*depl
 		if i < pods%deployments {
 			n++
 		}
+		// Five random characters, as a ReplicaSet's pods get: at 30 pods a Deployment, two of
+		// 150,000 pods do collide; the apiserver would refuse the second.
+		taken := make(map[string]bool, n)
 		for j := 0; j < n; j++ {
-			p := podPlan{name: fmt.Sprintf("%s-%s-%s", name, d.hash, suffix(r)), node: r.IntN(nodes)}
+			podName := fmt.Sprintf("%s-%s-%s", name, d.hash, suffix(r))
+			for taken[podName] {
+				podName = fmt.Sprintf("%s-%s-%s", name, d.hash, suffix(r))
+			}
+			taken[podName] = true
+			p := podPlan{name: podName, node: r.IntN(nodes)}
 			switch x := r.IntN(100); {
 			case x < 5:
 				p.state = podPending
