@@ -166,6 +166,23 @@ export async function eventually(what, probe, { timeoutMs = 30_000, everyMs = 25
 }
 
 /**
+ * Sends `req` to `upstream` (an origin) at `path` and streams the answer back, so watches stay
+ * live; either side closing closes the other.
+ */
+function forward(req, res, upstream, path) {
+  const upstreamReq = http.request(
+    { host: upstream.hostname, port: upstream.port, method: req.method, path, headers: req.headers },
+    (answer) => {
+      res.writeHead(answer.statusCode, answer.headers);
+      answer.pipe(res);
+    },
+  );
+  upstreamReq.on("error", () => res.destroy());
+  res.on("close", () => upstreamReq.destroy());
+  req.pipe(upstreamReq);
+}
+
+/**
  * A reverse proxy on 127.0.0.1 that serves `target` (an origin) under the path `mount`
  * (`/team/`) and strips it on the way, as an ingress with a rewrite does; answers are streamed
  * through, so watches stay live. Anything outside `mount` is a 404.
@@ -177,16 +194,7 @@ export async function proxyUnderPath({ target, mount }) {
       res.writeHead(404, { "content-type": "text/plain" }).end("outside the mount");
       return;
     }
-    const forward = http.request(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: `/${req.url.slice(mount.length)}`, headers: req.headers },
-      (answer) => {
-        res.writeHead(answer.statusCode, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    forward.on("error", () => res.destroy());
-    res.on("close", () => forward.destroy());
-    req.pipe(forward);
+    forward(req, res, upstream, `/${req.url.slice(mount.length)}`);
   });
   const origin = await listenOnLoopback(server);
   return {
@@ -213,17 +221,7 @@ export async function replicaBalancer({ targets }) {
       req.socket.destroy();
       return;
     }
-    const upstream = new URL(targets[current]);
-    const forward = http.request(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
-      (answer) => {
-        res.writeHead(answer.statusCode, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    forward.on("error", () => res.destroy());
-    res.on("close", () => forward.destroy());
-    req.pipe(forward);
+    forward(req, res, new URL(targets[current]), req.url);
   });
   server.on("connection", (socket) => {
     open.add(socket);
