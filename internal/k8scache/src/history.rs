@@ -91,16 +91,12 @@ impl<R> History<R> {
             // Nothing was known before: the first change starts the record.
             self.complete_after = Some(version.saturating_sub(1));
         }
-        if self.capacity == 0 {
-            self.complete_after = Some(version);
-            return;
-        }
-        if self.changes.len() == self.capacity
-            && let Some((oldest, _)) = self.changes.pop_front()
-        {
-            self.complete_after = Some(oldest);
-        }
         self.changes.push_back((version, change.clone()));
+        while self.changes.len() > self.capacity {
+            if let Some((oldest, _)) = self.changes.pop_front() {
+                self.complete_after = Some(oldest);
+            }
+        }
     }
 
     /// Whether the state can be rewound to `version`: Ok with the changes after it.
@@ -187,6 +183,16 @@ mod tests {
                 current: Some(13)
             })
         );
+    }
+
+    #[test]
+    fn a_history_of_none_serves_the_current_version_only() {
+        let mut h = History::new(0);
+        h.relisted(Some(10));
+        h.push(Some(11), &applied(None, pod("a", "11")));
+        h.push(Some(12), &applied(None, pod("b", "12")));
+        assert!(matches!(h.after(11), Err(HistoryError::Expired { .. })));
+        assert_eq!(versions(&h, 12), Ok(vec![]));
     }
 
     #[test]

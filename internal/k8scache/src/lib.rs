@@ -166,12 +166,6 @@ impl<R> Cache<R> {
     }
 }
 
-impl<R> Default for Cache<R> {
-    fn default() -> Self {
-        Cache::new(HISTORY_CAPACITY)
-    }
-}
-
 /// One write to a cache, as the informer's deltas amount to.
 enum Write<R> {
     /// Added or updated.
@@ -318,11 +312,6 @@ impl<R: Indexed> Cache<R> {
 
     pub fn is_empty(&self) -> bool {
         self.read().index.is_empty()
-    }
-
-    /// The version the cache is at, as lists answer it.
-    pub fn version(&self) -> Option<u64> {
-        *self.version.borrow()
     }
 
     pub fn apply_deltas(&self, deltas: &[Delta<R::Object>])
@@ -612,9 +601,9 @@ mod tests {
         list.add(&Delta::Added(at("a", "5")));
         list.add(&Delta::Added(at("b", "7")));
         list.commit();
-        assert_eq!(cache.version(), Some(7));
+        assert_eq!(cache.read().history.current(), Some(7));
         cache.apply_deltas(&[Delta::Updated(at("a", "8")), Delta::Deleted(at("b", "9"))]);
-        assert_eq!(cache.version(), Some(9));
+        assert_eq!(cache.read().history.current(), Some(9));
         let state = cache.read();
         let kept: Vec<(u64, &str)> = state
             .history
