@@ -32,6 +32,23 @@ enum SortField {
     CreationTimestamp,
 }
 
+impl SortField {
+    const ALL: [SortField; 3] = [
+        SortField::Name,
+        SortField::Namespace,
+        SortField::CreationTimestamp,
+    ];
+
+    /// As `sort=` names it.
+    fn name(self) -> &'static str {
+        match self {
+            SortField::Name => "name",
+            SortField::Namespace => "namespace",
+            SortField::CreationTimestamp => "creationTimestamp",
+        }
+    }
+}
+
 /// `sort=` as given: fields, each ascending or descending; always ends on (namespace, name).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SortSpec(Vec<(SortField, bool)>);
@@ -49,19 +66,17 @@ impl SortSpec {
                     Some(name) => (true, name),
                     None => (false, part.strip_prefix('+').unwrap_or(part)),
                 };
-                let field = match name {
-                    "name" => SortField::Name,
-                    "namespace" => SortField::Namespace,
-                    "creationTimestamp" => SortField::CreationTimestamp,
-                    other => {
-                        return Err(BizError::Query(format!(
-                            "invalid sort field {other:?}: expected name, namespace or creationTimestamp, each optionally prefixed with '-'"
-                        )));
-                    }
-                };
+                let field = SortField::ALL
+                    .into_iter()
+                    .find(|f| f.name() == name)
+                    .ok_or_else(|| {
+                        BizError::Query(format!(
+                            "invalid sort field {name:?}: expected name, namespace or creationTimestamp, each optionally prefixed with '-'"
+                        ))
+                    })?;
                 Ok((field, descending))
             })
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, BizError>>()?;
         // Each comparison walks the fields: a field given twice only adds cost.
         for (i, (field, _)) in fields.iter().enumerate() {
             if fields[..i].iter().any(|(f, _)| f == field) {
@@ -98,12 +113,7 @@ impl SortSpec {
             .0
             .iter()
             .map(|(field, descending)| {
-                let name = match field {
-                    SortField::Name => "name",
-                    SortField::Namespace => "namespace",
-                    SortField::CreationTimestamp => "creationTimestamp",
-                };
-                format!("{}{name}", if *descending { "-" } else { "" })
+                format!("{}{}", if *descending { "-" } else { "" }, field.name())
             })
             .collect();
         fields.join(",")
