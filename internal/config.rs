@@ -193,17 +193,23 @@ settings! {
             default_missing_value = "true"
         )]
         dashboard: bool = true,
-        /// With --auth delegated: TokenReviews per second for bearer tokens not in the cache;
-        /// beyond it (and the burst) a new token gets 429 [default: 20].
+        /// With --auth delegated: TokenReviews per second for bearer tokens not in the cache,
+        /// per client address; beyond it (and the burst) a new token gets 429 [default: 20].
         #[arg(long, env = "K8SAILOR_TOKEN_REVIEW_RATE")]
         token_review_rate: u32 = TokenReviewLimits::default().per_second.get(),
-        /// TokenReviews allowed at once after a quiet spell [default: 40].
+        /// TokenReviews allowed at once after a quiet spell, per client address [default: 40].
         #[arg(long, env = "K8SAILOR_TOKEN_REVIEW_BURST")]
         token_review_burst: u32 = TokenReviewLimits::default().burst.get(),
-        /// TokenReviews waiting for the apiserver at one time [default: 8].
+        /// TokenReviews waiting for the apiserver at one time, all addresses together
+        /// [default: 8].
         #[arg(long, env = "K8SAILOR_TOKEN_REVIEWS_IN_FLIGHT")]
         token_reviews_in_flight: u32 =
             u32::try_from(TokenReviewLimits::default().in_flight).unwrap_or(u32::MAX),
+        /// How long a token's review is trusted: a token in use is reviewed again from half
+        /// of it on, and a revoked token is refused after it at the latest, open watches
+        /// included [default: 60s].
+        #[arg(long, env = "K8SAILOR_TOKEN_REVIEW_TTL")]
+        token_review_ttl: String = "60s".to_string(),
         /// Log format: plain or json [default: plain]; levels from RUST_LOG.
         #[arg(long, env = "K8SAILOR_LOG_FORMAT")]
         log_format: LogFormat = LogFormat::default(),
@@ -275,6 +281,8 @@ pub struct Settings {
     pub shutdown_grace: Duration,
     /// With `--auth delegated`: how many TokenReviews unknown tokens may cost.
     pub token_reviews: TokenReviewLimits,
+    /// With `--auth delegated`: how long a token's review is trusted.
+    pub token_review_ttl: Duration,
     pub log_format: LogFormat,
     /// `auth: none` on an address other hosts can reach was asked for.
     pub allow_unauthenticated: bool,
@@ -432,6 +440,7 @@ impl Settings {
                 )?
                 .get(),
             },
+            token_review_ttl: timeout("tokenReviewTtl", &layer.token_review_ttl)?,
             log_format: layer.log_format,
             allow_unauthenticated,
         })

@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::poll_fn;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::{Pin, pin};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -31,6 +32,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, HttpBody};
+use axum::extract::ConnectInfo;
 use bytes::Bytes;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -406,11 +408,17 @@ async fn run_connection(
     limits: ConnectionLimits,
     stop: CancellationToken,
 ) {
+    // The client's address, as axum's ConnectInfo: what limits per client are keyed by.
+    let peer = stream
+        .peer_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
     let service = {
         let connection = connection.clone();
         hyper::service::service_fn(move |request: http::Request<Incoming>| {
             let in_flight = connection.request_started();
-            let answer = app.clone().oneshot(request.map(Body::new));
+            let mut request = request.map(Body::new);
+            request.extensions_mut().insert(ConnectInfo(peer));
+            let answer = app.clone().oneshot(request);
             async move {
                 let response = match answer.await {
                     Ok(response) => response,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use confk8s::{ReviewTtls, Reviewer};
+use confk8s::{Policy, ReviewTtls, Reviewer};
 
 use crate::config::Settings;
 use apis::{self, AppState, AuthMode};
@@ -37,18 +37,28 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
     let connection = confk8s::connect(&settings.client).await?;
     tracing::info!(config = %connection.source, source = ?settings.source, namespace = ?settings.namespace, "connected to the Kubernetes API");
 
-    let reviewer = match settings.http.auth {
-        AuthMode::None => None,
+    let watches = CancellationToken::new();
+    let (reviewer, policy_tasks) = match settings.http.auth {
+        AuthMode::None => (None, Vec::new()),
         AuthMode::Delegated => {
-            let reviewer = Reviewer::new(connection.client.clone(), ReviewTtls::default())
-                .with_token_review_limits(settings.token_reviews);
+            let reviewer = Reviewer::new(
+                connection.client.clone(),
+                ReviewTtls::with_token_ttl(settings.token_review_ttl),
+            )
+            .with_token_review_limits(settings.token_reviews);
             reviewer.check_own_access().await?;
-            Some(Arc::new(reviewer))
+            let (policy, tasks) = Policy::follow(
+                connection.client.clone(),
+                settings.namespace.clone(),
+                settings.initial_list,
+                watches.clone(),
+            )
+            .await;
+            (Some(Arc::new(reviewer.with_policy(policy))), tasks)
         }
     };
 
-    let watches = CancellationToken::new();
-    let (source, watch_tasks) = Source::start(
+    let (source, mut watch_tasks) = Source::start(
         settings.source,
         connection,
         settings.namespace.clone(),
@@ -57,6 +67,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         watches.clone(),
     )
     .await?;
+    watch_tasks.extend(policy_tasks);
     let stop_watches = || async {
         watches.cancel();
         futures::future::join_all(watch_tasks).await;

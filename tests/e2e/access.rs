@@ -236,7 +236,7 @@ async fn may(user: &User, what: &str, ns: &str, name: &str) -> bool {
     }
 }
 
-async fn ask(server: &Server, method: &str, path: &str, token: &str) -> (u16, Value) {
+pub(crate) async fn ask(server: &Server, method: &str, path: &str, token: &str) -> (u16, Value) {
     let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
     let res = server
         .http
@@ -275,13 +275,13 @@ fn assert_refused(status: u16, body: &Value, what: &str) {
 }
 
 /// A watch answer read line by line (newline-delimited JSON).
-struct WatchLines {
-    response: reqwest::Response,
+pub(crate) struct WatchLines {
+    pub(crate) response: reqwest::Response,
     buffer: Vec<u8>,
 }
 
 impl WatchLines {
-    async fn open(server: &Server, path: &str, token: &str) -> WatchLines {
+    pub(crate) async fn open(server: &Server, path: &str, token: &str) -> WatchLines {
         let response = server
             .http
             .get(format!("{}{path}", server.base))
@@ -296,7 +296,7 @@ impl WatchLines {
         }
     }
 
-    async fn next(&mut self) -> Value {
+    pub(crate) async fn next(&mut self) -> Value {
         loop {
             if let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = self.buffer.drain(..=end).collect();
@@ -315,7 +315,7 @@ impl WatchLines {
     }
 
     /// The objects of the initial ADDED events, and the BOOKMARK that ends them.
-    async fn initial(&mut self) -> (BTreeSet<Key>, Value) {
+    pub(crate) async fn initial(&mut self) -> (BTreeSet<Key>, Value) {
         let mut added = BTreeSet::new();
         loop {
             let event = self.next().await;

@@ -11,7 +11,7 @@ use crate::deploy::admin_token;
 use crate::support::{SOON, Server, TestNamespace, eventually};
 
 /// The value of an unlabelled counter in Prometheus text, e.g. `k8sailor_auth_token_reviews_total`.
-fn counter(metrics: &str, name: &str) -> u64 {
+pub(crate) fn counter(metrics: &str, name: &str) -> u64 {
     metrics
         .lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))

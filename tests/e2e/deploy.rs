@@ -368,6 +368,14 @@ fn the_shipped_cluster_role_only_reads_what_k8sailor_needs() {
         "apps/replicasets:list",
         "apps/replicasets:watch",
         "/events:list",
+        "rbac.authorization.k8s.io/roles:list",
+        "rbac.authorization.k8s.io/roles:watch",
+        "rbac.authorization.k8s.io/rolebindings:list",
+        "rbac.authorization.k8s.io/rolebindings:watch",
+        "rbac.authorization.k8s.io/clusterroles:list",
+        "rbac.authorization.k8s.io/clusterroles:watch",
+        "rbac.authorization.k8s.io/clusterrolebindings:list",
+        "rbac.authorization.k8s.io/clusterrolebindings:watch",
     ]
     .into_iter()
     .map(String::from)
@@ -946,9 +954,51 @@ async fn delegated_auth_serves_each_caller_what_its_rbac_allows() {
         .expect("the built-in ClusterRole");
     let mut rules = rbac.rules();
     rules.extend(auth_delegator.rules.unwrap_or_default());
+    let without_rbac: Vec<PolicyRule> = rules
+        .iter()
+        .filter(|r| r.api_groups.as_deref() != Some(&["rbac.authorization.k8s.io".to_string()][..]))
+        .cloned()
+        .collect();
+    assert_eq!(
+        without_rbac.len() + 1,
+        rules.len(),
+        "one rule for the RBAC kinds"
+    );
     let account = account_with_rules(&other, &rbac, rules, &mut cleanup).await;
     let server = Server::start_with(&token_kubeconfig(&dir, &account), &["--auth", "delegated"])
         .unwrap_or_else(|e| panic!("k8sailor with --auth delegated: {e}"));
+    // With the shipped role, RBAC is evaluated in memory.
+    eventually(SOON, "RBAC evaluated in memory", || async {
+        let (status, body) = server.probe("/readyz?verbose").await;
+        (status == 200 && body.contains("[+]authorization ok, RBAC evaluated in memory"))
+            .then_some(())
+    })
+    .await;
+    // Without the right to watch RBAC it still serves, asking SubjectAccessReviews, and says so.
+    let reviews_only = {
+        let home = TestNamespace::new("auth-reviews").await;
+        let account = account_with_rules(&home, &rbac, without_rbac, &mut cleanup).await;
+        Server::start_with(&token_kubeconfig(&dir, &account), &["--auth", "delegated"])
+            .unwrap_or_else(|e| panic!("k8sailor without the RBAC rule: {e}"))
+    };
+    let (status, body) = reviews_only.probe("/readyz?verbose").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(
+            "[+]authorization ok, every access asked with a SubjectAccessReview: RBAC is not followed: forbidden by RBAC: cannot list Role"
+        ),
+        "{body}"
+    );
+    assert!(
+        reviews_only.logs().contains("RBAC is not followed"),
+        "{}",
+        reviews_only.logs()
+    );
+    let (status, body) = reviews_only
+        .send_as(Some(&admin_token()), "GET", "/pods", None)
+        .await;
+    assert_eq!(status, 200, "reviews only: {body}");
+    drop(reviews_only);
     ns.api::<k8s_openapi::api::core::v1::Pod>()
         .create(&PostParams::default(), &pod("p", &[]))
         .await

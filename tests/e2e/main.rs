@@ -17,6 +17,7 @@ mod operations;
 mod parity;
 mod read_path;
 mod replicas;
+mod revocation;
 mod selectors;
 mod services;
 mod watch;

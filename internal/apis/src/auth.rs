@@ -11,14 +11,16 @@
 //! at most [`NAMESPACE_REVIEWS_AT_ONCE`] under way at a time. biz gets the decision as a plain
 //! [`NamespaceFilter`], and the continue tokens a caller gets are bound to its token.
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use axum::extract::rejection::RawPathParamsRejection;
-use axum::extract::{MatchedPath, RawPathParams, Request, State};
+use axum::extract::{ConnectInfo, MatchedPath, RawPathParams, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use confk8s::{Access, ReviewError, Reviewer};
+use confk8s::{Access, Namespaces, ReviewError, Reviewer};
+use futures::StreamExt;
 use serde::Deserialize;
 
 use super::ApiError;
@@ -97,7 +99,7 @@ fn access(
 }
 
 /// What a request needs in RBAC terms.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Rule {
     /// Each must be allowed, or the request is refused.
     required: Vec<Access>,
@@ -295,20 +297,35 @@ fn refusal(e: ReviewError) -> Response {
 /// The namespaces whose objects of `kind` the caller may see by `access`.
 async fn visible_namespaces(
     auth: &AuthLayer,
-    token: &str,
+    caller: &Caller<'_>,
     kind: Kind,
     access: &Access,
 ) -> Result<NamespaceFilter, Response> {
-    // Cluster-wide first: a caller allowed everywhere costs one (cached) review, and sees
-    // namespaces created later too.
-    match auth.reviewer.review(token, access).await {
+    // Cluster-wide first: a caller allowed everywhere (by RBAC, or by another authorizer:
+    // one review, cached) sees namespaces created later too.
+    match auth
+        .reviewer
+        .review(caller.token, caller.from, access)
+        .await
+    {
         Ok(()) => return Ok(NamespaceFilter::All),
         Err(ReviewError::Forbidden { .. }) => {}
         Err(e) => return Err(refusal(e)),
     }
-    // A watch's namespaces are fixed when it starts, so it takes every namespace: one that
-    // holds none of the kind now (a Deployment scaled to zero, a namespace just made) may
-    // hold some later. Namespaces are every namespace, each being in itself.
+    match auth
+        .reviewer
+        .namespaces_where(caller.token, caller.from, access)
+        .await
+    {
+        Ok(Some(Namespaces::All)) => return Ok(NamespaceFilter::All),
+        Ok(Some(Namespaces::Only(allowed))) => return Ok(NamespaceFilter::only(allowed)),
+        Ok(None) => {}
+        Err(e) => return Err(refusal(e)),
+    }
+    // RBAC is not followed: a review per namespace. A watch's namespaces are fixed when it
+    // starts, so it takes every namespace: one that holds none of the kind now (a Deployment
+    // scaled to zero, a namespace just made) may hold some later. Namespaces are every
+    // namespace, each being in itself.
     let holding = if access.verb == WATCH {
         Kind::Namespace
     } else {
@@ -321,14 +338,37 @@ async fn visible_namespaces(
         .map_err(|e| ApiError::from(e).into_response())?;
     let allowed = auth
         .reviewer
-        .namespaces_allowed(token, access, candidates, NAMESPACE_REVIEWS_AT_ONCE)
+        .namespaces_allowed(
+            caller.token,
+            caller.from,
+            access,
+            candidates,
+            NAMESPACE_REVIEWS_AT_ONCE,
+        )
         .await
         .map_err(refusal)?;
     Ok(NamespaceFilter::only(allowed))
 }
 
+/// Who is asking: the bearer token and the client's address, which bounds the TokenReviews
+/// its unknown tokens may cost.
+struct Caller<'a> {
+    token: &'a str,
+    from: IpAddr,
+}
+
+/// The client's address as the connection gave it; unspecified when served without one
+/// (in-process tests), which then share one budget.
+fn client_address(request: &Request) -> IpAddr {
+    request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip())
+}
+
 /// Refuses the request unless its token's owner may do everything it does; for a list across
-/// namespaces, tells the handler which namespaces it may show ([`Visibility`]).
+/// namespaces, tells the handler which namespaces it may show ([`Visibility`]); a watch ends
+/// once its caller may no longer see what it shows ([`until_revoked`]).
 pub(super) async fn check(
     State(auth): State<AuthLayer>,
     params: Result<RawPathParams, RawPathParamsRejection>,
@@ -389,21 +429,124 @@ pub(super) async fn check(
             "a bearer token is required: send 'Authorization: Bearer <token>' (e.g. from kubectl create token)".into(),
         );
     };
+    let token = token.to_string();
+    let caller = Caller {
+        token: &token,
+        from: client_address(&request),
+    };
     for access in &rule.required {
-        if let Err(e) = auth.reviewer.review(token, access).await {
+        if let Err(e) = auth
+            .reviewer
+            .review(caller.token, caller.from, access)
+            .await
+        {
             return refusal(e);
         }
     }
     let namespaces = match &rule.per_namespace {
         None => NamespaceFilter::All,
-        Some((kind, access)) => match visible_namespaces(&auth, token, *kind, access).await {
+        Some((kind, access)) => match visible_namespaces(&auth, &caller, *kind, access).await {
             Ok(namespaces) => namespaces,
             Err(refused) => return refused,
         },
     };
-    let visibility = Visibility { namespaces };
+    let from = caller.from;
+    let visibility = Visibility {
+        namespaces: namespaces.clone(),
+    };
     request.extensions_mut().insert(visibility);
-    next.run(request).await
+    let watch = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false);
+    let response = next.run(request).await;
+    if !watch || !response.status().is_success() {
+        return response;
+    }
+    let granted = Granted {
+        token,
+        from,
+        rule,
+        namespaces,
+    };
+    let (parts, body) = response.into_parts();
+    let body = body
+        .into_data_stream()
+        .take_until(until_revoked(auth, granted));
+    Response::from_parts(parts, axum::body::Body::from_stream(body))
+}
+
+/// What a watch was allowed to show, kept to check again while it lasts.
+struct Granted {
+    token: String,
+    from: IpAddr,
+    rule: Rule,
+    namespaces: NamespaceFilter,
+}
+
+/// Completes once the caller of a watch may no longer see what it shows: its token refused,
+/// a required access denied, or a namespace it shows no longer visible. Checked when RBAC
+/// changes and at least every [`confk8s::Reviewer::recheck_every`] (which keeps the token's
+/// review fresh, so a revoked token ends the watch within the token TTL). A review that
+/// cannot be made (the apiserver away, throttled) ends nothing.
+async fn until_revoked(auth: AuthLayer, granted: Granted) {
+    let mut changes = auth.reviewer.policy().map(|p| p.changes());
+    let every = auth.reviewer.recheck_every();
+    loop {
+        let policy_changed = async {
+            let changed = match changes.as_mut() {
+                Some(changes) => changes.changed().await.is_ok(),
+                None => false,
+            };
+            if !changed {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            () = policy_changed => {}
+        }
+        if !still_granted(&auth, &granted).await {
+            tracing::debug!(from = %granted.from, "a watch ends: its caller may no longer see what it shows");
+            return;
+        }
+    }
+}
+
+async fn still_granted(auth: &AuthLayer, granted: &Granted) -> bool {
+    let revoked = |e: &ReviewError| {
+        matches!(
+            e,
+            ReviewError::Unauthenticated(_) | ReviewError::Forbidden { .. }
+        )
+    };
+    let Granted {
+        token, from, rule, ..
+    } = granted;
+    for access in &rule.required {
+        if let Err(e) = auth.reviewer.review(token, *from, access).await
+            && revoked(&e)
+        {
+            return false;
+        }
+    }
+    let Some((_, access)) = &rule.per_namespace else {
+        return true;
+    };
+    let now = match auth.reviewer.review(token, *from, access).await {
+        Ok(()) => Namespaces::All,
+        Err(ReviewError::Forbidden { .. }) => {
+            match auth.reviewer.namespaces_where(token, *from, access).await {
+                Ok(Some(now)) => now,
+                // Without the policy, the per-namespace reviews of the start stand.
+                Ok(None) => return true,
+                Err(e) => return !revoked(&e),
+            }
+        }
+        Err(e) => return !revoked(&e),
+    };
+    match (&granted.namespaces, now) {
+        (_, Namespaces::All) => true,
+        (NamespaceFilter::All, Namespaces::Only(_)) => false,
+        (NamespaceFilter::Only(shown), Namespaces::Only(now)) => shown.is_subset(&now),
+    }
 }
 
 #[cfg(test)]

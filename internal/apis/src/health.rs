@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use confk8s::InformerState;
+use confk8s::{InformerState, PolicyMode};
 
 use super::AppState;
 
@@ -66,6 +66,19 @@ pub fn staleness(states: &[InformerState]) -> Option<u64> {
         .max()
 }
 
+/// How `--auth delegated` decides access; never a failure, since reviews work either way.
+fn authorization_note(reviewer: &confk8s::Reviewer) -> String {
+    match reviewer.policy().map(|p| p.mode()) {
+        Some(PolicyMode::Local { objects }) => {
+            format!("ok, RBAC evaluated in memory ({objects} roles and bindings)")
+        }
+        Some(PolicyMode::Reviews(reason)) => {
+            format!("ok, every access asked with a SubjectAccessReview: {reason}")
+        }
+        None => "ok, every access asked with a SubjectAccessReview".to_string(),
+    }
+}
+
 fn is_verbose(query: Option<&str>) -> bool {
     query.is_some_and(|q| {
         q.split('&')
@@ -105,6 +118,12 @@ pub async fn readyz(State(state): State<AppState>, RawQuery(query): RawQuery) ->
         Ok("ok".to_string())
     };
     checks.push(("shutdown".to_string(), shutdown));
+    if let Some(reviewer) = &state.reviewer {
+        checks.push((
+            "authorization".to_string(),
+            Ok(authorization_note(reviewer)),
+        ));
+    }
     let ready = checks.iter().all(|(_, r)| r.is_ok());
     let status = if ready {
         StatusCode::OK

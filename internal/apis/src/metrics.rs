@@ -211,18 +211,33 @@ impl Collector for ReviewCollector {
         for (name, help, value) in [
             (
                 "auth_token_reviews",
-                "TokenReviews sent to the apiserver for bearer tokens not in the cache",
+                "TokenReviews sent to the apiserver, refreshes included",
                 &counts.token_reviews,
             ),
             (
+                "auth_token_reviews_refreshed",
+                "TokenReviews sent ahead of a cached answer's expiry, for tokens in use",
+                &counts.token_reviews_refreshed,
+            ),
+            (
                 "auth_token_reviews_throttled",
-                "Requests answered 429 because the bound on TokenReviews was reached",
+                "Requests answered 429 because their address's bound on TokenReviews was reached",
                 &counts.token_reviews_throttled,
             ),
             (
                 "auth_access_reviews",
                 "SubjectAccessReviews sent to the apiserver",
                 &counts.access_reviews,
+            ),
+            (
+                "auth_access_reviews_skipped",
+                "Accesses RBAC refused with no SubjectAccessReview sent, the user's budget spent",
+                &counts.access_reviews_skipped,
+            ),
+            (
+                "auth_access_allowed_locally",
+                "Accesses RBAC allowed, evaluated in memory",
+                &counts.access_allowed_locally,
             ),
         ] {
             let family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;

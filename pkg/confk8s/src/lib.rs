@@ -35,6 +35,7 @@
 mod client;
 mod delta;
 mod informer;
+mod policy;
 mod review;
 mod signals;
 mod slim;
@@ -43,6 +44,8 @@ mod status;
 pub use client::{ClientError, ClientOptions, ConfigSource, Connection, connect, load_config};
 pub use delta::{Delta, DeltaTracker, ObjectKey, Step, strip_noise};
 pub use informer::{FactoryError, Handler, InformerFactory, InitialList, RelistBatch, Watched};
+pub use policy::{Policy, PolicyMode};
+pub use rbac::Namespaces;
 pub use review::{
     Access, ReviewCounts, ReviewError, ReviewTtls, Reviewer, TokenReviewLimits, UserInfo,
 };

@@ -1,18 +1,29 @@
 //! Delegated authentication and authorization, the kube-rbac-proxy way: a caller's bearer token
-//! is checked with a TokenReview, and each thing it asks for with a SubjectAccessReview, so a
+//! is checked with a TokenReview, and what it asks for against the cluster's RBAC, so a
 //! service in front of the apiserver grants exactly what the caller's own RBAC grants.
-//! Answers are cached (allows longer than denials, as the apiserver's own webhook
-//! authorizer does), keyed by a SHA-256 of the token, never the token itself.
+//!
+//! Access is evaluated in memory from the watched RBAC objects ([`Policy`]) where they are
+//! followed; a SubjectAccessReview is sent only where RBAC says no (another authorizer, a
+//! webhook say, may allow), its answer cached, at most a few per user
+//! ([`ACCESS_REVIEWS_PER_USER`]). Without the policy (our account may not watch RBAC) every
+//! access is a cached SubjectAccessReview, as the apiserver's webhook authorizer does.
+//!
+//! Tokens: answers are cached, keyed by a SHA-256 of the token, never the token itself; a
+//! token in use is reviewed again from half its TTL on, in the background, so its user never
+//! waits for a review, and a revoked one is refused once its answer is a TTL old. Reviews of
+//! unknown tokens are bounded per client address, so a flood from one address spends only
+//! its own budget.
 
 use std::collections::BTreeSet;
 use std::hash::Hash;
+use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use tokio::sync::Semaphore;
 
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
@@ -21,43 +32,58 @@ use k8s_openapi::api::authorization::v1::{
 };
 use kube::{Api, Client};
 
+use crate::policy::Policy;
+
 /// How long an answer is reused. A refusal is kept shorter than a grant so that a caller
 /// just given a token or a role is not turned away for long.
 #[derive(Clone, Copy, Debug)]
 pub struct ReviewTtls {
-    /// An accepted token's user; default 5 min. A revoked token is honoured this long.
+    /// An accepted token's user; default 60 s (`--token-review-ttl`). A token in use is
+    /// reviewed again from half of it on; a revoked token is refused after it at the latest,
+    /// open watches included.
     pub authenticated: Duration,
-    /// A refused token; default 30 s.
+    /// A refused token; default 30 s, never longer than `authenticated`.
     pub unauthenticated: Duration,
-    /// An allowed access; default 5 min, also the life of each per-namespace answer of
-    /// [`Reviewer::namespaces_allowed`]. A revoked role is honoured this long.
+    /// An access a SubjectAccessReview allowed; default 5 min, also the life of each
+    /// per-namespace answer of [`Reviewer::namespaces_allowed`]. Accesses RBAC allows are
+    /// evaluated afresh on each request.
     pub allowed: Duration,
-    /// A denied access; default 30 s.
+    /// An access a SubjectAccessReview denied; default 30 s.
     pub denied: Duration,
 }
 
 impl Default for ReviewTtls {
     fn default() -> Self {
+        ReviewTtls::with_token_ttl(Duration::from_secs(60))
+    }
+}
+
+impl ReviewTtls {
+    /// The defaults, with accepted tokens kept `ttl`.
+    pub fn with_token_ttl(ttl: Duration) -> Self {
         ReviewTtls {
-            authenticated: Duration::from_secs(300),
-            unauthenticated: Duration::from_secs(30),
+            authenticated: ttl,
+            unauthenticated: Duration::from_secs(30).min(ttl),
             allowed: Duration::from_secs(300),
             denied: Duration::from_secs(30),
         }
     }
 }
 
-/// How many TokenReviews may be sent for tokens not in the cache. Every distinct bogus token
-/// costs one review, so without a bound a flood of them is a flood on the apiserver; beyond
-/// the bound a caller is told to come back later ([`ReviewError::Throttled`]). Known tokens
-/// are answered from the cache and never wait.
+/// How many TokenReviews tokens not in the cache may cost. Every distinct bogus token costs
+/// one review, so without a bound a flood of them is a flood on the apiserver; beyond the
+/// bound a caller is told to come back later ([`ReviewError::Throttled`]). The rate is per
+/// client address (an IPv6 address by its /64), so a flood from one address spends only its
+/// own budget; known tokens are answered from the cache and never wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TokenReviewLimits {
-    /// Sustained reviews per second.
+    /// Sustained reviews per second, per client address.
     pub per_second: NonZeroU32,
-    /// Reviews allowed at once after a quiet spell (a dashboard's first page, many users).
+    /// Reviews allowed at once after a quiet spell (a dashboard's first page, many users),
+    /// per client address.
     pub burst: NonZeroU32,
-    /// Reviews waiting for the apiserver at one time.
+    /// Reviews waiting for the apiserver at one time, all addresses together; a review
+    /// within its address's rate waits for a slot (up to [`IN_FLIGHT_WAIT`]).
     pub in_flight: usize,
 }
 
@@ -71,15 +97,34 @@ impl Default for TokenReviewLimits {
     }
 }
 
+/// How long a review within its address's rate waits for one of the in-flight slots before it
+/// is throttled: longer than a healthy apiserver takes for a queue of them.
+pub const IN_FLIGHT_WAIT: Duration = Duration::from_secs(5);
+
+/// SubjectAccessReviews one user may cost where RBAC says no, at once; then one more per
+/// [`ACCESS_REVIEW_REFILL`]. A token with no rights asking about a hundred namespaces costs
+/// this many, not a hundred; beyond it RBAC's no is the answer.
+pub const ACCESS_REVIEWS_PER_USER: u32 = 5;
+
+/// How often a user's SubjectAccessReview budget gains one.
+pub const ACCESS_REVIEW_REFILL: Duration = Duration::from_secs(6);
+
 /// What the reviewer has asked the apiserver, for metrics.
 #[derive(Debug, Default)]
 pub struct ReviewCounts {
-    /// TokenReviews sent.
+    /// TokenReviews sent, refreshes included.
     pub token_reviews: AtomicU64,
-    /// Unknown tokens refused because the bound on TokenReviews was reached.
+    /// TokenReviews sent ahead of a cached answer's expiry, for tokens in use.
+    pub token_reviews_refreshed: AtomicU64,
+    /// Unknown tokens refused because their address's bound on TokenReviews was reached.
     pub token_reviews_throttled: AtomicU64,
     /// SubjectAccessReviews sent.
     pub access_reviews: AtomicU64,
+    /// Accesses RBAC refused and no SubjectAccessReview was sent for, the user's budget being
+    /// spent.
+    pub access_reviews_skipped: AtomicU64,
+    /// Accesses RBAC allowed in memory, without asking the apiserver.
+    pub access_allowed_locally: AtomicU64,
 }
 
 /// Who a token belongs to, as the apiserver says.
@@ -93,6 +138,15 @@ pub struct UserInfo {
     pub groups: Vec<String>,
     /// Further attributes from the authenticator, passed on to access reviews as they came.
     pub extra: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    fn as_rbac(&self) -> rbac::User<'_> {
+        rbac::User {
+            name: &self.username,
+            groups: &self.groups,
+        }
+    }
 }
 
 /// What a request does, in RBAC's terms.
@@ -110,6 +164,19 @@ pub struct Access {
     pub namespace: Option<String>,
     /// None: any object (lists, creates).
     pub name: Option<String>,
+}
+
+impl Access {
+    fn as_rbac(&self) -> rbac::Attributes<'_> {
+        rbac::Attributes {
+            verb: self.verb,
+            group: self.group,
+            resource: self.resource,
+            subresource: self.subresource,
+            namespace: self.namespace.as_deref().unwrap_or(""),
+            name: self.name.as_deref().unwrap_or(""),
+        }
+    }
 }
 
 impl std::fmt::Display for Access {
@@ -154,9 +221,10 @@ pub enum ReviewError {
     /// reviews): our fault, not the caller's. Never cached.
     #[error("cannot review the request with the Kubernetes API: {0}")]
     Unavailable(String),
-    /// Too many unknown tokens are being reviewed; the caller may try again after the wait.
+    /// Too many unknown tokens from the caller's address are being reviewed; the caller may
+    /// try again after the wait.
     #[error(
-        "too many new bearer tokens are being checked with the Kubernetes API: try again in {}s",
+        "too many new bearer tokens from this address are being checked with the Kubernetes API: try again in {}s",
         retry_after.as_secs()
     )]
     Throttled {
@@ -189,11 +257,21 @@ impl<K, T, E> moka::Expiry<K, Result<T, E>> for AnswerExpiry {
     }
 }
 
-fn answer_cache<K, T, E>(ok: Duration, err: Duration) -> AnswerCache<K, T, E>
+impl<K> moka::Expiry<K, Arc<Reviewed>> for AnswerExpiry {
+    fn expire_after_create(&self, _: &K, value: &Arc<Reviewed>, _: Instant) -> Option<Duration> {
+        Some(if value.user.is_ok() {
+            self.ok
+        } else {
+            self.err
+        })
+    }
+}
+
+fn answer_cache<K, V>(ok: Duration, err: Duration) -> moka::sync::Cache<K, V>
 where
     K: Hash + Eq + Send + Sync + 'static,
-    T: Clone + Send + Sync + 'static,
-    E: Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+    AnswerExpiry: moka::Expiry<K, V>,
 {
     moka::sync::Cache::builder()
         .max_capacity(CACHE_CAPACITY)
@@ -206,29 +284,103 @@ type TokenHash = [u8; 32];
 /// Entries each cache holds at most.
 const CACHE_CAPACITY: u64 = 10_000;
 
+/// A TokenReview's answer as cached: when it was given, and whether a review to replace it
+/// is under way.
+#[derive(Debug)]
+struct Reviewed {
+    user: Result<UserInfo, String>,
+    at: Instant,
+    refreshing: AtomicBool,
+}
+
+impl Reviewed {
+    fn new(user: Result<UserInfo, String>) -> Arc<Reviewed> {
+        Arc::new(Reviewed {
+            user,
+            at: Instant::now(),
+            refreshing: AtomicBool::new(false),
+        })
+    }
+}
+
+type UserCache = moka::sync::Cache<TokenHash, Arc<Reviewed>>;
+
+/// Checks between two sweeps of the per-key rate limiters' idle keys.
+const CHECKS_BETWEEN_SWEEPS: u64 = 4096;
+
+/// A rate per key (client address, user) whose idle keys are swept now and then, so a flood
+/// of keys holds no memory for long.
+struct KeyedRate<K: Hash + Eq + Clone> {
+    limiter: DefaultKeyedRateLimiter<K>,
+    checks: AtomicU64,
+}
+
+impl<K: Hash + Eq + Clone> KeyedRate<K> {
+    fn new(quota: Quota) -> Self {
+        KeyedRate {
+            limiter: RateLimiter::keyed(quota),
+            checks: AtomicU64::new(0),
+        }
+    }
+
+    /// Ok, or the wait until `key` may go again, rounded up to whole seconds (at least one,
+    /// ready for Retry-After).
+    fn check(&self, key: &K) -> Result<(), Duration> {
+        if self.checks.fetch_add(1, Ordering::Relaxed) % CHECKS_BETWEEN_SWEEPS
+            == CHECKS_BETWEEN_SWEEPS - 1
+        {
+            self.limiter.retain_recent();
+            self.limiter.shrink_to_fit();
+        }
+        self.limiter.check_key(key).map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            Duration::from_secs(wait.as_secs_f64().ceil().max(1.0) as u64)
+        })
+    }
+}
+
+/// The key a client address is bounded by: an IPv4 address, or an IPv6 address's /64 (one
+/// host's usual share), an IPv4-mapped one as IPv4.
+fn client_key(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V4(_) => address,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                IpAddr::V6(prefix.into())
+            }
+        },
+    }
+}
+
 /// Reviews callers' tokens and requests against the apiserver, with caching.
 pub struct Reviewer {
     client: Client,
     ttls: ReviewTtls,
-    users: AnswerCache<TokenHash, UserInfo, String>,
+    users: UserCache,
     decisions: AnswerCache<(TokenHash, Access), (), ReviewError>,
-    token_review_rate: DefaultDirectRateLimiter,
+    token_review_rate: KeyedRate<IpAddr>,
     token_reviews_in_flight: Arc<Semaphore>,
-    counts: ReviewCounts,
-    /// Per-namespace answers for lists filtered by rights, see [`Reviewer::namespaces_allowed`].
+    access_review_rate: KeyedRate<String>,
+    counts: Arc<ReviewCounts>,
+    /// Per-namespace answers for lists filtered by rights without the policy, see
+    /// [`Reviewer::namespaces_allowed`].
     namespace_decisions: moka::sync::Cache<(TokenHash, Access), bool>,
+    policy: Option<Arc<Policy>>,
 }
 
 impl std::fmt::Debug for Reviewer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reviewer")
             .field("ttls", &self.ttls)
+            .field("policy", &self.policy)
             .finish()
     }
 }
 
-fn rate_limiter(limits: TokenReviewLimits) -> DefaultDirectRateLimiter {
-    RateLimiter::direct(Quota::per_second(limits.per_second).allow_burst(limits.burst))
+fn token_review_rate(limits: TokenReviewLimits) -> KeyedRate<IpAddr> {
+    KeyedRate::new(Quota::per_second(limits.per_second).allow_burst(limits.burst))
 }
 
 fn token_hash(token: &str) -> TokenHash {
@@ -238,29 +390,89 @@ fn token_hash(token: &str) -> TokenHash {
     hash
 }
 
+/// Creates a review (they are never stored); the apiserver's answer fills its status.
+async fn ask<K>(client: &Client, review: &K) -> Result<K, ReviewError>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::all(client.clone())
+        .create(&Default::default(), review)
+        .await
+        .map_err(|e| ReviewError::Unavailable(e.to_string()))
+}
+
+/// The apiserver's word on a token: its user, or why it is refused.
+async fn token_review(
+    client: &Client,
+    counts: &ReviewCounts,
+    token: &str,
+) -> Result<Result<UserInfo, String>, ReviewError> {
+    let review = TokenReview {
+        spec: TokenReviewSpec {
+            token: Some(token.to_string()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    counts.token_reviews.fetch_add(1, Ordering::Relaxed);
+    let status = ask(client, &review).await?.status.unwrap_or_default();
+    Ok(match (status.authenticated, status.user) {
+        (Some(true), Some(user)) => Ok(UserInfo {
+            username: user.username.unwrap_or_default(),
+            uid: user.uid.unwrap_or_default(),
+            groups: user.groups.unwrap_or_default(),
+            extra: user.extra.unwrap_or_default(),
+        }),
+        _ => Err(match status.error.filter(|e| !e.is_empty()) {
+            Some(e) => format!("the bearer token was not accepted: {e}"),
+            None => "the bearer token was not accepted".to_string(),
+        }),
+    })
+}
+
 impl Reviewer {
     /// The client's own account must be allowed to create TokenReviews and
     /// SubjectAccessReviews (the built-in ClusterRole `system:auth-delegator`).
     pub fn new(client: Client, ttls: ReviewTtls) -> Self {
+        let per_user = Quota::with_period(ACCESS_REVIEW_REFILL)
+            .expect("a non-zero period")
+            .allow_burst(NonZeroU32::new(ACCESS_REVIEWS_PER_USER).expect("non-zero"));
         Reviewer {
             client,
             ttls,
             users: answer_cache(ttls.authenticated, ttls.unauthenticated),
             decisions: answer_cache(ttls.allowed, ttls.denied),
-            token_review_rate: rate_limiter(TokenReviewLimits::default()),
+            token_review_rate: token_review_rate(TokenReviewLimits::default()),
             token_reviews_in_flight: Arc::new(Semaphore::new(
                 TokenReviewLimits::default().in_flight,
             )),
-            counts: ReviewCounts::default(),
+            access_review_rate: KeyedRate::new(per_user),
+            counts: Arc::default(),
             namespace_decisions: namespace_decision_cache(ttls.allowed),
+            policy: None,
         }
     }
 
     /// Bounds the TokenReviews sent for tokens not in the cache.
     pub fn with_token_review_limits(mut self, limits: TokenReviewLimits) -> Self {
-        self.token_review_rate = rate_limiter(limits);
+        self.token_review_rate = token_review_rate(limits);
         self.token_reviews_in_flight = Arc::new(Semaphore::new(limits.in_flight));
         self
+    }
+
+    /// Evaluates access with `policy` while it is usable ([`Policy::is_usable`]).
+    pub fn with_policy(mut self, policy: Arc<Policy>) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// The RBAC objects followed, if any.
+    pub fn policy(&self) -> Option<&Arc<Policy>> {
+        self.policy.as_ref()
     }
 
     /// What has been asked of the apiserver so far.
@@ -268,41 +480,15 @@ impl Reviewer {
         &self.counts
     }
 
-    /// A permit to send one TokenReview now, or how long to wait for one.
-    fn token_review_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ReviewError> {
-        let throttled = |retry_after: Duration| {
-            self.counts
-                .token_reviews_throttled
-                .fetch_add(1, Ordering::Relaxed);
-            // Retry-After is whole seconds; never tell a client to come back at once.
-            let retry_after = Duration::from_secs(retry_after.as_secs_f64().ceil().max(1.0) as u64);
-            ReviewError::Throttled { retry_after }
-        };
-        // The slot first: a request refused for concurrency must not spend the rate.
-        let permit = self
-            .token_reviews_in_flight
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| throttled(Duration::from_secs(1)))?;
-        self.token_review_rate.check().map_err(|not_until| {
-            throttled(not_until.wait_time_from(DefaultClock::default().now()))
-        })?;
-        Ok(permit)
+    /// How often an open watch should ask again whether its caller may still watch: often
+    /// enough that a revoked token ends it within the token TTL.
+    pub fn recheck_every(&self) -> Duration {
+        (self.ttls.authenticated / 4).max(Duration::from_secs(1))
     }
 
-    /// Creates a review (they are never stored); the apiserver's answer fills its status.
-    async fn ask<K>(&self, review: &K) -> Result<K, ReviewError>
-    where
-        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
-            + Clone
-            + serde::Serialize
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug,
-    {
-        Api::<K>::all(self.client.clone())
-            .create(&Default::default(), review)
-            .await
-            .map_err(|e| ReviewError::Unavailable(e.to_string()))
+    /// The policy when it can answer.
+    fn usable_policy(&self) -> Option<&Policy> {
+        self.policy.as_deref().filter(|p| p.is_usable())
     }
 
     /// Whether our own account may create the reviews; Forbidden names what is missing.
@@ -326,7 +512,7 @@ impl Reviewer {
                 },
                 ..Default::default()
             };
-            let answer = self.ask(&review).await?;
+            let answer = ask(&self.client, &review).await?;
             if !answer.status.is_some_and(|s| s.allowed) {
                 return Err(ReviewError::Forbidden {
                     user: "our own account".into(),
@@ -338,48 +524,138 @@ impl Reviewer {
         Ok(())
     }
 
+    /// The token's user, from the cache or a TokenReview bounded by the client's address.
+    pub async fn user(&self, token: &str, from: IpAddr) -> Result<UserInfo, ReviewError> {
+        self.authenticate(token_hash(token), token, from).await
+    }
+
     /// Whether the token's owner may do `access`: Ok, or why not.
-    pub async fn review(&self, token: &str, access: &Access) -> Result<(), ReviewError> {
+    pub async fn review(
+        &self,
+        token: &str,
+        from: IpAddr,
+        access: &Access,
+    ) -> Result<(), ReviewError> {
         let hash = token_hash(token);
-        let user = self.authenticate(hash, token).await?;
+        let user = self.authenticate(hash, token, from).await?;
+        let policy = self.usable_policy();
+        if let Some(policy) = policy
+            && policy.with_index(|index| index.allows(&user.as_rbac(), &access.as_rbac()))
+        {
+            self.counts
+                .access_allowed_locally
+                .fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
         let key = (hash, access.clone());
         if let Some(decision) = self.decisions.get(&key) {
             return decision;
+        }
+        // RBAC says no; another authorizer may say yes, so it is asked, within the user's
+        // budget: beyond it, RBAC's no is the answer.
+        if policy.is_some()
+            && let Err(retry_after) = self.access_review_rate.check(&user.username)
+        {
+            self.counts
+                .access_reviews_skipped
+                .fetch_add(1, Ordering::Relaxed);
+            return Err(ReviewError::Forbidden {
+                user: user.username.clone(),
+                access: access.to_string(),
+                reason: format!(
+                    "no RBAC rule allows it, and other authorizers are asked again for this user in {}s",
+                    retry_after.as_secs()
+                ),
+            });
         }
         let decision = self.authorize(&user, access).await?;
         self.decisions.insert(key, decision.clone());
         decision
     }
 
-    async fn authenticate(&self, hash: TokenHash, token: &str) -> Result<UserInfo, ReviewError> {
-        if let Some(user) = self.users.get(&hash) {
-            return user.map_err(ReviewError::Unauthenticated);
+    /// Where the token's owner may do `access` (its namespace ignored) by RBAC, evaluated in
+    /// memory; None when the policy is not followed (then [`Reviewer::namespaces_allowed`]
+    /// asks the apiserver). No review is sent: a caller allowed by another authorizer
+    /// cluster-wide is found by [`Reviewer::review`] of the access across namespaces.
+    pub async fn namespaces_where(
+        &self,
+        token: &str,
+        from: IpAddr,
+        access: &Access,
+    ) -> Result<Option<rbac::Namespaces>, ReviewError> {
+        let user = self.authenticate(token_hash(token), token, from).await?;
+        Ok(self.usable_policy().map(|policy| {
+            policy.with_index(|index| index.namespaces_where(&user.as_rbac(), &access.as_rbac()))
+        }))
+    }
+
+    async fn authenticate(
+        &self,
+        hash: TokenHash,
+        token: &str,
+        from: IpAddr,
+    ) -> Result<UserInfo, ReviewError> {
+        if let Some(reviewed) = self.users.get(&hash) {
+            if reviewed.user.is_ok()
+                && reviewed.at.elapsed() >= self.ttls.authenticated / 2
+                && !reviewed.refreshing.swap(true, Ordering::AcqRel)
+            {
+                self.refresh(hash, token, reviewed.clone());
+            }
+            return reviewed.user.clone().map_err(ReviewError::Unauthenticated);
         }
-        let review = TokenReview {
-            spec: TokenReviewSpec {
-                token: Some(token.to_string()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let _permit = self.token_review_permit()?;
-        self.counts.token_reviews.fetch_add(1, Ordering::Relaxed);
-        let answer = self.ask(&review).await?;
-        let status = answer.status.unwrap_or_default();
-        let user = match (status.authenticated, status.user) {
-            (Some(true), Some(user)) => Ok(UserInfo {
-                username: user.username.unwrap_or_default(),
-                uid: user.uid.unwrap_or_default(),
-                groups: user.groups.unwrap_or_default(),
-                extra: user.extra.unwrap_or_default(),
-            }),
-            _ => Err(match status.error.filter(|e| !e.is_empty()) {
-                Some(e) => format!("the bearer token was not accepted: {e}"),
-                None => "the bearer token was not accepted".to_string(),
-            }),
-        };
-        self.users.insert(hash, user.clone());
+        let _permit = self.token_review_permit(from).await?;
+        let user = token_review(&self.client, &self.counts, token).await?;
+        self.users.insert(hash, Reviewed::new(user.clone()));
         user.map_err(ReviewError::Unauthenticated)
+    }
+
+    /// Reviews a token in use again, in the background, before its answer expires; a refusal
+    /// replaces the answer at once. Not bounded by the client's address (the token is known
+    /// good, and each costs one review per half TTL), only by the reviews in flight.
+    fn refresh(&self, hash: TokenHash, token: &str, reviewed: Arc<Reviewed>) {
+        let (client, users, counts) =
+            (self.client.clone(), self.users.clone(), self.counts.clone());
+        let in_flight = self.token_reviews_in_flight.clone();
+        let token = token.to_string();
+        tokio::spawn(async move {
+            let Ok(_permit) = in_flight.acquire_owned().await else {
+                return;
+            };
+            counts
+                .token_reviews_refreshed
+                .fetch_add(1, Ordering::Relaxed);
+            match token_review(&client, &counts, &token).await {
+                Ok(user) => users.insert(hash, Reviewed::new(user)),
+                // The answer held stands until it expires; the next use tries again.
+                Err(e) => {
+                    tracing::debug!(error = %e, "refreshing a token review failed");
+                    reviewed.refreshing.store(false, Ordering::Release);
+                }
+            }
+        });
+    }
+
+    /// A permit to send one TokenReview: within the address's rate, then a slot among those in
+    /// flight (waited for, up to [`IN_FLIGHT_WAIT`]).
+    async fn token_review_permit(
+        &self,
+        from: IpAddr,
+    ) -> Result<tokio::sync::OwnedSemaphorePermit, ReviewError> {
+        let throttled = |retry_after: Duration| {
+            self.counts
+                .token_reviews_throttled
+                .fetch_add(1, Ordering::Relaxed);
+            ReviewError::Throttled { retry_after }
+        };
+        self.token_review_rate
+            .check(&client_key(from))
+            .map_err(throttled)?;
+        let slot = self.token_reviews_in_flight.clone().acquire_owned();
+        match tokio::time::timeout(IN_FLIGHT_WAIT, slot).await {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => Err(throttled(Duration::from_secs(1))),
+        }
     }
 
     /// The apiserver's decision (Ok or Forbidden); Err(Unavailable) if it could not be asked.
@@ -409,7 +685,7 @@ impl Reviewer {
             ..Default::default()
         };
         self.counts.access_reviews.fetch_add(1, Ordering::Relaxed);
-        let answer = self.ask(&review).await?;
+        let answer = ask(&self.client, &review).await?;
         let status = answer.status.unwrap_or_default();
         Ok(if status.allowed {
             Ok(())
@@ -422,7 +698,6 @@ impl Reviewer {
         })
     }
 }
-
 /// Answers per (token, namespace) kept for a filtered list: many per caller (one per namespace
 /// holding objects), so more of them than of single decisions.
 const NAMESPACE_CACHE_CAPACITY: u64 = 200_000;
@@ -443,20 +718,22 @@ const LOOKUPS_BETWEEN_YIELDS: usize = 2048;
 impl Reviewer {
     /// The namespaces among `candidates` where the token's owner may do `access` (its
     /// namespace is replaced by each candidate's), for a list across namespaces that shows
-    /// only what the caller may see. One review per candidate not answered within the allow
-    /// TTL, at most `concurrency` at a time; a caller allowed cluster-wide should be told so
+    /// only what the caller may see, when the policy is not followed
+    /// ([`Reviewer::namespaces_where`] answers in memory when it is). One review per candidate
+    /// not answered within the allow TTL, at most `concurrency` at a time; a caller allowed cluster-wide should be told so
     /// with [`Reviewer::review`] first, which costs one. Unauthenticated and Unavailable are
     /// errors; denials are not.
     pub async fn namespaces_allowed(
         &self,
         token: &str,
+        from: IpAddr,
         access: &Access,
         candidates: Vec<String>,
         concurrency: usize,
     ) -> Result<BTreeSet<String>, ReviewError> {
         use futures::{StreamExt, TryStreamExt};
         let hash = token_hash(token);
-        let user = self.authenticate(hash, token).await?;
+        let user = self.authenticate(hash, token, from).await?;
         // Cached answers first, without a future each: a polling dashboard over thousands of
         // namespaces costs lookups only, one key reused so none allocates.
         let mut allowed = BTreeSet::new();
@@ -535,6 +812,8 @@ mod tests {
         (Reviewer::new(client, ReviewTtls::default()), server)
     }
 
+    const HERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
     const TOKEN_REVIEWS: &str = "/apis/authentication.k8s.io/v1/tokenreviews";
     const ACCESS_REVIEWS: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
 
@@ -572,15 +851,25 @@ mod tests {
             (ACCESS_REVIEWS, access_answer(false)),
         ]);
         let shop = list_pods(Some("shop"));
-        assert_eq!(reviewer.review("t0k3n", &shop).await, Ok(()));
-        assert_eq!(reviewer.review("t0k3n", &shop).await, Ok(()), "cached");
+        assert_eq!(reviewer.review("t0k3n", HERE, &shop).await, Ok(()));
+        assert_eq!(
+            reviewer.review("t0k3n", HERE, &shop).await,
+            Ok(()),
+            "cached"
+        );
         let everywhere = list_pods(None);
-        let denied = reviewer.review("t0k3n", &everywhere).await.unwrap_err();
+        let denied = reviewer
+            .review("t0k3n", HERE, &everywhere)
+            .await
+            .unwrap_err();
         assert_eq!(
             denied.to_string(),
             "alice may not list pods in all namespaces: no RBAC policy matched"
         );
-        assert_eq!(reviewer.review("t0k3n", &everywhere).await, Err(denied));
+        assert_eq!(
+            reviewer.review("t0k3n", HERE, &everywhere).await,
+            Err(denied)
+        );
         let asked = server.await.unwrap();
         assert_eq!(asked[0]["spec"]["token"], "t0k3n");
         let spec = &asked[1]["spec"];
@@ -597,7 +886,10 @@ mod tests {
     async fn a_rejected_token_is_unauthenticated_and_never_reaches_authorization() {
         let (reviewer, server) = reviewer_with(vec![(TOKEN_REVIEWS, token_answer(None))]);
         for _ in 0..2 {
-            let err = reviewer.review("old", &list_pods(None)).await.unwrap_err();
+            let err = reviewer
+                .review("old", HERE, &list_pods(None))
+                .await
+                .unwrap_err();
             assert_eq!(
                 err,
                 ReviewError::Unauthenticated(
@@ -627,7 +919,12 @@ mod tests {
         };
         let reviewer = Reviewer::new(Client::new(service, "default"), ttls);
         for _ in 0..2 {
-            assert!(reviewer.review("old", &list_pods(None)).await.is_err());
+            assert!(
+                reviewer
+                    .review("old", HERE, &list_pods(None))
+                    .await
+                    .is_err()
+            );
         }
         tokio::time::timeout(Duration::from_secs(1), server)
             .await
@@ -648,15 +945,15 @@ mod tests {
             in_flight: 4,
         });
         assert!(matches!(
-            reviewer.review("bogus-1", &list_pods(None)).await,
+            reviewer.review("bogus-1", HERE, &list_pods(None)).await,
             Err(ReviewError::Unauthenticated(_))
         ));
         let alice = token_hash("alice-token");
-        let user = reviewer.authenticate(alice, "alice-token").await;
+        let user = reviewer.authenticate(alice, "alice-token", HERE).await;
         assert_eq!(user.unwrap().username, "alice");
         for n in 2..10 {
             let err = reviewer
-                .review(&format!("bogus-{n}"), &list_pods(None))
+                .review(&format!("bogus-{n}"), HERE, &list_pods(None))
                 .await
                 .unwrap_err();
             let ReviewError::Throttled { retry_after } = err else {
@@ -668,7 +965,12 @@ mod tests {
         assert_eq!(counts.token_reviews.load(Ordering::Relaxed), 2);
         assert_eq!(counts.token_reviews_throttled.load(Ordering::Relaxed), 8);
         // A known token is answered from the cache, throttled or not.
-        assert!(reviewer.authenticate(alice, "alice-token").await.is_ok());
+        assert!(
+            reviewer
+                .authenticate(alice, "alice-token", HERE)
+                .await
+                .is_ok()
+        );
         assert_eq!(
             server.await.unwrap().len(),
             2,
@@ -676,8 +978,16 @@ mod tests {
         );
     }
 
+    fn respond(send: mock::SendResponse<Response<Body>>, answer: &Value) {
+        send.send_response(
+            Response::builder()
+                .body(Body::from(serde_json::to_vec(answer).unwrap()))
+                .unwrap(),
+        );
+    }
+
     #[tokio::test]
-    async fn reviews_in_flight_are_bounded() {
+    async fn reviews_in_flight_are_bounded_and_the_next_waits_its_turn() {
         let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
         let reviewer = Arc::new(
             Reviewer::new(Client::new(service, "default"), ReviewTtls::default())
@@ -686,26 +996,211 @@ mod tests {
                     ..TokenReviewLimits::default()
                 }),
         );
-        let first = tokio::spawn({
+        let review = |token: &'static str| {
             let reviewer = reviewer.clone();
-            async move { reviewer.review("slow", &list_pods(None)).await }
-        });
+            tokio::spawn(async move { reviewer.review(token, HERE, &list_pods(None)).await })
+        };
+        let first = review("slow");
         // The first review is now waiting for the apiserver and holds the only slot.
         let (_, send) = handle.next_request().await.expect("a review");
-        let err = reviewer
-            .review("second", &list_pods(None))
-            .await
-            .unwrap_err();
-        assert!(matches!(err, ReviewError::Throttled { .. }), "{err:?}");
-        send.send_response(
-            Response::builder()
-                .body(Body::from(serde_json::to_vec(&token_answer(None)).unwrap()))
-                .unwrap(),
-        );
+        let second = review("second");
+        tokio::task::yield_now().await;
+        assert!(!second.is_finished(), "it waits for the slot");
+        respond(send, &token_answer(None));
         assert!(matches!(
             first.await.unwrap(),
             Err(ReviewError::Unauthenticated(_))
         ));
+        let (_, send) = handle.next_request().await.expect("the second review, now");
+        respond(send, &token_answer(None));
+        assert!(matches!(
+            second.await.unwrap(),
+            Err(ReviewError::Unauthenticated(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_flood_from_one_address_spends_only_its_own_budget() {
+        let (reviewer, server) = reviewer_allowing(&[]);
+        let reviewer = reviewer.with_token_review_limits(TokenReviewLimits {
+            per_second: NonZeroU32::new(1).unwrap(),
+            burst: NonZeroU32::new(3).unwrap(),
+            in_flight: 4,
+        });
+        let flooder: IpAddr = "127.0.0.2".parse().unwrap();
+        let mut throttled = 0;
+        for n in 0..20 {
+            if let Err(ReviewError::Throttled { .. }) =
+                reviewer.user(&format!("bogus-{n}"), flooder).await
+            {
+                throttled += 1;
+            }
+        }
+        assert_eq!(
+            throttled, 17,
+            "3 reviewed, then the address's budget is spent"
+        );
+        for n in 0..3 {
+            let user = reviewer.user(&format!("real-{n}"), HERE).await;
+            assert_eq!(user.unwrap().username, "alice", "another address is served");
+        }
+        // An IPv6 client is bounded by its /64: another address in it shares the budget.
+        let (a, b): (IpAddr, IpAddr) = (
+            "2001:db8::1".parse().unwrap(),
+            "2001:db8::2".parse().unwrap(),
+        );
+        assert_eq!(client_key(a), client_key(b));
+        assert_ne!(
+            client_key(a),
+            client_key("2001:db8:0:1::1".parse().unwrap())
+        );
+        assert_eq!(
+            client_key("::ffff:10.0.0.1".parse().unwrap()),
+            client_key("10.0.0.1".parse().unwrap())
+        );
+        drop(reviewer);
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_token_in_use_is_reviewed_again_ahead_and_a_revocation_lands_at_once() {
+        let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let ttls = ReviewTtls::with_token_ttl(Duration::from_millis(400));
+        let reviewer = Reviewer::new(Client::new(service, "default"), ttls);
+        let first = tokio::spawn(async move {
+            let (_, send) = handle.next_request().await.expect("the first review");
+            respond(send, &token_answer(Some("alice")));
+            handle
+        });
+        assert_eq!(reviewer.user("t", HERE).await.unwrap().username, "alice");
+        let mut handle = first.await.unwrap();
+        assert!(
+            reviewer.user("t", HERE).await.is_ok(),
+            "fresh: from the cache"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        // Past half the TTL: answered from the cache at once, reviewed again meanwhile.
+        assert_eq!(reviewer.user("t", HERE).await.unwrap().username, "alice");
+        let (_, send) = handle.next_request().await.expect("a refresh");
+        respond(send, &token_answer(None));
+        let refused = eventually(|| async { reviewer.user("t", HERE).await.is_err() }).await;
+        assert!(refused, "the revocation replaced the answer");
+        let counts = reviewer.counts();
+        assert_eq!(counts.token_reviews.load(Ordering::Relaxed), 2);
+        assert_eq!(counts.token_reviews_refreshed.load(Ordering::Relaxed), 1);
+    }
+
+    /// Polls `check` until it holds, for up to a second.
+    async fn eventually<F, Fut>(mut check: F) -> bool
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        for _ in 0..100 {
+            if check().await {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+
+    /// alice may list pods in "shop" by a RoleBinding, nowhere else.
+    fn shop_policy() -> rbac::Index {
+        use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, RoleBinding, RoleRef, Subject};
+        let mut role = ClusterRole::default();
+        role.metadata.name = Some("reader".into());
+        role.rules = Some(vec![PolicyRule {
+            api_groups: Some(vec!["".into()]),
+            resources: Some(vec!["pods".into()]),
+            verbs: vec!["list".into()],
+            ..Default::default()
+        }]);
+        let mut binding = RoleBinding::default();
+        binding.metadata.namespace = Some("shop".into());
+        binding.metadata.name = Some("alice-reads".into());
+        binding.role_ref = RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "ClusterRole".into(),
+            name: "reader".into(),
+        };
+        binding.subjects = Some(vec![Subject {
+            kind: "User".into(),
+            name: "alice".into(),
+            ..Default::default()
+        }]);
+        let mut index = rbac::Index::default();
+        index.apply(&role);
+        index.apply(&binding);
+        index
+    }
+
+    #[tokio::test]
+    async fn rbac_allows_in_memory_and_a_few_reviews_ask_where_it_says_no() {
+        let (reviewer, server) = reviewer_allowing(&["webhook"]);
+        let policy = Policy::fixed(shop_policy());
+        let reviewer = reviewer.with_policy(policy.clone());
+        assert_eq!(
+            reviewer.review("t", HERE, &list_pods(Some("shop"))).await,
+            Ok(())
+        );
+        // Where RBAC says no, another authorizer may say yes.
+        assert_eq!(
+            reviewer
+                .review("t", HERE, &list_pods(Some("webhook")))
+                .await,
+            Ok(())
+        );
+        // A hundred namespaces asked: a few reviews, then RBAC's no without one.
+        for n in 0..100 {
+            let err = reviewer
+                .review("t", HERE, &list_pods(Some(&format!("ns-{n}"))))
+                .await
+                .unwrap_err();
+            assert!(matches!(err, ReviewError::Forbidden { .. }), "{err:?}");
+        }
+        assert_eq!(
+            reviewer.namespaces_where("t", HERE, &list_pods(None)).await,
+            Ok(Some(rbac::Namespaces::Only(BTreeSet::from(
+                ["shop".into()]
+            ))))
+        );
+        // The RoleBinding deleted: refused at once.
+        policy.replace(rbac::Index::default());
+        assert!(
+            reviewer
+                .review("t", HERE, &list_pods(Some("shop")))
+                .await
+                .is_err()
+        );
+        let counts = reviewer.counts();
+        assert_eq!(counts.access_allowed_locally.load(Ordering::Relaxed), 1);
+        let sent = counts.access_reviews.load(Ordering::Relaxed);
+        assert_eq!(sent, u64::from(ACCESS_REVIEWS_PER_USER));
+        drop(reviewer);
+        let asked = server.await.unwrap();
+        assert_eq!(asked.len() as u64, sent);
+        assert_eq!(asked[0], "webhook");
+    }
+
+    #[tokio::test]
+    async fn without_the_policy_every_access_is_a_review() {
+        let (reviewer, server) = reviewer_allowing(&["shop"]);
+        let reviewer = reviewer.with_policy(Arc::new(Policy::default()));
+        for n in 0..10 {
+            let access = list_pods(Some(&format!("ns-{n}")));
+            assert!(reviewer.review("t", HERE, &access).await.is_err());
+        }
+        assert_eq!(
+            reviewer.namespaces_where("t", HERE, &list_pods(None)).await,
+            Ok(None)
+        );
+        drop(reviewer);
+        assert_eq!(
+            server.await.unwrap().len(),
+            10,
+            "no budget without the policy"
+        );
     }
 
     /// A fake apiserver: the token is alice's, who may list pods in `allowed` only; answers
@@ -748,17 +1243,17 @@ mod tests {
         let (reviewer, server) = reviewer_allowing(&["a", "c"]);
         let candidates = || ["a", "b", "c", "d"].map(String::from).to_vec();
         let everywhere = list_pods(None);
-        assert!(reviewer.review("t", &everywhere).await.is_err());
+        assert!(reviewer.review("t", HERE, &everywhere).await.is_err());
         for _ in 0..3 {
             let allowed = reviewer
-                .namespaces_allowed("t", &everywhere, candidates(), 2)
+                .namespaces_allowed("t", HERE, &everywhere, candidates(), 2)
                 .await
                 .unwrap();
             assert_eq!(allowed, BTreeSet::from(["a".into(), "c".into()]));
         }
         // A namespace seen for the first time costs one more review, and only that.
         let allowed = reviewer
-            .namespaces_allowed("t", &everywhere, vec!["e".into(), "a".into()], 2)
+            .namespaces_allowed("t", HERE, &everywhere, vec!["e".into(), "a".into()], 2)
             .await
             .unwrap();
         assert_eq!(allowed, BTreeSet::from(["a".into()]));
@@ -773,7 +1268,7 @@ mod tests {
         let (reviewer, server) = reviewer_allowing(&["a"]);
         for token in ["t1", "t2"] {
             let allowed = reviewer
-                .namespaces_allowed(token, &list_pods(None), vec!["a".into()], 4)
+                .namespaces_allowed(token, HERE, &list_pods(None), vec!["a".into()], 4)
                 .await
                 .unwrap();
             assert_eq!(allowed.len(), 1);
