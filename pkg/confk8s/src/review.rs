@@ -1081,7 +1081,10 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(250)).await;
         // Past half the TTL: answered from the cache at once, reviewed again meanwhile.
         assert_eq!(reviewer.user("t", HERE).await.unwrap().username, "alice");
-        let (_, send) = handle.next_request().await.expect("a refresh");
+        let (_, send) = tokio::time::timeout(Duration::from_secs(5), handle.next_request())
+            .await
+            .expect("a refresh, without waiting for the answer to expire")
+            .expect("a refresh");
         respond(send, &token_answer(None));
         let refused = eventually(|| async { reviewer.user("t", HERE).await.is_err() }).await;
         assert!(refused, "the revocation replaced the answer");

@@ -353,6 +353,8 @@ impl Index {
         self.len() == 0
     }
 
+    /// A role's rules; a ClusterRoleBinding's Role (namespace "") is none, as no Role lives
+    /// outside a namespace.
     fn rules(&self, role: &RoleName, namespace: &str) -> &[Rule] {
         let rules = match role {
             RoleName::Role(name) => self.roles.get(&(namespace.to_string(), name.clone())),
@@ -366,10 +368,6 @@ impl Index {
         let Some(role) = &binding.role else {
             return false;
         };
-        // A ClusterRoleBinding resolves only ClusterRoles (a Role in namespace "" is not).
-        if namespace.is_empty() && matches!(role, RoleName::Role(_)) {
-            return false;
-        }
         binding.applies_to(user, namespace)
             && self.rules(role, namespace).iter().any(|r| r.allows(a))
     }
