@@ -542,10 +542,16 @@ async fn still_granted(auth: &AuthLayer, granted: &Granted) -> bool {
         }
         Err(e) => return !revoked(&e),
     };
-    match (&granted.namespaces, now) {
+    still_visible(&granted.namespaces, &now)
+}
+
+/// Whether every namespace a watch shows is still visible; one gained changes nothing (the
+/// watch's namespaces are fixed when it starts).
+fn still_visible(shown: &NamespaceFilter, now: &Namespaces) -> bool {
+    match (shown, now) {
         (_, Namespaces::All) => true,
         (NamespaceFilter::All, Namespaces::Only(_)) => false,
-        (NamespaceFilter::Only(shown), Namespaces::Only(now)) => shown.is_subset(&now),
+        (NamespaceFilter::Only(shown), Namespaces::Only(now)) => shown.is_subset(now),
     }
 }
 
@@ -702,6 +708,24 @@ mod tests {
             [Method::GET, Method::POST, Method::DELETE]
         );
         assert!(methods_with_rules("/secrets", &ns(), None).is_empty());
+    }
+
+    #[test]
+    fn a_watch_goes_on_while_every_namespace_it_shows_is_visible() {
+        let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect();
+        let shown = NamespaceFilter::only(["a".to_string(), "b".to_string()]);
+        assert!(still_visible(&shown, &Namespaces::All));
+        assert!(still_visible(
+            &shown,
+            &Namespaces::Only(set(&["a", "b", "c"]))
+        ));
+        assert!(!still_visible(&shown, &Namespaces::Only(set(&["a"]))));
+        assert!(!still_visible(&shown, &Namespaces::Only(set(&[]))));
+        assert!(still_visible(&NamespaceFilter::All, &Namespaces::All));
+        assert!(!still_visible(
+            &NamespaceFilter::All,
+            &Namespaces::Only(set(&["a", "b"]))
+        ));
     }
 
     #[test]
