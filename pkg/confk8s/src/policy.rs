@@ -140,6 +140,12 @@ impl Policy {
                 .all(|s| s.is_synced() && (s.is_connected() || !s.state().is_denied()))
     }
 
+    /// How many changes have been applied: what an answer given under this RBAC is tagged
+    /// with.
+    pub fn generation(&self) -> u64 {
+        *self.changes.borrow()
+    }
+
     /// Ticks after each change to the RBAC objects.
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()

@@ -359,7 +359,9 @@ pub struct Reviewer {
     client: Client,
     ttls: ReviewTtls,
     users: UserCache,
-    decisions: AnswerCache<(TokenHash, Access), (), ReviewError>,
+    /// SubjectAccessReviews' answers; an allow with the policy's generation it was given
+    /// at (None: without the policy).
+    decisions: AnswerCache<(TokenHash, Access), Option<u64>, ReviewError>,
     token_review_rate: KeyedRate<IpAddr>,
     token_reviews_in_flight: Arc<Semaphore>,
     access_review_rate: KeyedRate<String>,
@@ -548,8 +550,13 @@ impl Reviewer {
             return Ok(());
         }
         let key = (hash, access.clone());
-        if let Some(decision) = self.decisions.get(&key) {
-            return decision;
+        let generation = policy.map(Policy::generation);
+        match self.decisions.get(&key) {
+            Some(Err(denied)) => return Err(denied),
+            // An allow holds only under the RBAC it was given with: it may be RBAC's own,
+            // heard by the apiserver before this index, which a later change may revoke.
+            Some(Ok(given_at)) if given_at == generation => return Ok(()),
+            _ => {}
         }
         // RBAC says no; another authorizer may say yes, so it is asked, within the user's
         // budget: beyond it, RBAC's no is the answer.
@@ -569,7 +576,8 @@ impl Reviewer {
             });
         }
         let decision = self.authorize(&user, access).await?;
-        self.decisions.insert(key, decision.clone());
+        self.decisions
+            .insert(key, decision.clone().map(|()| generation));
         decision
     }
 
@@ -1184,6 +1192,27 @@ mod tests {
         let asked = server.await.unwrap();
         assert_eq!(asked.len() as u64, sent);
         assert_eq!(asked[0], "webhook");
+    }
+
+    #[tokio::test]
+    async fn a_review_allow_holds_only_until_rbac_changes() {
+        let (reviewer, server) = reviewer_allowing(&["webhook"]);
+        let policy = Policy::fixed(rbac::Index::default());
+        let reviewer = reviewer.with_policy(policy.clone());
+        let (webhook, nope) = (list_pods(Some("webhook")), list_pods(Some("nope")));
+        for _ in 0..2 {
+            assert_eq!(reviewer.review("t", HERE, &webhook).await, Ok(()));
+            assert!(reviewer.review("t", HERE, &nope).await.is_err());
+        }
+        policy.replace(rbac::Index::default());
+        assert_eq!(reviewer.review("t", HERE, &webhook).await, Ok(()));
+        assert!(reviewer.review("t", HERE, &nope).await.is_err());
+        drop(reviewer);
+        assert_eq!(
+            server.await.unwrap(),
+            ["webhook", "nope", "webhook"],
+            "the allow was asked again after the change, the denial was not"
+        );
     }
 
     #[tokio::test]
