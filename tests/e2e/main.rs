@@ -19,5 +19,6 @@ mod read_path;
 mod replicas;
 mod selectors;
 mod services;
+mod versions;
 mod watch;
 mod writes;
