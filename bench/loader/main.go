@@ -3,6 +3,7 @@
 //
 //	loader load    --kubeconfig F --namespaces 20 --deployments 1000 --pods 10000 --summary out.json
 //	loader visible --kubeconfig F --pods ns/name,... --writes 200 --target NAME=URL ... --out out.json
+//	loader soak    --kubeconfig F --base URL --watches 10000 --reads-per-s 1000 --writes-per-s 20 --duration 30m
 //
 // load creates, per namespace, the `default` ServiceAccount (the ServiceAccount admission plugin
 // rejects pods without it, and no controller makes it here), then Deployments, their
@@ -47,7 +48,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loader load|visible [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loader load|visible|soak [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -56,8 +57,10 @@ func main() {
 		err = runLoad(os.Args[2:])
 	case "visible":
 		err = runVisible(os.Args[2:])
+	case "soak":
+		err = runSoak(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (want load or visible)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (want load, visible or soak)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loader: error:", err)

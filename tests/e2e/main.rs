@@ -20,5 +20,6 @@ mod replicas;
 mod revocation;
 mod selectors;
 mod services;
+mod versions;
 mod watch;
 mod writes;

@@ -48,7 +48,8 @@ pub struct History<R> {
     /// can be rewound to. None until the first list, or after a change whose version is not a
     /// number.
     complete_after: Option<u64>,
-    /// The version the cache's state is at: the newest the informer delivered.
+    /// The version the cache's state is at: the newest the informer delivered (a change's, a
+    /// list's or a bookmark's). It never goes down, so no version served is ever taken back.
     current: Option<u64>,
     capacity: usize,
 }
@@ -69,13 +70,23 @@ impl<R> History<R> {
         self.current
     }
 
-    /// The state was replaced by a list (whose deletions have no versions of their own): no
-    /// earlier version can be rebuilt, and the state is at least as recent as `listed`, the
-    /// newest version among the list's objects.
+    /// The state was replaced by a list at `listed`, the list's own resourceVersion (None if
+    /// it is not a number): no earlier version can be rebuilt, since the deletions the list
+    /// implies have no versions of their own. The list's version, not its newest object's:
+    /// after a deletion the newest object left is older than the version already served, and
+    /// a resumed watch would be told it is ahead of the cache until something else changed.
     pub(crate) fn relisted(&mut self, listed: Option<u64>) {
         self.changes.clear();
         self.current = self.current.max(listed);
         self.complete_after = self.current;
+    }
+
+    /// A bookmark: nothing changed up to `version`, so the state is the one at it. The changes
+    /// kept still lead to it, so a watch resumed from any version since the record began is
+    /// served; as the apiserver's watch cache moves on with etcd's progress notifications, so
+    /// that a version another replica served is reached without waiting for a change.
+    pub(crate) fn bookmarked(&mut self, version: u64) {
+        self.current = self.current.max(Some(version));
     }
 
     /// One change told by the watch. A change without a numeric version cannot be placed, so
@@ -206,6 +217,44 @@ mod tests {
         // A relist that found nothing newer keeps the version it had.
         h.relisted(Some(5));
         assert_eq!(h.current(), Some(20));
+    }
+
+    #[test]
+    fn versions_never_go_back() {
+        let mut h = History::new(8);
+        h.relisted(Some(10));
+        h.push(Some(11), &applied(None, pod("a", "11")));
+        // Deleted at 12: the newest object left is at 11, the list after it at 12 or later.
+        h.push(
+            Some(12),
+            &Change::Deleted {
+                old: pod("a", "11"),
+                last: pod("a", "12"),
+            },
+        );
+        h.relisted(Some(12));
+        assert_eq!(h.current(), Some(12));
+        assert_eq!(versions(&h, 12), Ok(vec![]));
+        // An older bookmark or list takes nothing back.
+        h.bookmarked(11);
+        h.relisted(Some(9));
+        assert_eq!(h.current(), Some(12));
+    }
+
+    #[test]
+    fn a_bookmark_moves_the_version_on_and_keeps_the_record() {
+        let mut h = History::new(8);
+        h.relisted(Some(10));
+        h.push(Some(11), &applied(None, pod("a", "11")));
+        h.bookmarked(20);
+        assert_eq!(h.current(), Some(20));
+        // Every version up to the bookmark is served: nothing changed after 11.
+        assert_eq!(versions(&h, 10), Ok(vec![11]));
+        assert_eq!(versions(&h, 15), Ok(vec![]));
+        assert_eq!(versions(&h, 20), Ok(vec![]));
+        assert!(matches!(h.after(21), Err(HistoryError::Ahead { .. })));
+        h.push(Some(21), &applied(None, pod("b", "21")));
+        assert_eq!(versions(&h, 15), Ok(vec![21]));
     }
 
     #[test]

@@ -226,7 +226,7 @@ impl<R: Indexed> Cache<R> {
     /// Applies the writes in order under one write lock, telling watchers of each and keeping
     /// each in the history (a relist replaces the history instead), then the `on_commit` hook
     /// of all of them.
-    fn commit(&self, writes: Vec<Write<R>>, relist: bool)
+    fn commit(&self, writes: Vec<Write<R>>, relist: Option<Option<u64>>)
     where
         R: Record,
     {
@@ -235,7 +235,6 @@ impl<R: Indexed> Cache<R> {
         let version = {
             let mut state = self.write();
             let watched = self.changes.receiver_count() > 0;
-            let mut listed = None;
             for write in writes {
                 let (version, change) = match write {
                     Write::Apply(new) => (
@@ -260,9 +259,7 @@ impl<R: Indexed> Cache<R> {
                         None => continue,
                     },
                 };
-                if relist {
-                    listed = listed.max(version);
-                } else {
+                if relist.is_none() {
                     state.history.push(version, &change);
                 }
                 if hook.is_some() {
@@ -273,7 +270,7 @@ impl<R: Indexed> Cache<R> {
                     let _ = self.changes.send(change);
                 }
             }
-            if relist {
+            if let Some(listed) = relist {
                 state.history.relisted(listed);
             }
             state.history.current()
@@ -320,7 +317,20 @@ impl<R: Indexed> Cache<R> {
     {
         // Project outside the lock: readers wait only for the map updates.
         let writes = deltas.iter().map(Write::of).collect();
-        self.commit(writes, false);
+        self.commit(writes, None);
+    }
+
+    /// Nothing changed up to `version`: the cache is at it (see [`History::bookmarked`]).
+    pub fn bookmarked(&self, version: &str) {
+        let Ok(version) = version.parse() else {
+            return;
+        };
+        let current = {
+            let mut state = self.write();
+            state.history.bookmarked(version);
+            state.history.current()
+        };
+        self.version.send_replace(current);
     }
 }
 
@@ -339,6 +349,10 @@ where
             writes: Vec::new(),
         })
     }
+
+    fn on_bookmark(&self, version: &str) {
+        self.bookmarked(version);
+    }
 }
 
 /// A relist in progress: each object becomes its record as it arrives (so the typed objects
@@ -356,8 +370,8 @@ where
         self.writes.push(Write::of(delta));
     }
 
-    fn commit(self: Box<Self>) {
-        self.cache.commit(self.writes, true);
+    fn commit(self: Box<Self>, version: &str) {
+        self.cache.commit(self.writes, Some(version.parse().ok()));
     }
 }
 
@@ -583,24 +597,26 @@ mod tests {
             pod_names(&caches.pods_of_deployment(&web)),
             ["web-abc-1", "web-abc-2"]
         );
-        batch.commit();
+        batch.commit("100");
         assert_eq!(pod_names(&caches.pods_of_deployment(&web)), ["web-abc-1"]);
         let relabelled = caches.pods.get(&ObjectKey::new("ns", "web-abc-1")).unwrap();
         assert_eq!(relabelled.labels["app"], "new");
     }
 
+    /// Pod `name` in ns at resourceVersion `rv`.
+    fn at(name: &str, rv: &str) -> <PodRecord as Record>::Object {
+        let mut pod = mk_pod("ns", name, None, &[]);
+        pod.metadata.resource_version = Some(rv.into());
+        pod
+    }
+
     #[test]
     fn watched_changes_are_kept_at_their_versions_and_a_relist_starts_afresh() {
-        let at = |name: &str, rv: &str| {
-            let mut pod = mk_pod("ns", name, None, &[]);
-            pod.metadata.resource_version = Some(rv.into());
-            pod
-        };
         let cache = Arc::new(Cache::<PodRecord>::new(8));
         let mut list = cache.clone().begin_relist();
         list.add(&Delta::Added(at("a", "5")));
-        list.add(&Delta::Added(at("b", "7")));
-        list.commit();
+        list.add(&Delta::Added(at("b", "6")));
+        list.commit("7");
         assert_eq!(cache.read().history.current(), Some(7));
         cache.apply_deltas(&[Delta::Updated(at("a", "8")), Delta::Deleted(at("b", "9"))]);
         assert_eq!(cache.read().history.current(), Some(9));
@@ -615,22 +631,62 @@ mod tests {
         // The deletion is told with the object as deleted, at the deletion's version.
         let (_, deleted) = state.history.after(8).unwrap().next().unwrap();
         assert!(matches!(deleted, Change::Deleted { old, last }
-            if old.resource_version == "7" && last.resource_version == "9"));
+            if old.resource_version == "6" && last.resource_version == "9"));
         // At 7, b was there as it was listed.
         let then = state.history.rewound_to(7).unwrap();
         assert_eq!(
             then[&ObjectKey::new("ns", "b")].unwrap().resource_version,
-            "7"
+            "6"
         );
         drop(state);
         let mut list = cache.clone().begin_relist();
         list.add(&Delta::Vanished(confk8s::ObjectKey::new("ns", "a")));
-        list.commit();
+        list.commit("12");
         assert!(matches!(
-            cache.read().history.after(8),
+            cache.read().history.after(9),
             Err(HistoryError::Expired { .. })
         ));
-        assert!(cache.read().history.after(9).is_ok());
+        assert!(cache.read().history.after(12).is_ok());
+    }
+
+    #[test]
+    fn after_a_restart_the_version_is_the_lists_even_when_the_last_change_was_a_deletion() {
+        let before = Arc::new(Cache::<PodRecord>::new(8));
+        let mut list = before.clone().begin_relist();
+        list.add(&Delta::Added(at("a", "5")));
+        list.add(&Delta::Added(at("b", "7")));
+        list.commit("10");
+        before.apply_deltas(&[Delta::Deleted(at("b", "11"))]);
+        let served = before.read().history.current().unwrap();
+        assert_eq!(served, 11);
+        // Restarted: an empty cache lists what is left, a only, at the list's version.
+        let after = Arc::new(Cache::<PodRecord>::new(8));
+        let mut list = after.clone().begin_relist();
+        list.add(&Delta::Added(at("a", "5")));
+        list.commit("11");
+        assert_eq!(after.read().history.current(), Some(served));
+        // A watch resumed from the version served is served; an older one is told to start
+        // again (410), never that it is ahead of the cache (503).
+        assert!(after.read().history.after(served).is_ok());
+        assert!(matches!(
+            after.read().history.after(10),
+            Err(HistoryError::Expired { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_bookmark_brings_the_cache_to_its_version() {
+        let cache = Arc::new(Cache::<PodRecord>::new(8));
+        cache.clone().begin_relist().commit("10");
+        assert!(!cache.reached(15, Duration::ZERO).await);
+        cache.on_bookmark("15");
+        assert!(cache.reached(15, Duration::ZERO).await);
+        assert_eq!(cache.read().history.current(), Some(15));
+        assert!(cache.read().history.after(12).is_ok());
+        // An older bookmark (or one that is not a number) takes nothing back.
+        cache.on_bookmark("13");
+        cache.on_bookmark("x");
+        assert_eq!(cache.read().history.current(), Some(15));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 use std::collections::HashMap;
 
 use kube::Resource;
-use kube::runtime::watcher::Event;
+
+use crate::watcher::Event;
 
 /// namespace/name; the namespace is empty for cluster-scoped objects.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -106,8 +107,15 @@ pub enum Step<K> {
     RelistStarted,
     /// One change within the relist.
     RelistDelta(Delta<K>),
-    /// The relist is complete; these objects are gone.
-    Relisted(Vec<ObjectKey>),
+    /// The relist is complete, at the list's own `version`; the objects `gone` are no more.
+    Relisted {
+        /// Known before, absent from the new list.
+        gone: Vec<ObjectKey>,
+        /// The list's resourceVersion: the state is the one at it.
+        version: String,
+    },
+    /// Nothing changed up to `version` (a bookmark): the state is the one at it.
+    Bookmark(String),
 }
 
 impl DeltaTracker {
@@ -142,7 +150,7 @@ impl DeltaTracker {
                 self.relist.get_or_insert_with(HashMap::new).insert(key, rv);
                 step
             }
-            Event::InitDone => {
+            Event::InitDone { version } => {
                 let seen = self.relist.take().unwrap_or_default();
                 let gone = self
                     .known
@@ -151,8 +159,9 @@ impl DeltaTracker {
                     .cloned()
                     .collect();
                 self.known = seen;
-                Step::Relisted(gone)
+                Step::Relisted { gone, version }
             }
+            Event::Bookmark { version } => Step::Bookmark(version),
             Event::Apply(obj) => {
                 let key = ObjectKey::of(&obj);
                 let rv = obj.meta().resource_version.clone().unwrap_or_default();
@@ -202,8 +211,14 @@ mod tests {
                 other => panic!("unexpected {other:?} inside a relist"),
             }
         }
-        match t.step::<ConfigMap>(Event::InitDone) {
-            Step::Relisted(gone) => deltas.extend(gone.into_iter().map(Delta::Vanished)),
+        let done = Event::InitDone {
+            version: "100".into(),
+        };
+        match t.step::<ConfigMap>(done) {
+            Step::Relisted { gone, version } => {
+                assert_eq!(version, "100");
+                deltas.extend(gone.into_iter().map(Delta::Vanished))
+            }
             other => panic!("expected the end of the relist, got {other:?}"),
         }
         deltas
@@ -249,6 +264,15 @@ mod tests {
             Step::Nothing
         );
         assert!(t.is_empty());
+        assert_eq!(
+            step(
+                &mut t,
+                Event::Bookmark {
+                    version: "4".into()
+                }
+            ),
+            Step::Bookmark("4".into())
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::NamespaceResourceScope;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::delta::{Delta, DeltaTracker, Step, strip_noise};
 use crate::signals::WatchSignals;
 use crate::status::InformerStatus;
+use crate::watcher::Event;
 
 /// Receives the changes of one kind.
 pub trait Handler<K>: Send + Sync + 'static {
@@ -26,6 +27,11 @@ pub trait Handler<K>: Send + Sync + 'static {
     /// handler can keep what it needs of each object and drop the rest at once; `commit`
     /// applies them together, so readers never see a half-applied relist.
     fn begin_relist(self: Arc<Self>) -> Box<dyn RelistBatch<K>>;
+    /// A bookmark: nothing of this kind changed up to `version`, so the state the handler
+    /// holds is the one at `version`. Handlers that keep no version need not listen.
+    fn on_bookmark(&self, version: &str) {
+        let _ = version;
+    }
 }
 
 /// The changes of one relist, applied together on commit.
@@ -33,9 +39,11 @@ pub trait RelistBatch<K>: Send {
     /// One change of the relist: additions and updates as their pages arrive, then a
     /// [`Delta::Vanished`] for each object the new list no longer holds.
     fn add(&mut self, delta: &Delta<K>);
-    /// The list is complete: apply what was added. A batch dropped without a commit (the
-    /// watch stopped mid-relist) must change nothing.
-    fn commit(self: Box<Self>);
+    /// The list is complete, and the state is the one at `version`, the list's own
+    /// resourceVersion (never lower than any change before the list, deletions included):
+    /// apply what was added. A batch dropped without a commit (the watch stopped mid-relist)
+    /// must change nothing.
+    fn commit(self: Box<Self>, version: &str);
 }
 
 /// The bounds a watched type needs; all our kinds are namespaced built-ins.
@@ -198,7 +206,7 @@ impl<T: Watched> Informer<T> {
                     tracing::info!(%kind, %error, "watch expired; listing again");
                     continue;
                 }
-                // kube's watcher retries a refused streaming list for ever; paged lists are
+                // The watcher retries a refused streaming list for ever; paged lists are
                 // what every apiserver serves. Nothing was delivered yet: the paged list
                 // starts a relist of its own.
                 Some(Err(error))
@@ -222,7 +230,8 @@ impl<T: Watched> Informer<T> {
                 Event::Apply(o) | Event::Delete(o) | Event::InitApply(o) => {
                     o.meta().resource_version.clone()
                 }
-                Event::Init | Event::InitDone => None,
+                Event::InitDone { version } | Event::Bookmark { version } => Some(version.clone()),
+                Event::Init => None,
             };
             self.status.heard(rv.as_deref());
             match tracker.step(event.modify(strip_noise)) {
@@ -245,7 +254,12 @@ impl<T: Watched> Informer<T> {
                     self.status
                         .counted(std::slice::from_ref(&delta), tracker.len());
                 }
-                Step::Relisted(gone) => {
+                Step::Bookmark(version) => {
+                    for handler in &handlers {
+                        handler.on_bookmark(&version);
+                    }
+                }
+                Step::Relisted { gone, version } => {
                     let gone: Vec<Delta<T>> = gone.into_iter().map(Delta::Vanished).collect();
                     // A handler applies its batch under its write lock: readers wait this long.
                     let committing = std::time::Instant::now();
@@ -253,27 +267,17 @@ impl<T: Watched> Informer<T> {
                         for delta in &gone {
                             batch.add(delta);
                         }
-                        batch.commit();
+                        batch.commit(&version);
                     }
                     let commit_ms = committing.elapsed().as_millis();
                     self.status.counted(&gone, tracker.len());
                     let changes = relist_changes + gone.len();
-                    tracing::info!(%kind, objects = tracker.len(), changes, streaming, commit_ms, "list synced");
+                    tracing::info!(%kind, objects = tracker.len(), changes, streaming, commit_ms, %version, "list synced");
                     self.status.relisted();
                 }
             }
         }
         tracing::debug!(%kind, "watch stopped");
-    }
-}
-
-fn decoded_as<W: Into<K>, K>(event: Event<W>) -> Event<K> {
-    match event {
-        Event::Apply(o) => Event::Apply(o.into()),
-        Event::Delete(o) => Event::Delete(o.into()),
-        Event::Init => Event::Init,
-        Event::InitApply(o) => Event::InitApply(o.into()),
-        Event::InitDone => Event::InitDone,
     }
 }
 
@@ -358,7 +362,7 @@ impl InformerFactory {
             resource,
             false,
             handler,
-            move |config| kube::runtime::watcher(api.clone(), config).boxed(),
+            move |config| crate::watcher::watch(api.clone(), config).boxed(),
         )
     }
 
@@ -375,7 +379,7 @@ impl InformerFactory {
             resource,
             true,
             handler,
-            move |config| kube::runtime::watcher(api.clone(), config).boxed(),
+            move |config| crate::watcher::watch(api.clone(), config).boxed(),
         )
     }
 
@@ -397,8 +401,8 @@ impl InformerFactory {
             false,
             handler,
             move |config| {
-                kube::runtime::watcher(api.clone(), config)
-                    .map(|event| event.map(decoded_as::<W, K>))
+                crate::watcher::watch(api.clone(), config)
+                    .map(|event| event.map(|event| event.map(W::into)))
                     .boxed()
             },
         )
@@ -598,7 +602,7 @@ mod tests {
     }
     impl RelistBatch<ConfigMap> for Ignore {
         fn add(&mut self, _: &Delta<ConfigMap>) {}
-        fn commit(self: Box<Self>) {}
+        fn commit(self: Box<Self>, _: &str) {}
     }
 
     fn watch_error(code: u16, reason: &str) -> watcher::Error {
@@ -635,7 +639,9 @@ mod tests {
     async fn an_expired_watch_is_a_resync_not_an_outage() {
         let status = status_after(vec![
             Ok(Event::Init),
-            Ok(Event::InitDone),
+            Ok(Event::InitDone {
+                version: "1".into(),
+            }),
             Err(watch_error(410, "Expired")),
         ])
         .await;
@@ -645,7 +651,9 @@ mod tests {
 
         let status = status_after(vec![
             Ok(Event::Init),
-            Ok(Event::InitDone),
+            Ok(Event::InitDone {
+                version: "1".into(),
+            }),
             Err(watch_error(500, "InternalError")),
         ])
         .await;
@@ -654,25 +662,40 @@ mod tests {
         assert_eq!(state.last_error_code, Some(500));
     }
 
-    /// Keeps the names of what the informer committed.
+    /// Keeps the names of what the informer committed, and the versions it was told the state
+    /// is at: `list V` for a relist, `bookmark V`.
     #[derive(Default)]
-    struct Names(Mutex<Vec<String>>);
+    struct Names {
+        names: Mutex<Vec<String>>,
+        versions: Mutex<Vec<String>>,
+    }
     struct NamesBatch(Arc<Names>, Vec<String>);
     impl Handler<ConfigMap> for Names {
         fn on_deltas(&self, deltas: &[Delta<ConfigMap>]) {
-            let mut names = self.0.lock().unwrap();
+            let mut names = self.names.lock().unwrap();
             names.extend(deltas.iter().map(|d| d.key().name));
         }
         fn begin_relist(self: Arc<Self>) -> Box<dyn RelistBatch<ConfigMap>> {
             Box::new(NamesBatch(self, Vec::new()))
+        }
+        fn on_bookmark(&self, version: &str) {
+            self.versions
+                .lock()
+                .unwrap()
+                .push(format!("bookmark {version}"));
         }
     }
     impl RelistBatch<ConfigMap> for NamesBatch {
         fn add(&mut self, delta: &Delta<ConfigMap>) {
             self.1.push(delta.key().name);
         }
-        fn commit(self: Box<Self>) {
-            self.0.0.lock().unwrap().extend(self.1);
+        fn commit(self: Box<Self>, version: &str) {
+            self.0
+                .versions
+                .lock()
+                .unwrap()
+                .push(format!("list {version}"));
+            self.0.names.lock().unwrap().extend(self.1);
         }
     }
 
@@ -716,6 +739,9 @@ mod tests {
                                     "apiVersion": "v1", "kind": "ConfigMap",
                                     "metadata": {"resourceVersion": "10",
                                         "annotations": {"k8s.io/initial-events-end": "true"}}}}),
+                                serde_json::json!({"type": "BOOKMARK", "object": {
+                                    "apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"resourceVersion": "12"}}}),
                             ];
                             let lines: String = events.iter().map(|e| format!("{e}\n")).collect();
                             ("streaming list", 200, lines)
@@ -748,6 +774,7 @@ mod tests {
     struct Run {
         synced: Result<(), FactoryError>,
         names: Vec<String>,
+        versions: Vec<String>,
         streaming: bool,
         asked: Vec<&'static str>,
     }
@@ -760,15 +787,26 @@ mod tests {
         let shutdown = CancellationToken::new();
         let tasks = factory.start(shutdown.clone());
         let synced = factory.wait_for_sync(wait).await;
+        if synced.is_ok() {
+            // The watch is asked for after every event of the list has been handled.
+            let deadline = tokio::time::Instant::now() + wait;
+            while !asked.lock().unwrap().contains(&"watch")
+                && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
         shutdown.cancel();
         futures::future::join_all(tasks).await;
         server.abort();
-        let mut committed = names.0.lock().unwrap().clone();
+        let mut committed = names.names.lock().unwrap().clone();
+        let versions = names.versions.lock().unwrap().clone();
         committed.sort();
         let asked = asked.lock().unwrap().clone();
         Run {
             synced,
             names: committed,
+            versions,
             streaming: factory.statuses()[0].state().streaming_lists,
             asked,
         }
@@ -786,6 +824,9 @@ mod tests {
         let run = sync_with(None, InitialList::Auto).await;
         assert!(run.streaming);
         assert_eq!(run.asked, ["streaming list", "watch"], "no paged list");
+        // The initial-events-end bookmark's version, not the newest object's (9); then a
+        // bookmark's.
+        assert_eq!(run.versions, ["list 10", "bookmark 12"]);
     }
 
     #[tokio::test]
@@ -807,6 +848,8 @@ mod tests {
         let run = sync_with(None, InitialList::Paged).await;
         assert!(!run.streaming);
         assert_eq!(run.asked, ["list", "watch"]);
+        // The List's own version, not the newest object's (9).
+        assert_eq!(run.versions, ["list 10"]);
     }
 
     #[tokio::test]

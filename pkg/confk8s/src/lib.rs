@@ -17,7 +17,7 @@
 //! struct Count(usize);
 //! impl confk8s::RelistBatch<Pod> for Count {
 //!     fn add(&mut self, _: &Delta<Pod>) { self.0 += 1; }
-//!     fn commit(self: Box<Self>) { println!("relisted: {} changes", self.0); }
+//!     fn commit(self: Box<Self>, version: &str) { println!("relisted: {} changes, at {version}", self.0); }
 //! }
 //!
 //! let connection = confk8s::connect(&ClientOptions::default()).await?;
@@ -40,6 +40,7 @@ mod review;
 mod signals;
 mod slim;
 mod status;
+mod watcher;
 
 pub use client::{ClientError, ClientOptions, ConfigSource, Connection, connect, load_config};
 pub use delta::{Delta, DeltaTracker, ObjectKey, Step, strip_noise};

@@ -1,4 +1,4 @@
-//! Tells informers when the apiserver accepted one of their watch requests. kube's watcher
+//! Tells informers when the apiserver accepted one of their watch requests. The watcher
 //! reports each failed attempt but not the attempt that succeeds: a cache that reconnected
 //! with nothing new to apply would otherwise go on saying its watch is failing (stale, or not
 //! ready) until some object changed. A layer in the client sees every watch request's answer.

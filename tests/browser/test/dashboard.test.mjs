@@ -588,6 +588,52 @@ test("dashboard: a dropped stream resumes on another replica with only what it m
   b.check();
 });
 
+test("dashboard: a restart after a deletion is recovered at the first answer", async (t) => {
+  const ns = await testNamespace("dash-restart");
+  t.after(() => ns.remove());
+  await apply(["keep", "gone"].map((name) => deployment(ns.name, name, 0)));
+  const port = await freePort();
+  let server = await startK8sailor({ logFile: logFile("dashboard-restart-1"), port });
+  t.after(() => server.stop());
+  const b = await openBrowser({
+    scenario: "dashboard-restart",
+    allowedOrigins: [server.origin],
+    tolerateMatching: [{ pattern: new RegExp(`^${server.origin}/`), reason: "the server the test restarts" }],
+  });
+  t.after(() => b.close());
+  const { page } = b;
+  await page.goto(`${server.origin}/#/ns/${ns.name}/deployments`);
+  await waitForCount(page, LIST_COUNT, 2, "the Deployments");
+  const badge = page.locator("#connection");
+  await eventually("the live badge", async () => (await badge.getAttribute("data-state")) === "live");
+
+  // The last change of the kind is a deletion: the newest Deployment left is older than the
+  // version the dashboard holds.
+  await kubectl(["delete", "deployment", "gone", "-n", ns.name]);
+  await waitForCount(page, LIST_COUNT, 1, "the Deployments after the deletion");
+  await server.stop();
+  await eventually("the disconnected badge", async () => (await badge.getAttribute("data-state")) === "down");
+  const answers = [];
+  page.on("response", (r) => {
+    const url = r.url();
+    if (url.includes("/deployments?") && url.includes("watch=true")) {
+      answers.push(`${r.status()} ${url.includes("resourceVersion=") ? "resumed" : "fresh"}`);
+    }
+  });
+  server = await startK8sailor({ logFile: logFile("dashboard-restart-2"), port });
+  await eventually("the live badge again", async () => (await badge.getAttribute("data-state")) === "live", {
+    timeoutMs: 60_000,
+  });
+  // The first answer of the restarted server brings it back: the resumed watch is served, or
+  // told to start again (410) and started again at once; never 503 "newer than this cache".
+  assert.ok(["200 resumed", "410 resumed,200 fresh"].includes(answers.join(",")), `watch answers: ${answers}`);
+  await apply([deployment(ns.name, "after", 0)]);
+  await row(page, ns.name, "after").waitFor({ timeout: 30_000 });
+  await waitForCount(page, LIST_COUNT, 2, "the Deployments after the restart");
+  await b.screenshot("recovered");
+  b.check();
+});
+
 test("dashboard: behind an ingress sub-path, every request stays under it", async (t) => {
   const ns = await testNamespace("dash-subpath");
   t.after(() => ns.remove());
