@@ -19,7 +19,8 @@ use kube::{Api, Client, Config};
 use serde_json::{Value, json};
 
 use crate::support::{
-    SOON, Server, TestNamespace, cleanup_in_background, cluster, deployment, eventually, pod,
+    SOON, Server, TestNamespace, cleanup_in_background, cluster, decode_token, deployment,
+    encode_token, eventually, pod,
 };
 
 /// An object as (namespace, name).
@@ -337,6 +338,26 @@ fn key_of(object: &Value) -> Key {
     )
 }
 
+/// An event about the pod `solo` of `ns`, its reason [`SOLO_EVENT`]: what the event routes
+/// answer to those who may read it.
+fn event_of_solo(ns: &str) -> Event {
+    let now = "2026-01-01T00:00:00Z";
+    serde_json::from_value(json!({
+        "metadata": {"name": "solo.access-e2e"},
+        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": "solo"},
+        "reason": SOLO_EVENT,
+        "message": format!("solo of {ns}"),
+        "type": "Normal",
+        "source": {"component": "access-e2e"},
+        "count": 1,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+    }))
+    .unwrap()
+}
+
+const SOLO_EVENT: &str = "AccessProbe";
+
 /// The test's world: three namespaces with a Deployment `web` and a bare pod `solo` each,
 /// and four users: pods in two namespaces, deployments in one, nothing, and everything
 /// (cluster-wide, reading only).
@@ -364,6 +385,7 @@ impl World {
                 &pod("solo", &[("access-e2e", &solo_label)]),
             )
             .await;
+            create(&ns.api::<Event>(), &event_of_solo(&ns.name)).await;
         }
         let home = &namespaces[0];
         let pods_two = account(home, "pods-two").await;
@@ -551,27 +573,41 @@ async fn a_continue_token_gives_another_user_only_what_it_may_list() {
     let world = World::new().await;
     let server = Server::start(&["--auth", "delegated"]);
     settle(&server, &world).await;
-    // Tokens we never issue are the caller's fault: a 400, not a 410 that tells them it once
-    // existed.
+    // A token is base64 JSON anyone can write: one that does not decode, or continues another
+    // query, is the caller's fault (400); one of a version this replica no longer keeps says
+    // start again (410), one it has not reached yet says retry (503). None gives a page.
     let everything = world.user("everything");
-    for forged in ["1.1", "ffff.1", "7fffffffffff.0"] {
+    let (status, first) = ask(&server, "GET", "/pods?limit=1", &everything.token).await;
+    assert_eq!(status, 200, "{first}");
+    let ours = decode_token(first["metadata"]["continue"].as_str().expect("more pages"));
+    let version = ours["rv"].as_u64().expect("a version");
+    let with = |field: &str, value: Value| {
+        let mut token = ours.clone();
+        token[field] = value;
+        encode_token(&token)
+    };
+    for (forged, code, why) in [
+        ("1.1".to_string(), 400, "invalid continue token"),
+        (with("q", json!("0123456789abcdef")), 400, "another query"),
+        (with("rv", json!(1)), 410, "has expired"),
+        (
+            with("rv", json!(version + 1_000_000)),
+            503,
+            "newer than this cache",
+        ),
+    ] {
         let path = format!("/pods?limit=1&continue={forged}");
         let (status, body) = ask(&server, "GET", &path, &everything.token).await;
-        assert_eq!(status, 400, "{path}: {body}");
+        assert_eq!(
+            (status, &body["code"]),
+            (code, &json!(code)),
+            "{path}: {body}"
+        );
         assert!(body["data"].is_null(), "{body}");
+        let error = body["error"].as_str().unwrap_or_default();
+        assert!(error.contains(why), "{path}: {why:?} in {error}");
     }
     let selector = format!("access-e2e={}", world.solo_label);
-    let names = |body: &Value| -> Vec<String> {
-        body["data"]
-            .as_array()
-            .map(|items| {
-                items
-                    .iter()
-                    .map(|p| format!("{}/{}", p["namespace"], p["name"]))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     // A token says where the next page starts, not what its owner saw: whoever uses it gets
     // that page of their own list, selected by their own rights (across namespaces, and in
     // one namespace where those who may not list are refused before any token is read).
@@ -579,12 +615,14 @@ async fn a_continue_token_gives_another_user_only_what_it_may_list() {
         format!("/pods?namespace={}&limit=1", world.namespaces[0].name),
         format!("/pods?labelSelector={selector}&limit=1"),
     ];
+    let mut others_pages = 0;
     for first in &queries {
         let whole = first.replace("&limit=1", "");
         for owner in ["everything", "pods-two"] {
             let (status, body) = ask(&server, "GET", first, &world.user(owner).token).await;
             assert_eq!(status, 200, "{body}");
             let token = body["metadata"]["continue"].as_str().expect("more pages");
+            let [after] = keys_of(&body).try_into().expect("a page of one");
             let next = format!("{first}&continue={token}");
             for user in &world.users {
                 let (status, own) = ask(&server, "GET", &whole, &user.token).await;
@@ -602,17 +640,29 @@ async fn a_continue_token_gives_another_user_only_what_it_may_list() {
                     );
                     continue;
                 }
-                let own = names(&own);
-                for item in names(&page) {
-                    assert!(
-                        own.contains(&item),
-                        "{owner}'s token gave {} {item}, which it may not list: {page}",
-                        user.name
-                    );
+                // The user's own list is in (namespace, name) order: the page is the item
+                // that follows the owner's first one there.
+                let expected: Vec<Key> = keys_of(&own)
+                    .into_iter()
+                    .filter(|key| *key > after)
+                    .take(1)
+                    .collect();
+                assert_eq!(
+                    keys_of(&page),
+                    expected,
+                    "{owner}'s token used by {}: {page}",
+                    user.name
+                );
+                if user.name != owner && !expected.is_empty() {
+                    others_pages += 1;
                 }
             }
         }
     }
+    assert!(
+        others_pages > 0,
+        "no token gave another user a page to check"
+    );
 }
 
 #[tokio::test]
@@ -624,17 +674,29 @@ async fn single_objects_events_and_writes_need_the_users_own_rights() {
         for ns in &world.namespaces {
             let ns = &ns.name;
             let who = |path: &str| format!("{} {path}", user.name);
+            // Whether an object (or a DTO, or an event about it) is this namespace's solo.
+            let is_solo = |v: &Value| v["namespace"] == json!(ns) && v["name"] == "solo";
             let may_pod = may(user, "pod", ns, "solo").await;
-            for path in [
-                format!("/pods/solo?namespace={ns}"),
-                format!("/pods/solo/output?namespace={ns}"),
-            ] {
-                let (status, body) = ask(&server, "GET", &path, &user.token).await;
-                if may_pod {
-                    assert_eq!(status, 200, "{}: {body}", who(&path));
-                } else {
-                    assert_refused(status, &body, &who(&path));
-                }
+            let path = format!("/pods/solo?namespace={ns}");
+            let (status, body) = ask(&server, "GET", &path, &user.token).await;
+            if may_pod {
+                assert_eq!(status, 200, "{}: {body}", who(&path));
+                assert!(is_solo(&body["data"]), "{}: {body}", who(&path));
+            } else {
+                assert_refused(status, &body, &who(&path));
+            }
+            // The object itself, not enveloped.
+            let path = format!("/pods/solo/output?namespace={ns}");
+            let (status, body) = ask(&server, "GET", &path, &user.token).await;
+            if may_pod {
+                assert_eq!(status, 200, "{}: {body}", who(&path));
+                assert!(
+                    body["kind"] == "Pod" && is_solo(&body["metadata"]),
+                    "{}: {body}",
+                    who(&path)
+                );
+            } else {
+                assert_refused(status, &body, &who(&path));
             }
             // An absent object where the user may not look is refused alike: no oracle.
             let path = format!("/pods/ghost?namespace={ns}");
@@ -644,17 +706,34 @@ async fn single_objects_events_and_writes_need_the_users_own_rights() {
             } else {
                 assert_refused(status, &body, &who(&path));
             }
+            // The events: the test's among them, each about solo; the newest one is one that
+            // was read (an empty reason is the answer for none).
             let may_events = may_pod && may(user, "events", ns, "").await;
-            for path in [
-                format!("/pods/solo/events?namespace={ns}"),
-                format!("/pods/solo/event?namespace={ns}"),
-            ] {
-                let (status, body) = ask(&server, "GET", &path, &user.token).await;
-                if may_events {
-                    assert_eq!(status, 200, "{}: {body}", who(&path));
-                } else {
-                    assert_refused(status, &body, &who(&path));
-                }
+            let path = format!("/pods/solo/events?namespace={ns}");
+            let (status, body) = ask(&server, "GET", &path, &user.token).await;
+            if may_events {
+                assert_eq!(status, 200, "{}: {body}", who(&path));
+                let events = body["data"].as_array().expect("a list");
+                assert!(
+                    events.iter().all(is_solo) && events.iter().any(|e| e["reason"] == SOLO_EVENT),
+                    "{}: {body}",
+                    who(&path)
+                );
+            } else {
+                assert_refused(status, &body, &who(&path));
+            }
+            let path = format!("/pods/solo/event?namespace={ns}");
+            let (status, body) = ask(&server, "GET", &path, &user.token).await;
+            if may_events {
+                assert_eq!(status, 200, "{}: {body}", who(&path));
+                let event = &body["data"];
+                assert!(
+                    is_solo(event) && event["reason"].as_str().is_some_and(|r| !r.is_empty()),
+                    "{}: {body}",
+                    who(&path)
+                );
+            } else {
+                assert_refused(status, &body, &who(&path));
             }
             let may_deployment = may(user, "deployment", ns, "web").await;
             let path = format!("/deployments/web?namespace={ns}");
@@ -670,9 +749,14 @@ async fn single_objects_events_and_writes_need_the_users_own_rights() {
             match (may_deployment, may_pods) {
                 (true, Ok(pods)) => {
                     assert_eq!(status, 200, "{}: {body}", who(&path));
-                    for key in keys_of(&body) {
-                        assert!(pods.contains(&key), "{}: {key:?}", who(&path));
-                    }
+                    // web's one pod (settle waited for it), whatever its generated name.
+                    let of_web: Vec<Key> = pods
+                        .iter()
+                        .filter(|(_, name)| name.starts_with("web-"))
+                        .cloned()
+                        .collect();
+                    assert_eq!(of_web.len(), 1, "{}: {pods:?}", who(&path));
+                    assert_eq!(keys_of(&body), of_web, "{}", who(&path));
                 }
                 _ => assert_refused(status, &body, &who(&path)),
             }
@@ -796,7 +880,7 @@ async fn restricted_watch(source: &str) {
     );
     let nothing = world.user("nothing");
     let mut none = WatchLines::open(&server, "/pods?watch=true", &nothing.token).await;
-    let (initial, _) = none.initial().await;
+    let (initial, none_began) = none.initial().await;
     assert!(initial.is_empty(), "{initial:?}");
 
     // A pod where pods-two may not look, one in a namespace made after the watch began, then
@@ -827,8 +911,40 @@ async fn restricted_watch(source: &str) {
             break;
         }
     }
-    let quiet = tokio::time::timeout(Duration::from_millis(500), none.next()).await;
-    assert!(quiet.is_err(), "a watch of nothing sent {quiet:?}");
+    // That nothing came is shown, not waited for: a watch of the cache resumed from where the
+    // watch of nothing began replays every change since (this test's included) through the
+    // filter of a live one, then a bookmark at the cache's version: nothing may come before
+    // it. The live source's bookmark of a resumed watch comes first, at the version asked
+    // for, so it shows nothing; its filter is the one the markers above prove for pods-two.
+    if source == "cache" {
+        let began = none_began["resourceVersion"].as_str().unwrap();
+        let marker_2 = world.namespaces[0]
+            .api::<Pod>()
+            .get("marker-2")
+            .await
+            .unwrap()
+            .metadata
+            .resource_version
+            .unwrap();
+        let mut resumed = WatchLines::open(
+            &server,
+            &format!("/pods?watch=true&resourceVersion={began}"),
+            &nothing.token,
+        )
+        .await;
+        let first = resumed.next().await;
+        assert_eq!(first["type"], "BOOKMARK", "a watch of nothing sent {first}");
+        let reached: u64 = first["object"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            reached >= marker_2.parse::<u64>().unwrap(),
+            "the bookmark at {reached} is before marker-2 ({marker_2})"
+        );
+    }
+    drop(none);
 
     // The idle Deployment scaled up: its pod joins pods-two's watch.
     let scale = serde_json::json!({"spec": {"replicas": 1}});

@@ -133,6 +133,14 @@ impl DemoCluster {
 
 impl Drop for DemoCluster {
     fn drop(&mut self) {
+        // The demo's namespaces go first: were the control plane kept (its state dir reused,
+        // `hack/cluster down` failing), no later run would find them in its lists.
+        let _ = Command::new(kubectl())
+            .arg("--kubeconfig")
+            .arg(&self.cluster.kubeconfig)
+            .args(["delete", "--ignore-not-found", "--wait=false", "-f"])
+            .arg(repo().join("hack/demo.yaml"))
+            .output();
         let _ = Command::new(repo().join("hack/cluster"))
             .arg("down")
             .arg(&self.dir)

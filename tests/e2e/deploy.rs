@@ -513,7 +513,12 @@ async fn the_manifests_and_the_no_auth_overlay_pass_a_server_side_dry_run() {
     let pod = &deployment["spec"]["template"];
     let service = &of_kind(&items, "Service")["spec"];
     assert_eq!(pod["spec"]["serviceAccountName"], "k8sailor");
-    for (key, value) in service["selector"].as_object().unwrap() {
+    let selector = service["selector"].as_object().unwrap();
+    assert!(
+        !selector.is_empty(),
+        "a Service without a selector reaches no pod"
+    );
+    for (key, value) in selector {
         assert_eq!(&pod["metadata"]["labels"][key], value, "selector {key}");
     }
     let container = &pod["spec"]["containers"][0];
@@ -706,29 +711,51 @@ async fn the_opt_in_writer_role_is_enough_for_every_write() {
         server.names(&pods).await.and_then(|p| p.first().cloned())
     })
     .await;
-    for (method, path) in [
-        (
-            "PUT",
-            format!("{}&replicas=2", at("/deployments/web/replicas")),
-        ),
-        ("DELETE", at(&format!("/pods/{pod}"))),
-        ("DELETE", at("/deployments/web")),
-    ] {
-        let (status, answer) = server.send(method, &path, None).await;
-        assert_eq!(status, 200, "{method} {path}: {answer}");
-    }
+    // Each write done, as the apiserver tells.
+    let deployments = ns.api::<Deployment>();
+    let pods = ns.api::<k8s_openapi::api::core::v1::Pod>();
+    let path = format!("{}&replicas=2", at("/deployments/web/replicas"));
+    let (status, answer) = server.send("PUT", &path, None).await;
+    assert_eq!(status, 200, "PUT {path}: {answer}");
+    let stored = deployments.get("web").await.unwrap();
+    assert_eq!(stored.spec.unwrap().replicas, Some(2), "scaled");
+    let path = at(&format!("/pods/{pod}"));
+    let (status, answer) = server.send("DELETE", &path, None).await;
+    assert_eq!(status, 200, "DELETE {path}: {answer}");
+    let gone = pods.get_opt(&pod).await.unwrap();
+    assert!(
+        gone.is_none_or(|p| p.metadata.deletion_timestamp.is_some()),
+        "{pod} is deleted"
+    );
+    let path = at("/deployments/web");
+    let (status, answer) = server.send("DELETE", &path, None).await;
+    assert_eq!(status, 200, "DELETE {path}: {answer}");
+    let gone = deployments.get_opt("web").await.unwrap();
+    assert!(
+        gone.is_none_or(|d| d.metadata.deletion_timestamp.is_some()),
+        "web is deleted"
+    );
     // Services and Ingresses: created with the writer role, printed with the reader role.
-    for (path, body) in [
-        ("/services/web", serde_json::json!({"services": ["80"]})),
+    for (path, kind, body) in [
+        (
+            "/services/web",
+            "Service",
+            serde_json::json!({"services": ["80"]}),
+        ),
         (
             "/ingresses/web",
+            "Ingress",
             serde_json::json!({"endpoints": ["http://web.example.com/"]}),
         ),
     ] {
         let (status, answer) = server.send("POST", &at(path), Some(body)).await;
         assert_eq!(status, 200, "POST {path}: {answer}");
-        let (status, printed) = server.get(&at(&format!("{path}/output"))).await;
-        assert_eq!(status, 200, "{path}/output: {printed}");
+        assert_eq!(
+            (&answer["data"]["kind"], &answer["data"]["metadata"]["name"]),
+            (&json!(kind), &json!("web")),
+            "POST {path}: {answer}"
+        );
+        crate::services::assert_printed(&server, &at(&format!("{path}/output")), kind, "web").await;
     }
 }
 
@@ -1070,7 +1097,21 @@ async fn delegated_auth_serves_each_caller_what_its_rbac_allows() {
         );
     }
 
-    // The cluster's admin reads everything.
-    let (status, body) = ask("/deployments".into(), Some(admin_token())).await;
-    assert_eq!(status, 200, "{body}");
+    // The cluster's admin reads everything: a Deployment where the viewer may not look,
+    // and an answer not filtered.
+    other
+        .api::<Deployment>()
+        .create(&PostParams::default(), &deployment("d", 0, &[]))
+        .await
+        .unwrap();
+    let (body, _) = eventually(SOON, "the admin's view of d", || async {
+        let (status, body) = ask("/deployments".into(), Some(admin_token())).await;
+        let theirs = body["data"]
+            .as_array()?
+            .iter()
+            .any(|d| d["namespace"] == other.name.as_str() && d["name"] == "d");
+        (status == 200 && theirs).then_some(body)
+    })
+    .await;
+    assert_ne!(body["metadata"]["accessFiltered"], true, "{body}");
 }

@@ -10,7 +10,10 @@ use serde_json::{Value, json};
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 
-use crate::support::{SOON, Server, TestNamespace, eventually, pod};
+use crate::support::{
+    SOON, Server, TestNamespace, decode_token, encode_token, eventually, heavy, pod,
+    raise_open_files_limit, timing_sensitive,
+};
 
 /// host:port of the server.
 fn address(server: &Server) -> String {
@@ -139,31 +142,28 @@ fn assert_error_envelope(status: u16, body: &Value, what: &str) {
     );
 }
 
+/// How long refusing such a flood takes, and /livez meanwhile, is measured by bench/run
+/// ("Edge" section): here, that every request is refused, nothing reaches the apiserver and
+/// /livez keeps answering while they are handled.
 #[tokio::test]
-async fn a_flood_of_containers_is_refused_fast_while_livez_answers() {
+async fn a_flood_of_containers_is_refused_while_livez_answers() {
+    let _alone = heavy().await;
     let ns = TestNamespace::new("edge-containers").await;
     let server = Server::start(&["--namespace", &ns.name]);
     let containers: Vec<Value> = (0..2000).map(|_| json!({"image": "a"})).collect();
     let body = json!({"containers": containers});
     let path = format!("/deployments/flood?namespace={}", ns.name);
-    let started = Instant::now();
     let posts = (0..4).map(|_| server.send("POST", &path, Some(body.clone())));
     let livez = async {
-        let mut slowest = Duration::ZERO;
         for _ in 0..10 {
-            let asked = Instant::now();
-            let (status, _) = server.probe("/livez").await;
-            assert_eq!(status, 200);
-            slowest = slowest.max(asked.elapsed());
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert_eq!(server.probe("/livez").await, (200, "ok".to_string()));
         }
-        slowest
     };
-    let (answers, slowest_livez) = tokio::time::timeout(Duration::from_secs(10), async {
+    let (answers, ()) = tokio::time::timeout(SOON, async {
         tokio::join!(futures::future::join_all(posts), livez)
     })
     .await
-    .expect("four requests of 2,000 containers answered within 10s");
+    .expect("four requests of 2,000 containers answered");
     for (status, answer) in answers {
         assert_eq!(status, 400, "{answer}");
         assert_error_envelope(400, &answer, "2,000 containers");
@@ -175,15 +175,12 @@ async fn a_flood_of_containers_is_refused_fast_while_livez_answers() {
             "{answer}"
         );
     }
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "four requests took {:?}",
-        started.elapsed()
-    );
-    assert!(
-        slowest_livez < Duration::from_millis(500),
-        "/livez took {slowest_livez:?}"
-    );
+    let stored = ns
+        .api::<k8s_openapi::api::apps::v1::Deployment>()
+        .get_opt("flood")
+        .await
+        .unwrap();
+    assert!(stored.is_none(), "the apiserver got the flood: {stored:?}");
 }
 
 #[tokio::test]
@@ -230,8 +227,10 @@ async fn a_long_image_is_refused_before_the_apiserver_sees_it() {
 
 #[tokio::test]
 async fn a_body_announced_over_the_limit_is_413_at_once() {
+    let _timed = timing_sensitive().await;
     let ns = TestNamespace::new("edge-413").await;
-    let server = Server::start(&["--namespace", &ns.name]);
+    // A body timeout far beyond the wait below: an answer at all means none was waited for.
+    let server = Server::start(&["--namespace", &ns.name, "--body-read-timeout", "60s"]);
     let mut stream = connect(&server);
     let request = format!(
         "POST /k8sailor/v0/deployments/web?namespace={} HTTP/1.1\r\nHost: 127.0.0.1\r\n\
@@ -239,9 +238,7 @@ async fn a_body_announced_over_the_limit_is_413_at_once() {
         ns.name
     );
     stream.write_all(request.as_bytes()).unwrap();
-    let started = Instant::now();
-    let answer = read_answer(&mut stream, Duration::from_secs(2)).expect("an answer");
-    assert!(started.elapsed() < Duration::from_secs(1));
+    let answer = read_answer(&mut stream, SOON).expect("an answer before any body byte");
     assert_eq!(answer.status, 413);
     assert_error_envelope(413, &answer.json(), "announced body");
 
@@ -266,6 +263,7 @@ async fn a_body_announced_over_the_limit_is_413_at_once() {
 
 #[tokio::test]
 async fn a_stalled_body_is_408() {
+    let _timed = timing_sensitive().await;
     let ns = TestNamespace::new("edge-408").await;
     let server = Server::start(&["--namespace", &ns.name, "--body-read-timeout", "1s"]);
     let mut stream = connect(&server);
@@ -275,63 +273,61 @@ async fn a_stalled_body_is_408() {
         ns.name
     );
     stream.write_all(request.as_bytes()).unwrap();
-    let started = Instant::now();
-    let answer = read_answer(&mut stream, Duration::from_secs(5)).expect("an answer");
+    let answer = read_answer(&mut stream, SOON).expect("an answer");
     assert_eq!(answer.status, 408, "{answer:?}");
     assert_error_envelope(408, &answer.json(), "stalled body");
-    assert!(started.elapsed() < Duration::from_secs(3));
     assert_eq!(answer.header("connection"), Some("close"));
 }
 
 #[tokio::test]
 async fn headers_that_never_finish_are_cut_off() {
+    let _timed = timing_sensitive().await;
     let server = Server::start(&["--header-read-timeout", "1s"]);
     let mut stream = connect(&server);
     stream
         .write_all(b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         .unwrap();
     let started = Instant::now();
-    // A header line now and then does not keep it open.
-    while started.elapsed() < Duration::from_secs(3) {
-        std::thread::sleep(Duration::from_millis(300));
-        if stream.write_all(b"X-Slow: 1\r\n").is_err() {
-            break;
+    // A header line now and then does not keep it open: it is closed while they still come.
+    let closed = loop {
+        if stream.write_all(b"X-Slow: 1\r\n").is_err()
+            || closed_within(&mut stream, Duration::from_millis(300))
+        {
+            break true;
         }
-    }
-    assert!(
-        closed_within(&mut stream, Duration::from_millis(100)),
-        "still open after {:?}",
-        started.elapsed()
-    );
+        if started.elapsed() > SOON {
+            break false;
+        }
+    };
+    assert!(closed, "still open after {:?}", started.elapsed());
     // A connection that sends nothing at all goes the same way.
     let mut silent = connect(&server);
-    assert!(closed_within(&mut silent, Duration::from_secs(3)));
+    assert!(closed_within(&mut silent, SOON));
 }
 
 #[tokio::test]
 async fn idle_keep_alive_connections_are_closed_but_streams_are_not() {
     let ns = TestNamespace::new("edge-idle").await;
+    let _timed = timing_sensitive().await;
+    // The header timeout is far beyond the wait below: a close within it is the idle one's.
     let server = Server::start(&[
         "--namespace",
         &ns.name,
         "--idle-timeout",
         "1s",
         "--header-read-timeout",
-        "5s",
+        "60s",
     ]);
     let mut stream = connect(&server);
-    stream.write_all(get_request("/livez").as_bytes()).unwrap();
-    let answer = read_answer(&mut stream, Duration::from_secs(2)).expect("an answer");
-    assert_eq!(answer.status, 200);
-    let idle = Instant::now();
+    // Kept alive from one request to the next, then closed once idle.
+    for _ in 0..2 {
+        stream.write_all(get_request("/livez").as_bytes()).unwrap();
+        let answer = read_answer(&mut stream, SOON).expect("an answer on the kept connection");
+        assert_eq!(answer.status, 200);
+    }
     assert!(
-        closed_within(&mut stream, Duration::from_secs(4)),
+        closed_within(&mut stream, SOON),
         "idle connection still open"
-    );
-    let after = idle.elapsed();
-    assert!(
-        after >= Duration::from_millis(900) && after < Duration::from_secs(3),
-        "closed after {after:?}, expected the 1s idle timeout (not the 5s header one)"
     );
 
     // A watch stream sends nothing while nothing changes; it is busy, not idle.
@@ -365,6 +361,7 @@ async fn idle_keep_alive_connections_are_closed_but_streams_are_not() {
 
 #[tokio::test]
 async fn a_client_that_stops_reading_is_closed_after_the_idle_timeout() {
+    let _timed = timing_sensitive().await;
     let server = Server::start(&["--idle-timeout", "1s", "--header-read-timeout", "5s"]);
     let mut stream = connect(&server);
     // Far more answers than the sockets' buffers hold, asked for at once and never read.
@@ -398,6 +395,7 @@ async fn a_client_that_stops_reading_is_closed_after_the_idle_timeout() {
 
 #[tokio::test]
 async fn at_the_connection_bound_waiting_connections_make_room() {
+    let _timed = timing_sensitive().await;
     let ns = TestNamespace::new("edge-bound").await;
     let server = Server::start(&["--namespace", &ns.name, "--max-connections", "4"]);
     // Four idle keep-alive connections fill the bound.
@@ -460,33 +458,29 @@ async fn at_the_connection_bound_waiting_connections_make_room() {
     .await;
 }
 
+/// /livez's latency beside the crowd is measured by bench/run ("Edge" section): here, that
+/// it answers, and that the crowd is closed.
 #[tokio::test]
-async fn a_crowd_of_silent_connections_costs_others_no_latency_and_times_out() {
+async fn a_crowd_of_silent_connections_leaves_room_for_others_and_times_out() {
+    let _alone = heavy().await;
+    // 2,000 sockets here and as many accepted by k8sailor, beside what the other tests hold.
+    raise_open_files_limit(4096);
     // The default bound (1024), half of them pushed out by the other half.
     let server = Server::start(&["--header-read-timeout", "2s"]);
-    let started = Instant::now();
     let mut silent: Vec<TcpStream> = (0..2000).map(|_| connect(&server)).collect();
-    let opened = Instant::now();
-    eprintln!("2,000 connections opened in {:?}", opened - started);
     for _ in 0..10 {
-        let asked = Instant::now();
         let mut stream = connect(&server);
         stream.write_all(get_request("/livez").as_bytes()).unwrap();
-        let answer = read_answer(&mut stream, Duration::from_secs(2)).expect("an answer");
+        let answer = read_answer(&mut stream, SOON).expect("an answer");
         assert_eq!(answer.status, 200);
-        assert!(
-            asked.elapsed() < Duration::from_millis(300),
-            "{:?}",
-            asked.elapsed()
-        );
     }
     // Every one is closed: evicted by newer ones, or at its header deadline.
+    let deadline = Instant::now() + SOON;
     for (i, stream) in silent.iter_mut().enumerate() {
-        let left = (opened + Duration::from_secs(4)).saturating_duration_since(Instant::now());
+        let left = deadline.saturating_duration_since(Instant::now());
         assert!(
             closed_within(stream, left.max(Duration::from_millis(10))),
-            "connection {i} still open {:?} after the last one opened",
-            opened.elapsed()
+            "connection {i} still open {SOON:?} after the last one opened"
         );
     }
 }
@@ -541,18 +535,34 @@ async fn a_continue_token_we_never_issued_is_400() {
     let token = first["metadata"]["continue"].as_str().unwrap().to_string();
     let (status, page) = server.get(&format!("{list}&continue={token}")).await;
     assert_eq!(status, 200, "{page}");
-    // Guessed, from the apiserver, or ours with its offset or signature changed.
-    let mut forged = vec!["1.1".to_string(), "eyJjb250aW51ZSI6IjEyMyJ9".to_string()];
-    if let Some((signed, tag)) = token.rsplit_once('.')
-        && let Some((id, _)) = signed.split_once('.')
-    {
-        forged.push(format!("{id}.2.{tag}"));
-        forged.push(format!("{signed}.{}", "0".repeat(tag.len())));
-    }
-    for forged in forged {
+    // Guessed, from the apiserver, cut short, or ours with a field of the wrong type or of
+    // another query: each fails at its own check, and the answer names that check.
+    let ours = decode_token(&token);
+    assert!(ours["q"].is_string() && ours["rv"].is_u64(), "{ours}");
+    let mut version_as_text = ours.clone();
+    version_as_text["rv"] = json!(ours["rv"].to_string());
+    let mut other_query = ours.clone();
+    other_query["q"] = json!("0000000000000000");
+    let forged = [
+        ("1.1".to_string(), "invalid continue token"),
+        // {"continue":"123"}
+        (
+            "eyJjb250aW51ZSI6IjEyMyJ9".to_string(),
+            "invalid continue token",
+        ),
+        (
+            token[..token.len() - 2].to_string(),
+            "invalid continue token",
+        ),
+        (encode_token(&version_as_text), "invalid continue token"),
+        (encode_token(&other_query), "another query"),
+    ];
+    for (forged, why) in forged {
         let (status, answer) = server.get(&format!("{list}&continue={forged}")).await;
         assert_eq!(status, 400, "{forged}: {answer}");
         assert_error_envelope(400, &answer, &forged);
+        let error = answer["error"].as_str().unwrap();
+        assert!(error.contains(why), "{forged}: {why:?} in {error}");
     }
 }
 

@@ -168,10 +168,16 @@ async fn replicasets_are_listed_got_selected_paged_and_watched() {
     check_reads(&ns, "replicasets", &api).await;
 }
 
+/// A Service of `tier`: a NodePort one for the db tier, ClusterIP for the others.
 fn service(name: &str, tier: &str) -> Service {
+    let kind = if tier == "db" {
+        "NodePort"
+    } else {
+        "ClusterIP"
+    };
     serde_json::from_value(json!({
         "metadata": {"name": name, "labels": {"tier": tier}},
-        "spec": {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": 8080}]}
+        "spec": {"type": kind, "selector": {"app": name}, "ports": [{"port": 80, "targetPort": 8080}]}
     }))
     .unwrap()
 }
@@ -217,13 +223,21 @@ async fn services_are_listed_got_selected_paged_and_watched() {
         a["clusterIp"].as_str().unwrap().starts_with("10.0.0."),
         "{a}"
     );
-    let (_, by_type) = server
-        .get(&format!(
-            "/services?namespace={}&fieldSelector=spec.type%3DNodePort",
-            ns.name
-        ))
-        .await;
-    assert_eq!(names(&by_type), Vec::<String>::new(), "{by_type}");
+    for (selector, selected) in [
+        ("spec.type%3DNodePort", vec!["c"]),
+        ("spec.type%3DClusterIP", vec!["a", "b"]),
+        ("spec.type!%3DClusterIP", vec!["c"]),
+        ("spec.type%3DLoadBalancer", vec![]),
+    ] {
+        let (status, by_type) = server
+            .get(&format!(
+                "/services?namespace={}&fieldSelector={selector}",
+                ns.name
+            ))
+            .await;
+        assert_eq!(status, 200, "{selector}: {by_type}");
+        assert_eq!(names(&by_type), selected, "{selector}: {by_type}");
+    }
     drop(server);
     check_reads(&ns, "services", &api).await;
 }

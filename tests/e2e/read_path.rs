@@ -1,7 +1,5 @@
 //! The read path against the real control plane: what a new user would try first.
 
-use std::time::Duration;
-
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -23,15 +21,12 @@ async fn a_deployment_appears_scales_lists_its_pods_and_disappears() {
         .unwrap();
 
     let list = format!("/deployments?namespace={}", ns.name);
-    let (_, visible_after) = eventually(SOON, "the new deployment in the list", || async {
+    // How soon is bench/run's write-to-visible figure; here, that it shows.
+    eventually(SOON, "the new deployment in the list", || async {
         let (status, body) = server.get(&list).await;
         (status == 200 && names(&body) == ["web"]).then_some(())
     })
     .await;
-    assert!(
-        visible_after < Duration::from_secs(1),
-        "visible only after {visible_after:?}"
-    );
 
     let (status, body) = server
         .get(&format!("/deployments/web?namespace={}", ns.name))

@@ -233,6 +233,46 @@ impl Drop for Server {
     }
 }
 
+/// Tests that load the machine (thousands of connections or containers at once) hold the
+/// lock alone; tests of a timeout of a second or two share it, so that they never run beside
+/// one of those and a loaded moment cannot pass for a timeout (or hide one).
+static LOAD: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+/// Held for the whole of a heavy test: no timing-sensitive test runs meanwhile.
+pub async fn heavy() -> tokio::sync::RwLockWriteGuard<'static, ()> {
+    LOAD.write().await
+}
+
+/// Held for the whole of a test whose feature is a short timeout.
+pub async fn timing_sensitive() -> tokio::sync::RwLockReadGuard<'static, ()> {
+    LOAD.read().await
+}
+
+/// Raises this process's soft limit of open files to `needed` (the servers it starts inherit
+/// it): a test that opens thousands of sockets would otherwise fail at the common default of
+/// 1,024, on this side or on k8sailor's.
+pub fn raise_open_files_limit(needed: u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct it is given, which outlives the call.
+    let got = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    assert_eq!(got, 0, "getrlimit: {}", std::io::Error::last_os_error());
+    if limit.rlim_cur >= needed {
+        return;
+    }
+    assert!(
+        limit.rlim_max >= needed,
+        "this test opens {needed} files, over the hard limit of {}: raise it (ulimit -Hn)",
+        limit.rlim_max
+    );
+    limit.rlim_cur = needed;
+    // SAFETY: setrlimit only reads the struct it is given, which outlives the call.
+    let set = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) };
+    assert_eq!(set, 0, "setrlimit: {}", std::io::Error::last_os_error());
+}
+
 /// Polls `check` until it returns Some or `timeout` passes; returns the value and the time taken.
 /// How long a change may take to show, on a loaded machine.
 pub const SOON: Duration = Duration::from_secs(20);
@@ -261,6 +301,23 @@ pub fn names(list: &Value) -> Vec<String> {
         .iter()
         .map(|i| i["name"].as_str().unwrap().to_string())
         .collect()
+}
+
+/// A continue token as k8sailor issues it: URL-safe base64 of a JSON object (`rv`, `q`, `t`,
+/// `after`). Tests decode one to forge another that passes decoding and reaches the checks
+/// behind it.
+pub fn decode_token(token: &str) -> Value {
+    use base64::Engine;
+    let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .unwrap_or_else(|e| panic!("a continue token is base64: {e}: {token}"));
+    serde_json::from_slice(&json).unwrap_or_else(|e| panic!("a continue token is JSON: {e}"))
+}
+
+/// The token of `fields`, encoded as k8sailor encodes its own.
+pub fn encode_token(fields: &Value) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(fields.to_string())
 }
 
 /// Labels as a JSON object.

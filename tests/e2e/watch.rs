@@ -217,7 +217,7 @@ async fn an_event_source_sees_a_deployments_pods_appear_with_their_deployment() 
     .await;
     assert_eq!(watch.next().await["type"], "BOOKMARK", "no pods yet");
 
-    let start = Instant::now();
+    // How soon is bench/run's watch-delivery figure; here, that they come, each once named.
     ns.api::<Deployment>()
         .create(&PostParams::default(), &deployment("web", 2, &[]))
         .await
@@ -241,11 +241,6 @@ async fn an_event_source_sees_a_deployments_pods_appear_with_their_deployment() 
             of_web.insert(name);
         }
     }
-    assert!(
-        start.elapsed() < Duration::from_secs(10),
-        "pods showed after {:?}",
-        start.elapsed()
-    );
     assert_eq!(added, of_web);
     assert!(added.iter().all(|n| n.starts_with("web-")), "{added:?}");
     let first = added.first().unwrap().clone();

@@ -398,10 +398,11 @@ mod tests {
 
     #[test]
     fn sizes_over_the_limits_are_refused_before_any_other_check() {
+        // An invalid name and 2,000 containers of one image (each needing a name of its own):
+        // the size is what is refused, so nothing else was looked at. What refusing costs is
+        // bench/run's figure.
         let many = body(None, &["a"; 2000]);
-        let started = std::time::Instant::now();
-        let e = new_deployment("web", &many).unwrap_err();
-        assert!(started.elapsed() < std::time::Duration::from_millis(50));
+        let e = new_deployment("Bad Name", &many).unwrap_err();
         assert!(matches!(e, BizError::TooLarge { .. }), "{e}");
         assert_eq!(
             e.to_string(),

@@ -5,7 +5,6 @@ import { spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { mkdir, readFile, stat } from "node:fs/promises";
 import http from "node:http";
-import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -33,18 +32,6 @@ async function listenOnLoopback(server) {
     server.listen(0, "127.0.0.1", resolve);
   });
   return `http://127.0.0.1:${server.address().port}`;
-}
-
-/** A port free on 127.0.0.1 at the time of asking. */
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /**
@@ -101,21 +88,27 @@ export async function serveStatic({ root, rewrites = [], files = {} }) {
 }
 
 /**
- * Starts `k8sailor httpserver` (K8SAILOR_BIN, else target/debug/k8sailor) on a free loopback
- * port (or `port`: a server started again where the last one was) against
- * K8SAILOR_TEST_KUBECONFIG and waits until /readyz answers 200. Its log goes to `logFile`.
+ * Starts `k8sailor httpserver` (K8SAILOR_BIN, else target/debug/k8sailor) on a port of
+ * 127.0.0.1 the kernel picks (it prints it: no port is guessed, none reused after a stop)
+ * against K8SAILOR_TEST_KUBECONFIG and waits until /readyz answers 200. Its log goes to
+ * `logFile`.
  */
-export async function startK8sailor({ logFile, args = [], port: fixedPort }) {
+export async function startK8sailor({ logFile, args = [] }) {
   const bin = process.env.K8SAILOR_BIN || path.join(repoRoot, "target", "debug", "k8sailor");
-  const port = fixedPort ?? (await freePort());
-  const origin = `http://127.0.0.1:${port}`;
   await mkdir(path.dirname(logFile), { recursive: true });
   const log = createWriteStream(logFile);
   const child = spawn(
     bin,
-    ["httpserver", "--kubeconfig", kubeconfig(), "--listen", `127.0.0.1:${port}`, ...args],
+    ["httpserver", "--kubeconfig", kubeconfig(), "--listen", "127.0.0.1:0", ...args],
     { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } },
   );
+  let origin = null;
+  let printed = "";
+  child.stdout.on("data", (chunk) => {
+    if (origin) return;
+    printed += chunk;
+    origin = printed.match(/^k8sailor listening on (http:\/\/127\.0\.0\.1:\d+)\//m)?.[1] ?? null;
+  });
   child.stdout.pipe(log);
   child.stderr.pipe(log);
   let exited = null;
@@ -125,7 +118,7 @@ export async function startK8sailor({ logFile, args = [], port: fixedPort }) {
   const deadline = Date.now() + 90_000;
   for (;;) {
     if (exited) throw new Error(`k8sailor ${exited} before it was ready; see ${logFile}`);
-    const ok = await fetch(`${origin}/readyz`).then((r) => r.ok, () => false);
+    const ok = origin !== null && (await fetch(`${origin}/readyz`).then((r) => r.ok, () => false));
     if (ok) break;
     if (Date.now() > deadline) {
       child.kill("SIGTERM");

@@ -11,7 +11,7 @@ import { test } from "node:test";
 
 import { openBrowser } from "../lib/browser.mjs";
 import { apply, kubectl, namespacedToken, testNamespace } from "../lib/cluster.mjs";
-import { eventually, freePort, proxyUnderPath, replicaBalancer, repoRoot, startK8sailor } from "../lib/servers.mjs";
+import { eventually, proxyUnderPath, replicaBalancer, repoRoot, startK8sailor } from "../lib/servers.mjs";
 
 const logFile = (scenario) => path.join(repoRoot, "target", "browser", `${scenario}.k8sailor.log`);
 
@@ -266,10 +266,11 @@ test("dashboard under --auth delegated: a token asked once, what its user may se
   b.check();
 });
 
-const BIG = 10_000;
-const CHUNK = 1_000;
+// bench/run asks for fewer at its smoke scale (K8SAILOR_DASHBOARD_PODS, a multiple of 10).
+const BIG = Number(process.env.K8SAILOR_DASHBOARD_PODS || 10_000);
+const CHUNK = BIG / 10;
 
-/** `n` bare pods in `namespace`, labelled batch=b0.. by thousands; they stay Pending. */
+/** `n` bare pods in `namespace`, labelled batch=b0.. by tenths; they stay Pending. */
 async function createPods(namespace, n) {
   const chunks = [];
   for (let c = 0; c * CHUNK < n; c++) {
@@ -294,7 +295,7 @@ async function createPods(namespace, n) {
   await Promise.all([worker(), worker(), worker(), worker()]);
 }
 
-test("dashboard: 10,000 pods in one namespace render and update without freezing", async (t) => {
+test("dashboard: 10,000 pods in one namespace render windowed and follow a burst of deletes", async (t) => {
   const ns = await testNamespace("dash-10k");
   t.after(() => ns.remove());
   const started = Date.now();
@@ -357,7 +358,7 @@ test("dashboard: 10,000 pods in one namespace render and update without freezing
   }, `${ns.name}/${lastName}`);
   await b.screenshot("10k-pods-scrolled");
 
-  // A burst: one request deletes a thousand pods, a thousand DELETED events.
+  // A burst: one request deletes a tenth of the pods (a thousand), as many DELETED events.
   const applied = page.evaluate(async ({ n, countAt }) => {
     const t0 = performance.now();
     await new Promise((resolve) => {
@@ -382,7 +383,8 @@ test("dashboard: 10,000 pods in one namespace render and update without freezing
     createPodsMs: createMs,
     firstRender: { ms: Math.round(first.ms), longestTaskMs: first.longestTaskMs, rowsInDom: first.rowsInDom },
     scrollToTheEnd: { ms: Math.round(scroll.ms), longestTaskMs: scroll.longestTaskMs },
-    burstOf1000Deletes: {
+    burstOfDeletes: {
+      deleted: CHUNK,
       shownMsAfterRequest: Math.round(burst.at - sent),
       apiserverAnsweredMs: deleteAnsweredMs,
       longestTaskMs: burst.longestTaskMs,
@@ -390,14 +392,8 @@ test("dashboard: 10,000 pods in one namespace render and update without freezing
   };
   await writeFile(path.join(b.shotDir, "result.json"), `${JSON.stringify(result, null, 2)}\n`);
   console.log(JSON.stringify(result));
-  // No freeze. Drawing all 10,000 rows takes seconds in one task; a windowed redraw takes tens
-  // of milliseconds, a few times that on a loaded CI machine (a load of 10 on 2 cores
-  // measured up to 160 ms): the bound tells the two apart without failing on load.
-  const FREEZE_MS = 400;
-  assert.ok(first.longestTaskMs < FREEZE_MS, `a ${first.longestTaskMs} ms task during the first render`);
-  assert.ok(burst.longestTaskMs < FREEZE_MS, `a ${burst.longestTaskMs} ms task during the burst`);
-  assert.ok(scroll.longestTaskMs < FREEZE_MS, `a ${scroll.longestTaskMs} ms task scrolling to the end`);
-  assert.ok(first.ms < 15_000, `${first.ms} ms to show ${BIG} pods`);
+  // How long each step took and the longest task in it are figures, not checks: bench/run
+  // reports them from this result.json (BENCHMARKS.md, "Dashboard" section).
   b.check();
 });
 
@@ -436,8 +432,11 @@ function kubeletStatus(pod, index, { crashing }) {
 }
 
 test("dashboard: the demo workloads of hack/run (the README's screenshot)", async (t) => {
-  // The namespaces and Deployments hack/run seeds, applied as it applies them.
-  await kubectl(["apply", "-f", path.join(repoRoot, "hack", "demo.yaml")]);
+  // The namespaces and Deployments hack/run seeds, applied as it applies them, and removed
+  // after (their pods would otherwise show in every later test's cluster-wide lists).
+  const demo = path.join(repoRoot, "hack", "demo.yaml");
+  await kubectl(["apply", "-f", demo]);
+  t.after(() => kubectl(["delete", "-f", demo, "--ignore-not-found", "--wait=false"]));
   const namespaces = ["shop", "payments", "monitoring"];
   // Every replica of the demo's ReplicaSets made (the bare pods exist once applied).
   const pods = await eventually(
@@ -474,6 +473,7 @@ test("dashboard: the demo workloads of hack/run (the README's screenshot)", asyn
   await eventually("ledger 2/2 ready", async () => (await row(page, "payments", "ledger").textContent()).includes("2/2"), { timeoutMs: 60_000 });
   await b.screenshot("deployments");
   await page.goto(`${server.origin}/#/ns/payments/pods`);
+  assert.ok(crashing > 0, "the demo has crashing pods to show");
   await eventually("the crashing pods", async () => (await page.locator("td.s-bad").count()) === crashing);
   for (const cell of await page.locator("td.s-bad").allTextContents()) assert.match(cell, /CrashLoopBackOff/);
   await b.screenshot("pods");
@@ -484,22 +484,27 @@ test("dashboard: says when the server is gone, and comes back on its own", async
   const ns = await testNamespace("dash-reconnect");
   t.after(() => ns.remove());
   await apply([deployment(ns.name, "before", 1)]);
-  const port = await freePort();
-  let server = await startK8sailor({ logFile: logFile("dashboard-reconnect"), port });
-  t.after(() => server.stop());
+  // The page keeps one origin, a Service's: the server behind it is stopped, and another one
+  // (on a port of its own: none is reused) takes its place.
+  const servers = [await startK8sailor({ logFile: logFile("dashboard-reconnect") })];
+  t.after(() => Promise.all(servers.map((s) => s.stop())));
+  const targets = [servers[0].origin];
+  const service = await replicaBalancer({ targets });
+  t.after(() => service.close());
   const b = await openBrowser({
     scenario: "dashboard-reconnect",
-    allowedOrigins: [server.origin],
-    tolerateMatching: [{ pattern: apiCalls(server), reason: "the server the test stops" }],
+    allowedOrigins: [service.origin],
+    tolerateMatching: [{ pattern: new RegExp(`^${service.origin}/`), reason: "the server the test stops" }],
   });
   t.after(() => b.close());
   const { page } = b;
-  await page.goto(`${server.origin}/#/ns/${ns.name}/deployments`);
+  await page.goto(`${service.origin}/#/ns/${ns.name}/deployments`);
   await row(page, ns.name, "before").waitFor();
   const badge = page.locator("#connection");
   await eventually("the live badge", async () => (await badge.getAttribute("data-state")) === "live");
 
-  await server.stop();
+  service.use(null);
+  await servers[0].stop();
   await eventually("the disconnected badge", async () => (await badge.getAttribute("data-state")) === "down");
   assert.match(await badge.textContent(), /^disconnected/);
   await b.screenshot("disconnected");
@@ -507,7 +512,9 @@ test("dashboard: says when the server is gone, and comes back on its own", async
   await apply([deployment(ns.name, "during", 1)]);
   await kubectl(["delete", "deployment", "before", "-n", ns.name]);
 
-  server = await startK8sailor({ logFile: logFile("dashboard-reconnect-again"), port });
+  servers.push(await startK8sailor({ logFile: logFile("dashboard-reconnect-again") }));
+  targets.push(servers[1].origin);
+  service.use(1);
   await eventually("the live badge again", async () => (await badge.getAttribute("data-state")) === "live", { timeoutMs: 60_000 });
   await row(page, ns.name, "during").waitFor({ timeout: 30_000 });
   await eventually("the deleted Deployment gone", async () => (await row(page, ns.name, "before").count()) === 0);
