@@ -232,7 +232,8 @@ where
         self.deltas.push(delta.clone());
     }
 
-    fn commit(self: Box<Self>) {
+    // The policy keeps no version: access is decided on what is held now.
+    fn commit(self: Box<Self>, _version: &str) {
         let Relist { policy, deltas } = *self;
         policy.change(|index| deltas.iter().for_each(|d| apply_delta(index, d)));
     }
@@ -277,7 +278,7 @@ mod tests {
             1,
             "not before the commit"
         );
-        relist.commit();
+        relist.commit("7");
         assert_eq!(policy.with_index(rbac::Index::len), 1);
         Handler::<RoleBinding>::on_deltas(&*policy, &[Delta::Deleted(binding("b"))]);
         assert!(policy.with_index(rbac::Index::is_empty));
