@@ -22,6 +22,7 @@ use confk8s::{Access, ReviewError, Reviewer};
 use serde::Deserialize;
 
 use super::ApiError;
+use super::fairness::Caller;
 use super::kinds::KindRoute;
 use biz::{Kind, NamespaceFilter, Visibility, Workloads, namespace_of_list, namespace_of_object};
 use k8sdao::Source;
@@ -369,7 +370,13 @@ pub(super) async fn check(
         }
     };
     let scope = auth.scope.as_deref();
-    let Some(rule) = rule(route, request.method(), name, &query, scope) else {
+    // HEAD is a GET without the body (the router answers it so): the same access.
+    let method = if request.method() == Method::HEAD {
+        &Method::GET
+    } else {
+        request.method()
+    };
+    let Some(rule) = rule(route, method, name, &query, scope) else {
         let allowed = methods_with_rules(route, &query, scope);
         if !allowed.is_empty() {
             return method_not_allowed(request.method(), request.uri().path(), &allowed);
@@ -401,8 +408,22 @@ pub(super) async fn check(
             Err(refused) => return refused,
         },
     };
+    // Fairness counts the request against its user (the review above cached the answer); a
+    // user the apiserver did not name is known by its address.
+    let caller = auth
+        .reviewer
+        .user(token)
+        .await
+        .ok()
+        .filter(|user| !user.username.is_empty())
+        .map(|user| Caller {
+            user: user.username,
+        });
     let visibility = Visibility { namespaces };
     request.extensions_mut().insert(visibility);
+    if let Some(caller) = caller {
+        request.extensions_mut().insert(caller);
+    }
     next.run(request).await
 }
 

@@ -351,6 +351,11 @@ impl Reviewer {
         decision
     }
 
+    /// Who the token belongs to, from the same cached TokenReview [`Reviewer::review`] makes.
+    pub async fn user(&self, token: &str) -> Result<UserInfo, ReviewError> {
+        self.authenticate(token_hash(token), token).await
+    }
+
     async fn authenticate(&self, hash: TokenHash, token: &str) -> Result<UserInfo, ReviewError> {
         if let Some(user) = self.users.get(&hash) {
             return user.map_err(ReviewError::Unauthenticated);
