@@ -234,7 +234,7 @@ impl Collector for ReviewCollector {
 }
 
 /// A gauge's name, help, and value from a share's figures.
-type ShareGauge = (&'static str, &'static str, fn(&ShareFigures) -> f64);
+type ShareGauge = (&'static str, &'static str, fn(&ShareFigures) -> usize);
 
 /// Reads the fair shares and their refusals, on each scrape: by kind of share and reason,
 /// never by identity (their number has no bound).
@@ -254,23 +254,24 @@ impl Collector for FairnessCollector {
             (
                 "fair_share_bound",
                 "What is shared among identities (maxRequestsInFlight, maxWatches)",
-                |f| f.bound as f64,
+                |f| f.bound,
             ),
             (
                 "fair_share_identities",
                 "Identities (users, or client addresses) holding any",
-                |f| f.holders as f64,
+                |f| f.holders,
             ),
             (
                 "fair_share",
                 "What each identity may hold now: the bound divided among those holding any",
-                |f| f.share as f64,
+                |f| f.share,
             ),
         ];
         for (name, help, value) in gauges {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
             for f in &figures {
-                ConstGauge::new(value(f)).encode(family.encode_family(&[("share", f.name)])?)?;
+                ConstGauge::new(i64::try_from(value(f)).unwrap_or(i64::MAX))
+                    .encode(family.encode_family(&[("share", f.name)])?)?;
             }
         }
         let connections = &self.0.connections;
