@@ -90,11 +90,12 @@ async fn refused(response: reqwest::Response) -> (u16, Option<String>, Value) {
         .headers()
         .get("retry-after")
         .map(|v| v.to_str().unwrap().to_string());
-    (
-        status,
-        retry_after,
-        response.json().await.expect("an envelope"),
-    )
+    // Bounded: a watch answered where a refusal was expected never ends by itself.
+    let body = tokio::time::timeout(SOON, response.json())
+        .await
+        .unwrap_or_else(|_| panic!("{status}: not a refusal, a stream"))
+        .expect("an envelope");
+    (status, retry_after, body)
 }
 
 async fn get(client: &reqwest::Client, url: &str) -> (u16, String) {
