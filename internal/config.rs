@@ -10,7 +10,7 @@ use confk8s::{ClientOptions, InitialList, TokenReviewLimits};
 use serde::Deserialize;
 
 use crate::connections::ConnectionLimits;
-use apis::{AllowedHosts, AllowedOrigins, AuthMode, BodyLimits, HttpOptions};
+use apis::{AllowedHosts, AllowedOrigins, AuthMode, BodyLimits, FairShares, HttpOptions};
 use k8sdao::SourceKind;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8088";
@@ -226,10 +226,29 @@ settings! {
         /// How long a keep-alive connection may wait for its next request [default: 90s].
         #[arg(long, env = "K8SAILOR_IDLE_TIMEOUT")]
         idle_timeout: String = "90s".to_string(),
-        /// Most connections open at once; beyond it the longest-waiting connection without a
-        /// request in progress is closed, or, if none, the new one [default: 1024].
+        /// Most connections open at once; beyond it a connection of the client address holding
+        /// the most (the one waiting longest without a request, else its oldest) is closed,
+        /// or, if the new one's client holds the most and all are busy, the new one
+        /// [default: 1024].
         #[arg(long, env = "K8SAILOR_MAX_CONNECTIONS")]
         max_connections: usize = DEFAULT_MAX_CONNECTIONS,
+        /// Address of a listener serving only /livez, /readyz and /metrics, with connections
+        /// of its own (never counted against --max-connections) and no auth, for the kubelet's
+        /// probes and metrics scrapes [default: none, they are on the API's listener only].
+        #[arg(long, env = "K8SAILOR_HEALTH_LISTEN")]
+        health_listen: String,
+        /// Requests in progress at once (watches apart), shared among the clients (users with
+        /// --auth delegated, else addresses) that have some: one past its share gets 429
+        /// [default: 400].
+        #[arg(long, env = "K8SAILOR_MAX_REQUESTS_IN_FLIGHT")]
+        max_requests_in_flight: usize = FairShares::default().max_requests_in_flight,
+        /// Open watches (watch=true), shared the same way [default: 512].
+        #[arg(long, env = "K8SAILOR_MAX_WATCHES")]
+        max_watches: usize = FairShares::default().max_watches,
+        /// A watch ends after this times a random factor in [1, 2), as with the apiserver's
+        /// --min-request-timeout, so clients spread over replicas [default: 30m].
+        #[arg(long, env = "K8SAILOR_MIN_REQUEST_TIMEOUT")]
+        min_request_timeout: String = "30m".to_string(),
     }
 }
 
@@ -288,6 +307,10 @@ pub struct Settings {
     pub allow_unauthenticated: bool,
     /// Bounds on connections: timeouts and how many may be open.
     pub connections: ConnectionLimits,
+    /// The listener of the probes and metrics alone, if any.
+    pub health_listen: Option<SocketAddr>,
+    /// What each client may hold of requests and watches, and how long a watch lasts.
+    pub fair_shares: FairShares,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -386,6 +409,13 @@ impl Settings {
             reason: e.to_string(),
         })?
         .serving(listen.ip());
+        let health_listen = match layer.health_listen.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(addr) => Some(addr.parse().map_err(|e| ConfigError::Invalid {
+                key: "healthListen",
+                reason: format!("{addr:?} is not an address like 0.0.0.0:8089 ({e})"),
+            })?),
+        };
         let namespace = layer.namespace.filter(|ns| !ns.is_empty());
         if let Some(ns) = &namespace
             && !selector::validation::is_dns1123_label(ns)
@@ -443,6 +473,16 @@ impl Settings {
             token_review_ttl: timeout("tokenReviewTtl", &layer.token_review_ttl)?,
             log_format: layer.log_format,
             allow_unauthenticated,
+            health_listen,
+            fair_shares: FairShares {
+                max_requests_in_flight: positive::<_, NonZeroUsize>(
+                    "maxRequestsInFlight",
+                    layer.max_requests_in_flight,
+                )?
+                .get(),
+                max_watches: positive::<_, NonZeroUsize>("maxWatches", layer.max_watches)?.get(),
+                min_request_timeout: timeout("minRequestTimeout", &layer.min_request_timeout)?,
+            },
         })
     }
 }
@@ -478,6 +518,13 @@ mod tests {
         assert_eq!(s.source, SourceKind::Cache);
         assert_eq!(s.sync_timeout, Duration::from_secs(60));
         assert_eq!(s.namespace, None);
+        assert_eq!(s.health_listen, None);
+        assert_eq!(s.fair_shares, FairShares::default());
+        assert_eq!(
+            s.fair_shares.min_request_timeout,
+            Duration::from_secs(1800),
+            "the apiserver's --min-request-timeout"
+        );
     }
 
     #[test]
@@ -549,6 +596,34 @@ mod tests {
                     ..Default::default()
                 },
                 "maxBodyBytes",
+            ),
+            (
+                SettingsLayer {
+                    health_listen: Some("8089".into()),
+                    ..Default::default()
+                },
+                "healthListen",
+            ),
+            (
+                SettingsLayer {
+                    max_watches: Some(0),
+                    ..Default::default()
+                },
+                "maxWatches",
+            ),
+            (
+                SettingsLayer {
+                    max_requests_in_flight: Some(0),
+                    ..Default::default()
+                },
+                "maxRequestsInFlight",
+            ),
+            (
+                SettingsLayer {
+                    min_request_timeout: Some("0s".into()),
+                    ..Default::default()
+                },
+                "minRequestTimeout",
             ),
         ] {
             let err = Settings::resolve(layer).unwrap_err().to_string();

@@ -14,16 +14,21 @@
 //! close idle keep-alive connections at the header deadline too; it is off, and this module
 //! keeps both deadlines (Go's `ReadHeaderTimeout` and `IdleTimeout` semantics).
 //!
-//! With `maxConnections` open, a new connection closes the one that has waited longest
-//! without a request in progress (nginx reuses idle keep-alive connections the same way): a
-//! flood of idle or slow connections cannot lock out clients that send requests. If every
-//! connection has a request in progress, the new one is closed at once.
+//! With `maxConnections` open, connections are shared max-min fairly among client addresses:
+//! a new connection from a client holding fewer than the client holding the most (by two or
+//! more, so that two clients never trade one connection back and forth) closes one of that
+//! client's, the one that has waited longest without a request in progress, else its oldest;
+//! a client that already holds the most only takes the place of its own longest-waiting
+//! connection (nginx reuses idle keep-alive connections the same way), and if every one of
+//! its connections has a request in progress, its new one is closed at once. So neither a
+//! flood of idle or slow connections nor a client holding every connection with watches
+//! locks out another client, and a client under its share never loses a connection.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::poll_fn;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::{Pin, pin};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -31,10 +36,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::{Body, HttpBody};
+use axum::body::Body;
 use axum::extract::ConnectInfo;
-use bytes::Bytes;
-use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -42,6 +46,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
+
+use apis::{ConnectionCounts, Holding};
 
 /// The bounds on connections, from the settings.
 #[derive(Clone, Copy, Debug)]
@@ -118,11 +124,14 @@ struct Connection {
     inner: Mutex<Inner>,
     /// Cancelled to close the connection to make room for a new one.
     evict: CancellationToken,
+    /// The client's address, whose connections are counted together.
+    peer: SocketAddr,
 }
 
 impl Connection {
-    fn new() -> Connection {
+    fn new(peer: SocketAddr) -> Connection {
         Connection {
+            peer,
             inner: Mutex::new(Inner {
                 phase: Phase::Headers {
                     since: Instant::now(),
@@ -136,6 +145,12 @@ impl Connection {
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whose connections this one is counted with: an IPv4 client reaching an IPv6
+    /// listener is the same client as over IPv4.
+    fn client(&self) -> IpAddr {
+        self.peer.ip().to_canonical()
     }
 
     /// Bytes arrived: after an idle time, they start a request, whose headers now have a
@@ -214,32 +229,6 @@ impl Drop for InFlight {
     }
 }
 
-/// The answer's body, holding its request in flight until hyper has sent it all.
-struct Answer {
-    body: Body,
-    _in_flight: InFlight,
-}
-
-impl HttpBody for Answer {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.get_mut().body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
-}
-
 /// The socket, telling its connection when bytes arrive.
 struct Watched {
     stream: TcpStream,
@@ -298,90 +287,179 @@ impl AsyncWrite for Watched {
     }
 }
 
-/// The open connections, to bound their number and to find one to close.
+/// The open connections and how many each client address holds.
 #[derive(Default)]
+struct Open {
+    connections: HashMap<u64, Arc<Connection>>,
+    per_client: HashMap<IpAddr, usize>,
+}
+
+/// Why a connection was closed, or a new one refused, at the bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MadeRoom {
+    /// A connection of the client holding the most was closed for one holding fewer.
+    ClosedAnother,
+    /// The newcomer's client holds the most: one of its own waiting connections was closed.
+    ClosedOwn,
+}
+
+impl Open {
+    fn insert(&mut self, id: u64, connection: Arc<Connection>) {
+        *self.per_client.entry(connection.client()).or_default() += 1;
+        self.connections.insert(id, connection);
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Arc<Connection>> {
+        let connection = self.connections.remove(&id)?;
+        let client = connection.client();
+        if let Some(held) = self.per_client.get_mut(&client) {
+            *held -= 1;
+            if *held == 0 {
+                self.per_client.remove(&client);
+            }
+        }
+        Some(connection)
+    }
+
+    /// The connection of `client` to close: the one waiting longest without a request in
+    /// progress, else (`busy_too`) its oldest.
+    fn victim_of(&self, client: IpAddr, busy_too: bool) -> Option<u64> {
+        let mine = self
+            .connections
+            .iter()
+            .filter(|(_, c)| c.client() == client);
+        let waiting = mine
+            .clone()
+            .filter_map(|(id, c)| c.waiting_since().map(|since| (since, *id)))
+            .min()
+            .map(|(_, id)| id);
+        waiting.or_else(|| busy_too.then(|| mine.map(|(id, _)| *id).min()).flatten())
+    }
+
+    fn longest_waiting(&self) -> Option<u64> {
+        self.connections
+            .iter()
+            .filter_map(|(id, c)| c.waiting_since().map(|since| (since, *id)))
+            .min()
+            .map(|(_, id)| id)
+    }
+
+    /// Closes one connection to make room for one from `newcomer` (None: a client not known
+    /// yet, as when accepting failed), by max-min fairness over client addresses; None if the
+    /// newcomer's client holds the most and all of its connections are busy. Linear in the
+    /// open connections, and only run when the bound is reached.
+    fn make_room(&mut self, newcomer: Option<IpAddr>) -> Option<MadeRoom> {
+        let mine = newcomer.map_or(0, |c| self.per_client.get(&c).copied().unwrap_or(0));
+        // Ties go to the address that sorts last, so the choice does not depend on hashing.
+        let (hog, most) = self
+            .per_client
+            .iter()
+            .map(|(client, held)| (*held, *client))
+            .max()
+            .map(|(held, client)| (client, held))?;
+        let (id, made) = match newcomer {
+            Some(_) if most > mine + 1 => (self.victim_of(hog, true)?, MadeRoom::ClosedAnother),
+            Some(own) => (self.victim_of(own, false)?, MadeRoom::ClosedOwn),
+            // Accepting failed (out of file descriptors): whoever has waited longest.
+            None => (self.longest_waiting()?, MadeRoom::ClosedOwn),
+        };
+        let connection = self.remove(id)?;
+        connection.evict.cancel();
+        Some(made)
+    }
+}
+
+/// The open connections, to bound their number and to find one to close.
 struct Registry {
-    open: Mutex<HashMap<u64, Arc<Connection>>>,
+    open: Mutex<Open>,
     next_id: AtomicU64,
     /// Told each time a connection ends, for shutdown to wait until none is left.
     closed: Notify,
+    counts: Arc<ConnectionCounts>,
 }
 
 impl Registry {
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Arc<Connection>>> {
+    fn new(counts: Arc<ConnectionCounts>) -> Registry {
+        Registry {
+            open: Mutex::default(),
+            next_id: AtomicU64::default(),
+            closed: Notify::new(),
+            counts,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Open> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A place for a new connection, made by closing the longest-waiting connection without a
-    /// request in progress if the bound is reached; None if every connection is busy.
-    fn admit(&self, max: usize) -> Option<(u64, Arc<Connection>)> {
+    /// A place for a new connection from `peer`, made at the bound by
+    /// [`Open::make_room`]; None if its client already holds the most, all busy.
+    fn admit(&self, max: usize, peer: SocketAddr) -> Option<(u64, Arc<Connection>)> {
         let mut open = self.lock();
-        if open.len() >= max && !Self::evict_one(&mut open) {
-            return None;
+        if open.connections.len() >= max {
+            match open.make_room(Some(peer.ip().to_canonical())) {
+                Some(MadeRoom::ClosedAnother) => {
+                    self.counts
+                        .closed_for_another
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                Some(MadeRoom::ClosedOwn) => {}
+                None => {
+                    self.counts.refused.fetch_add(1, Ordering::Relaxed);
+                    return None;
+                }
+            }
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let connection = Arc::new(Connection::new());
+        let connection = Arc::new(Connection::new(peer));
         open.insert(id, connection.clone());
         Some((id, connection))
     }
 
-    /// Closes the connection that has waited longest without a request; false if none has.
-    /// Linear in the open connections, and only run when the bound is reached.
-    fn evict_one(open: &mut HashMap<u64, Arc<Connection>>) -> bool {
-        let oldest = open
-            .iter()
-            .filter_map(|(id, c)| c.waiting_since().map(|since| (since, *id)))
-            .min();
-        match oldest.and_then(|(_, id)| open.remove(&id)) {
-            Some(connection) => {
-                connection.evict.cancel();
-                true
-            }
-            None => false,
-        }
-    }
-
     fn remove(&self, id: u64) {
-        self.lock().remove(&id);
+        self.lock().remove(id);
         self.closed.notify_one();
     }
 
     fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.lock().connections.is_empty()
     }
 }
 
 /// Serves `app` on `listener` until `drain` completes; then stops accepting, lets each
 /// connection finish the request it is serving (idle ones close at once), and returns when
-/// every connection has closed.
+/// every connection has closed. Each request carries its client's address as
+/// `ConnectInfo<SocketAddr>`; what the bound does is counted in `counts`.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,
+    counts: Arc<ConnectionCounts>,
     drain: impl Future<Output = ()>,
 ) {
-    let registry = Arc::new(Registry::default());
+    let registry = Arc::new(Registry::new(counts));
     let stop = CancellationToken::new();
     let mut drain = pin!(drain);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of file descriptors, typically: closing a waiting connection frees
                     // one; the pause keeps a persistent failure from spinning.
                     tracing::debug!(error = %e, "accepting a connection failed");
-                    Registry::evict_one(&mut registry.lock());
+                    registry.lock().make_room(None);
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     continue;
                 }
             },
             _ = &mut drain => break,
         };
-        let Some((id, connection)) = registry.admit(limits.max_connections) else {
+        let Some((id, connection)) = registry.admit(limits.max_connections, peer) else {
             tracing::debug!(
                 max = limits.max_connections,
-                "connection refused: every connection has a request in progress"
+                %peer,
+                "connection refused: its client holds the most connections, each with a request in progress"
             );
             drop(stream);
             continue;
@@ -408,26 +486,22 @@ async fn run_connection(
     limits: ConnectionLimits,
     stop: CancellationToken,
 ) {
-    // The client's address, as axum's ConnectInfo: what limits per client are keyed by.
-    let peer = stream
-        .peer_addr()
-        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
     let service = {
         let connection = connection.clone();
         hyper::service::service_fn(move |request: http::Request<Incoming>| {
             let in_flight = connection.request_started();
             let mut request = request.map(Body::new);
-            request.extensions_mut().insert(ConnectInfo(peer));
+            request
+                .extensions_mut()
+                .insert(ConnectInfo(connection.peer));
             let answer = app.clone().oneshot(request);
             async move {
                 let response = match answer.await {
                     Ok(response) => response,
                     Err(never) => match never {},
                 };
-                Ok::<_, Infallible>(response.map(|body| Answer {
-                    body,
-                    _in_flight: in_flight,
-                }))
+                // The request stays in flight until hyper has sent the whole answer.
+                Ok::<_, Infallible>(response.map(|body| Holding::new(body, in_flight)))
             }
         })
     };
@@ -489,7 +563,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn each_phase_has_its_own_deadline() {
-        let c = Arc::new(Connection::new());
+        let c = Arc::new(Connection::new(client(1)));
         let opened = Instant::now();
         assert_eq!(
             c.deadline(&LIMITS),
@@ -521,7 +595,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_client_that_stops_reading_gets_the_idle_timeout() {
-        let c = Arc::new(Connection::new());
+        let c = Arc::new(Connection::new(client(1)));
         let _request = c.request_started();
         c.wrote(true);
         assert_eq!(c.deadline(&LIMITS), None);
@@ -542,25 +616,124 @@ mod tests {
         );
     }
 
+    fn client(n: u8) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, n], 40000))
+    }
+
+    fn registry() -> Registry {
+        Registry::new(Arc::default())
+    }
+
     #[tokio::test(start_paused = true)]
     async fn at_the_bound_the_longest_waiting_connection_makes_room() {
-        let registry = Registry::default();
-        let (_, busy) = registry.admit(LIMITS.max_connections).unwrap();
+        let registry = registry();
+        let (_, busy) = registry.admit(LIMITS.max_connections, client(1)).unwrap();
         let _request = busy.request_started();
         tokio::time::advance(Duration::from_secs(1)).await;
-        let (_, waiting) = registry.admit(LIMITS.max_connections).unwrap();
+        let (_, waiting) = registry.admit(LIMITS.max_connections, client(1)).unwrap();
         tokio::time::advance(Duration::from_secs(1)).await;
-        let (_, newest) = registry.admit(LIMITS.max_connections).unwrap();
+        let (_, newest) = registry.admit(LIMITS.max_connections, client(1)).unwrap();
         assert!(waiting.evict.is_cancelled(), "the waiting one made room");
         assert!(
             !busy.evict.is_cancelled(),
-            "a request in progress is never cut"
+            "a request in progress is never cut for its own client"
         );
         let _request = newest.request_started();
         assert!(
-            registry.admit(LIMITS.max_connections).is_none(),
+            registry.admit(LIMITS.max_connections, client(1)).is_none(),
             "all busy: the new connection is refused"
         );
-        assert_eq!(registry.lock().len(), 2);
+        assert_eq!(registry.lock().connections.len(), 2);
+        assert_eq!(registry.counts.refused.load(Ordering::Relaxed), 1);
+    }
+
+    /// Holds `n` connections of `client`, each with a request in progress (a watch).
+    fn hold_busy(
+        registry: &Registry,
+        max: usize,
+        client: SocketAddr,
+        n: usize,
+    ) -> Vec<(Arc<Connection>, InFlight)> {
+        (0..n)
+            .map(|_| {
+                let (_, c) = registry.admit(max, client).expect("admitted");
+                let request = c.request_started();
+                (c, request)
+            })
+            .collect()
+    }
+
+    fn held(registry: &Registry, n: u8) -> usize {
+        registry
+            .lock()
+            .per_client
+            .get(&client(n).ip())
+            .copied()
+            .unwrap_or(0)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_the_bound_the_client_holding_the_most_loses_one() {
+        let max = 6;
+        let registry = registry();
+        let hog = hold_busy(&registry, max, client(2), max);
+        // Another client gets in, even though every connection is busy: the hog's oldest
+        // connection makes room.
+        let quiet = hold_busy(&registry, max, client(1), 1);
+        assert!(hog[0].0.evict.is_cancelled(), "the hog's oldest is closed");
+        assert!(hog[1..].iter().all(|(c, _)| !c.evict.is_cancelled()));
+        assert_eq!((held(&registry, 2), held(&registry, 1)), (5, 1));
+        // A third client too, again at the hog's expense.
+        let third = hold_busy(&registry, max, client(3), 2);
+        assert_eq!(
+            (held(&registry, 2), held(&registry, 1), held(&registry, 3)),
+            (3, 1, 2)
+        );
+        // The hog asking again only takes the place of its own waiting connections: all are
+        // busy, so it is refused, and nobody else loses one.
+        assert!(registry.admit(max, client(2)).is_none());
+        assert!(
+            quiet
+                .iter()
+                .chain(&third)
+                .all(|(c, _)| !c.evict.is_cancelled())
+        );
+        // A client one connection under the most does not take from it: shares are equal
+        // enough, and the two would only trade a connection back and forth.
+        assert!(registry.admit(max, client(3)).is_none());
+        assert_eq!(held(&registry, 2), 3);
+        assert_eq!(
+            registry.counts.closed_for_another.load(Ordering::Relaxed),
+            3
+        );
+        assert_eq!(registry.counts.refused.load(Ordering::Relaxed), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_hogs_waiting_connections_go_before_its_busy_ones() {
+        let max = 4;
+        let registry = registry();
+        let busy = hold_busy(&registry, max, client(2), 2);
+        let (_, idle) = registry.admit(max, client(2)).unwrap();
+        let _other = hold_busy(&registry, max, client(1), 1);
+        registry.admit(max, client(3)).unwrap();
+        assert!(
+            idle.evict.is_cancelled(),
+            "the hog's idle connection went first"
+        );
+        assert!(busy.iter().all(|(c, _)| !c.evict.is_cancelled()));
+    }
+
+    #[test]
+    fn a_closed_connection_gives_its_place_back_to_its_client() {
+        let registry = registry();
+        let (a, _) = registry.admit(2, client(1)).unwrap();
+        let (b, _) = registry.admit(2, client(1)).unwrap();
+        registry.remove(a);
+        assert_eq!(held(&registry, 1), 1);
+        registry.remove(b);
+        registry.remove(b);
+        assert!(registry.lock().per_client.is_empty());
+        assert!(registry.is_empty());
     }
 }

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use confk8s::{Policy, ReviewTtls, Reviewer};
 
 use crate::config::Settings;
+use crate::connections::ConnectionLimits;
 use apis::{self, AppState, AuthMode};
 use biz::Workloads;
 use k8sdao::Source;
@@ -33,7 +34,10 @@ pub enum ServerError {
 }
 
 pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), ServerError> {
-    crate::connections::ensure_file_descriptors(settings.connections.max_connections);
+    crate::connections::ensure_file_descriptors(
+        settings.connections.max_connections
+            + settings.health_listen.map_or(0, |_| HEALTH_MAX_CONNECTIONS),
+    );
     let connection = confk8s::connect(&settings.client).await?;
     tracing::info!(config = %connection.source, source = ?settings.source, namespace = ?settings.namespace, "connected to the Kubernetes API");
 
@@ -88,16 +92,20 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         tracing::info!(kind = %state.kind, objects = state.objects, "cache synced");
     }
 
-    let state = AppState::new(Arc::new(Workloads::new(source)), reviewer);
+    let state = AppState::new(
+        Arc::new(Workloads::new(source)),
+        reviewer,
+        settings.fair_shares,
+    );
     let (health, streams) = (state.health.clone(), state.streams.clone());
+    let connection_counts = state.fairness.connections.clone();
+    let health_app = apis::health_router(state.clone(), &settings.http);
     let app = apis::router(state, &settings.http)?;
-    let listener =
-        TcpListener::bind(settings.listen)
-            .await
-            .map_err(|source| ServerError::Bind {
-                addr: settings.listen,
-                source,
-            })?;
+    let listener = bind(settings.listen).await?;
+    let health_listener = match settings.health_listen {
+        Some(addr) => Some(bind(addr).await?),
+        None => None,
+    };
     let addr = listener.local_addr().map_err(ServerError::Serve)?;
     // One plain line on stdout, for people and for scripts that start us on port 0.
     println!(
@@ -105,6 +113,27 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         settings.http.prefix
     );
     tracing::info!(%addr, prefix = %settings.http.prefix, "serving");
+    // Probes answer until the API's listener has drained: readiness fails meanwhile.
+    let health_stop = CancellationToken::new();
+    let health_served = match health_listener {
+        Some(listener) => {
+            let addr = listener.local_addr().map_err(ServerError::Serve)?;
+            tracing::info!(%addr, "serving /livez, /readyz and /metrics");
+            let limits = ConnectionLimits {
+                max_connections: HEALTH_MAX_CONNECTIONS,
+                ..settings.connections
+            };
+            let stop = health_stop.clone();
+            Some(tokio::spawn(crate::connections::serve(
+                listener,
+                health_app,
+                limits,
+                Arc::default(),
+                async move { stop.cancelled().await },
+            )))
+        }
+        None => None,
+    };
 
     // On shutdown: fail readiness at once, keep serving for the delay while load balancers
     // take us out, then stop accepting, end the watch streams (their clients reconnect to
@@ -120,7 +149,13 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
             streams.cancel();
         }
     };
-    let serve = crate::connections::serve(listener, app, settings.connections, drain);
+    let serve = crate::connections::serve(
+        listener,
+        app,
+        settings.connections,
+        connection_counts,
+        drain,
+    );
     let served = tokio::select! {
         () = serve => Ok(()),
         _ = async { shutdown.cancelled().await; tokio::time::sleep(delay + grace).await } => {
@@ -128,7 +163,20 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
             Ok(())
         }
     };
+    health_stop.cancel();
+    if let Some(health_served) = health_served {
+        let _ = tokio::time::timeout(grace, health_served).await;
+    }
     stop_watches().await;
     tracing::info!("stopped");
     served
+}
+
+/// Connections the probes' listener takes at once: the kubelet's probes and a few scrapes.
+const HEALTH_MAX_CONNECTIONS: usize = 32;
+
+async fn bind(addr: std::net::SocketAddr) -> Result<TcpListener, ServerError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Bind { addr, source })
 }

@@ -524,7 +524,8 @@ async fn the_manifests_and_the_no_auth_overlay_pass_a_server_side_dry_run() {
     let container = &pod["spec"]["containers"][0];
     assert_eq!(
         container["ports"],
-        json!([{"name": "http", "containerPort": 8088, "protocol": "TCP"}])
+        json!([{"name": "http", "containerPort": 8088, "protocol": "TCP"},
+               {"name": "health", "containerPort": 8089, "protocol": "TCP"}])
     );
     assert_eq!(service["ports"][0]["targetPort"], "http");
     assert_eq!(service["ports"][0]["port"], 8088);
@@ -549,13 +550,20 @@ async fn the_manifests_and_the_no_auth_overlay_pass_a_server_side_dry_run() {
             "--listen=0.0.0.0:8088",
             "--auth=delegated",
             "--log-format=json",
-            "--shutdown-delay=5s"
+            "--shutdown-delay=5s",
+            "--health-listen=0.0.0.0:8089"
         ]
     );
+    // Probes and the scrape on the health listener, which API clients cannot crowd out.
     for (probe, path) in [("livenessProbe", "/livez"), ("readinessProbe", "/readyz")] {
         assert_eq!(container[probe]["httpGet"]["path"], path, "{probe}");
-        assert_eq!(container[probe]["httpGet"]["port"], "http", "{probe}");
+        assert_eq!(container[probe]["httpGet"]["port"], "health", "{probe}");
     }
+    assert_eq!(
+        pod["metadata"]["annotations"],
+        json!({"prometheus.io/scrape": "true", "prometheus.io/port": "8089",
+               "prometheus.io/path": "/metrics"})
+    );
     // Delegated auth needs the account to review tokens and requests.
     let delegator = items
         .iter()
@@ -591,17 +599,25 @@ async fn the_manifests_and_the_no_auth_overlay_pass_a_server_side_dry_run() {
     assert_eq!(policy["policyTypes"], json!(["Ingress"]));
     assert_eq!(
         policy["ingress"],
-        json!([{"from": [{"podSelector": {}}], "ports": [{"port": "http", "protocol": "TCP"}]}])
+        json!([{"from": [{"podSelector": {}}], "ports": [{"port": "http", "protocol": "TCP"},
+                                                          {"port": "health", "protocol": "TCP"}]}])
     );
 }
 
-/// The k8sailor container's arguments in `kubectl kustomize dir`, but listening on a free
-/// loopback port (as [`Server::start_with`] does) instead of 0.0.0.0:8088.
+/// The k8sailor container's arguments in `kubectl kustomize dir`, but listening on free
+/// loopback ports (as [`Server::start_with`] does) instead of 0.0.0.0:8088 and :8089.
 fn shipped_args_on_loopback(dir: &str) -> Vec<String> {
     let items = kustomize(dir);
     container_args(of_kind(&items, "Deployment"))
         .into_iter()
         .filter(|a| !a.starts_with("--listen"))
+        .map(|a| {
+            if a.starts_with("--health-listen=") {
+                "--health-listen=127.0.0.1:0".to_string()
+            } else {
+                a
+            }
+        })
         .collect()
 }
 

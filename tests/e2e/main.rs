@@ -10,6 +10,7 @@ mod demo;
 mod deploy;
 mod edge;
 mod exposure;
+mod fairness;
 mod ingresses;
 mod initial_list;
 mod kinds;

@@ -24,6 +24,7 @@ use futures::StreamExt;
 use serde::Deserialize;
 
 use super::ApiError;
+use super::fairness::Caller;
 use super::kinds::KindRoute;
 use biz::{Kind, NamespaceFilter, Visibility, Workloads, namespace_of_list, namespace_of_object};
 use k8sdao::Source;
@@ -297,7 +298,7 @@ fn refusal(e: ReviewError) -> Response {
 /// The namespaces whose objects of `kind` the caller may see by `access`.
 async fn visible_namespaces(
     auth: &AuthLayer,
-    caller: &Caller<'_>,
+    caller: &Credentials<'_>,
     kind: Kind,
     access: &Access,
 ) -> Result<NamespaceFilter, Response> {
@@ -352,7 +353,7 @@ async fn visible_namespaces(
 
 /// Who is asking: the bearer token and the client's address, which bounds the TokenReviews
 /// its unknown tokens may cost.
-struct Caller<'a> {
+struct Credentials<'a> {
     token: &'a str,
     from: IpAddr,
 }
@@ -409,7 +410,13 @@ pub(super) async fn check(
         }
     };
     let scope = auth.scope.as_deref();
-    let Some(rule) = rule(route, request.method(), name, &query, scope) else {
+    // HEAD is a GET without the body (the router answers it so): the same access.
+    let method = if request.method() == Method::HEAD {
+        &Method::GET
+    } else {
+        request.method()
+    };
+    let Some(rule) = rule(route, method, name, &query, scope) else {
         let allowed = methods_with_rules(route, &query, scope);
         if !allowed.is_empty() {
             return method_not_allowed(request.method(), request.uri().path(), &allowed);
@@ -430,7 +437,7 @@ pub(super) async fn check(
         );
     };
     let token = token.to_string();
-    let caller = Caller {
+    let caller = Credentials {
         token: &token,
         from: client_address(&request),
     };
@@ -455,6 +462,19 @@ pub(super) async fn check(
         namespaces: namespaces.clone(),
     };
     request.extensions_mut().insert(visibility);
+    // Fairness counts the request against its user (the review above cached the answer); a
+    // user the apiserver did not name is known by its address.
+    if let Some(user) = auth
+        .reviewer
+        .user(&token, from)
+        .await
+        .ok()
+        .filter(|user| !user.username.is_empty())
+    {
+        request.extensions_mut().insert(Caller {
+            user: user.username,
+        });
+    }
     let watch = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false);
     let response = next.run(request).await;
     if !watch || !response.status().is_success() {

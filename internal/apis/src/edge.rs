@@ -1,7 +1,7 @@
 //! What every request meets before its route: bounds on the query and the body (checked
 //! before any work, so a request costs at most what the limits allow), and the envelope for
-//! the answers the router and the runtime would otherwise write bare: 405, 408, 413, 414 and
-//! a handler's panic.
+//! the answers the router and the runtime would otherwise write bare: 405, 408, 413, 414, 415
+//! (a compressed body) and a handler's panic.
 
 use std::any::Any;
 use std::time::Duration;
@@ -39,9 +39,10 @@ fn closing(error: ApiError) -> Response {
     response
 }
 
-/// Refuses a query over [`MAX_QUERY_BYTES`] (414) and a body over the limit (413, at once when
-/// `Content-Length` announces it, else as soon as it grows past it), or one that does not
-/// arrive in time (408); a body within the bounds is read here, so handlers never wait on the
+/// Refuses a query over [`MAX_QUERY_BYTES`] (414), a body with a `Content-Encoding` (415:
+/// none is decoded, so it would only fail later as bad JSON), a body over the limit (413, at
+/// once when `Content-Length` announces it, else as soon as it grows past it), or one that
+/// does not arrive in time (408); a body within the bounds is read here, so handlers never wait on the
 /// client.
 pub(super) async fn bounded(
     State(limits): State<BodyLimits>,
@@ -59,6 +60,20 @@ pub(super) async fn bounded(
     let (parts, body) = request.into_parts();
     if HttpBody::is_end_stream(&body) {
         return next.run(Request::from_parts(parts, body)).await;
+    }
+    if let Some(encoding) = parts.headers.get(header::CONTENT_ENCODING)
+        && !encoding
+            .as_bytes()
+            .trim_ascii()
+            .eq_ignore_ascii_case(b"identity")
+    {
+        return closing(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "request bodies are taken uncompressed: Content-Encoding {} is not supported",
+                String::from_utf8_lossy(encoding.as_bytes())
+            ),
+        ));
     }
     let too_large = |size: Option<u64>| {
         let size = size.map_or_else(|| "more than that".to_string(), |s| format!("{s} bytes"));

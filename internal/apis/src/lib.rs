@@ -7,6 +7,7 @@ mod dashboard;
 mod docs;
 mod edge;
 mod envelope;
+mod fairness;
 mod health;
 mod host_check;
 mod kinds;
@@ -36,6 +37,7 @@ pub use auth::AuthMode;
 pub use cors::{AllowedOrigins, OriginError};
 pub use edge::{BodyLimits, MAX_QUERY_BYTES};
 pub use envelope::{ApiError, Envelope};
+pub use fairness::{Caller, ConnectionCounts, FairShares, Fairness, Holding};
 pub use health::Health;
 pub use host_check::{AllowedHosts, HostError};
 pub use metrics::Metrics;
@@ -83,6 +85,8 @@ pub struct Shared {
     pub streams: CancellationToken,
     /// Reviews callers' tokens and requests with the apiserver (`--auth delegated`).
     pub reviewer: Option<Arc<confk8s::Reviewer>>,
+    /// Each client's share of requests, watches and connections.
+    pub fairness: Arc<Fairness>,
 }
 
 impl std::ops::Deref for AppState {
@@ -96,14 +100,30 @@ impl AppState {
     pub fn new(
         workloads: Arc<Workloads<Source>>,
         reviewer: Option<Arc<confk8s::Reviewer>>,
+        shares: FairShares,
     ) -> AppState {
+        let fairness = Arc::new(Fairness::new(shares));
         AppState(Arc::new(Shared {
-            metrics: Metrics::new(workloads.clone(), reviewer.clone()),
+            metrics: Metrics::new(workloads.clone(), reviewer.clone(), fairness.clone()),
             workloads,
             health: Arc::new(Health::default()),
             streams: CancellationToken::new(),
             reviewer,
+            fairness,
         }))
+    }
+
+    /// When a watch opened now ends: at shutdown, or after its randomised lifetime
+    /// (`minRequestTimeout` times [1, 2)), so clients spread over replicas. Either way the
+    /// stream ends cleanly and the client resumes from the last version it got.
+    fn watch_end(&self) -> impl Future<Output = ()> + Send + 'static {
+        let (shutdown, lifetime) = (self.streams.clone(), self.fairness.watch_lifetime());
+        async move {
+            tokio::select! {
+                () = shutdown.cancelled() => {}
+                () = tokio::time::sleep(lifetime) => {}
+            }
+        }
     }
 }
 
@@ -159,6 +179,48 @@ async fn per_request(State(p): State<PerRequest>, request: Request, next: Next) 
     response
 }
 
+/// The probes and metrics, served by the API's router and by [`health_router`].
+fn probes() -> OpenApiRouter<AppState> {
+    edge::enveloped_405(
+        OpenApiRouter::new()
+            .routes(routes!(health::livez))
+            .routes(routes!(health::readyz))
+            .routes(routes!(metrics::serve)),
+    )
+}
+
+/// `--health-listen`: `/livez`, `/readyz` and `/metrics` alone, for a listener of their own,
+/// so that probes and scrapes never wait behind API clients: no auth, no fairness, and a
+/// connection budget apart from `--max-connections`. The Host check applies as on the API's
+/// listener (the probes are exempt from it there too).
+pub fn health_router(state: AppState, opts: &HttpOptions) -> Router {
+    let p = PerRequest {
+        state: state.clone(),
+        timeout: opts.request_timeout,
+        mark_stale: false,
+    };
+    let (app, _) = probes()
+        .route_layer(axum::middleware::from_fn_with_state(p, per_request))
+        .split_for_parts();
+    let app = app
+        .with_state(state)
+        .fallback(|uri: axum::http::Uri| async move {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "{} is not served here: this listener serves /livez, /readyz and /metrics",
+                    uri.path()
+                ),
+            )
+        })
+        .layer(axum::middleware::from_fn_with_state(
+            opts.body,
+            edge::bounded,
+        ))
+        .layer(CatchPanicLayer::custom(edge::panicked));
+    host_check::guard(app, &opts.allowed_hosts, opts.auth)
+}
+
 pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError> {
     let per_request_layer = |mark_stale| {
         let p = PerRequest {
@@ -168,8 +230,13 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
         };
         axum::middleware::from_fn_with_state(p, per_request)
     };
+    // Inside auth, so a request is counted against the user it authenticated as.
+    let api = routes::api().route_layer(axum::middleware::from_fn_with_state(
+        state.fairness.clone(),
+        fairness::share,
+    ));
     let api = match opts.auth {
-        AuthMode::None => routes::api(),
+        AuthMode::None => api,
         AuthMode::Delegated => {
             let layer = auth::AuthLayer {
                 reviewer: state.reviewer.clone().ok_or(SetupError::NoReviewer)?,
@@ -177,7 +244,7 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
                 scope: state.workloads.source().scope().map(str::to_string),
                 workloads: state.workloads.clone(),
             };
-            routes::api().route_layer(axum::middleware::from_fn_with_state(layer, auth::check))
+            api.route_layer(axum::middleware::from_fn_with_state(layer, auth::check))
         }
     };
     // Outermost, so refusals are timed and counted like any answer.
@@ -191,15 +258,7 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
         return Err(SetupError::Prefix(opts.prefix.clone()));
     };
     let (app, mut openapi) = api
-        .merge(
-            edge::enveloped_405(
-                OpenApiRouter::new()
-                    .routes(routes!(health::livez))
-                    .routes(routes!(health::readyz))
-                    .routes(routes!(metrics::serve)),
-            )
-            .route_layer(per_request_layer(false)),
-        )
+        .merge(probes().route_layer(per_request_layer(false)))
         .split_for_parts();
     let templates = routes::RouteTemplates::new(openapi.paths.paths.keys().map(String::as_str));
     docs::describe(&mut openapi);

@@ -22,6 +22,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use super::AppState;
+use super::fairness::{Fairness, ShareFigures};
 use biz::Workloads;
 use k8sdao::Source;
 
@@ -247,10 +248,75 @@ impl Collector for ReviewCollector {
     }
 }
 
+/// A gauge's name, help, and value from a share's figures.
+type ShareGauge = (&'static str, &'static str, fn(&ShareFigures) -> usize);
+
+/// Reads the fair shares and their refusals, on each scrape: by kind of share and reason,
+/// never by identity (their number has no bound).
+struct FairnessCollector(Arc<Fairness>);
+
+impl std::fmt::Debug for FairnessCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FairnessCollector")
+    }
+}
+
+impl Collector for FairnessCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let figures = self.0.figures();
+        let gauges: [ShareGauge; 3] = [
+            (
+                "fair_share_bound",
+                "What is shared among identities (maxRequestsInFlight, maxWatches)",
+                |f| f.bound,
+            ),
+            (
+                "fair_share_identities",
+                "Identities (users, or client addresses) holding any",
+                |f| f.holders,
+            ),
+            (
+                "fair_share",
+                "What each identity may hold now: the bound divided among those holding any",
+                |f| f.share,
+            ),
+        ];
+        for (name, help, value) in gauges {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for f in &figures {
+                ConstGauge::new(i64::try_from(value(f)).unwrap_or(i64::MAX))
+                    .encode(family.encode_family(&[("share", f.name)])?)?;
+            }
+        }
+        let connections = &self.0.connections;
+        let mut family = encoder.encode_descriptor(
+            "fair_share_rejections",
+            "Refusals of a client past its share, by reason: requests and watches (429), \
+             connection_closed (one of the client holding the most connections, for another \
+             client), connection_refused (a new one of the client holding the most, all busy)",
+            None,
+            MetricType::Counter,
+        )?;
+        let rejections = figures.iter().map(|f| (f.name, f.refused)).chain([
+            (
+                "connection_closed",
+                connections.closed_for_another.load(Relaxed),
+            ),
+            ("connection_refused", connections.refused.load(Relaxed)),
+        ]);
+        for (reason, count) in rejections {
+            ConstCounter::new(count).encode(family.encode_family(&[("reason", reason)])?)?;
+        }
+        Ok(())
+    }
+}
+
 impl Metrics {
     pub fn new(
         workloads: Arc<Workloads<Source>>,
         reviewer: Option<Arc<confk8s::Reviewer>>,
+        fairness: Arc<Fairness>,
     ) -> Metrics {
         let mut registry = Registry::with_prefix("k8sailor");
         let requests = Family::<RequestLabels, Counter>::default();
@@ -284,6 +350,7 @@ impl Metrics {
             )]),
         );
         registry.register_collector(Box::new(InformerCollector(workloads)));
+        registry.register_collector(Box::new(FairnessCollector(fairness)));
         if let Some(reviewer) = reviewer {
             registry.register_collector(Box::new(ReviewCollector(reviewer)));
         }

@@ -29,7 +29,11 @@ fn options(origins: &[&str]) -> HttpOptions {
 }
 
 fn app_with(source: Source, origins: &[&str]) -> Router {
-    let state = AppState::new(Arc::new(Workloads::new(source)), None);
+    let state = AppState::new(
+        Arc::new(Workloads::new(source)),
+        None,
+        FairShares::default(),
+    );
     router(state, &options(origins)).unwrap()
 }
 
@@ -317,7 +321,13 @@ async fn with_auth_none_foreign_host_names_are_refused_but_probes_answer() {
 
 #[tokio::test]
 async fn allowed_hosts_open_the_check_and_delegated_auth_needs_none() {
-    let state = || AppState::new(Arc::new(Workloads::new(small_cluster())), None);
+    let state = || {
+        AppState::new(
+            Arc::new(Workloads::new(small_cluster())),
+            None,
+            FairShares::default(),
+        )
+    };
     let mut opts = options(&["*"]);
     opts.allowed_hosts = AllowedHosts::parse(&["evil.example"]).unwrap();
     let named = router(state(), &opts).unwrap();
@@ -347,6 +357,7 @@ fn prefixes_must_be_absolute_without_trailing_slash() {
         AppState::new(
             Arc::new(Workloads::new(Source::fake(FakeSource::default(), None))),
             None,
+            FairShares::default(),
         )
     };
     for bad in ["k8sailor", "/k8sailor/"] {
@@ -734,7 +745,11 @@ async fn bad_writes_are_refused_before_reaching_the_apiserver() {
 async fn a_request_slower_than_the_timeout_is_a_503_saying_so() {
     let source = small_cluster();
     let per = PerRequest {
-        state: AppState::new(Arc::new(Workloads::new(source)), None),
+        state: AppState::new(
+            Arc::new(Workloads::new(source)),
+            None,
+            FairShares::default(),
+        ),
         timeout: Duration::from_millis(50),
         mark_stale: false,
     };
@@ -819,7 +834,11 @@ async fn a_watch_streams_json_lines_uncompressed() {
 #[tokio::test]
 async fn a_watch_speaks_server_sent_events_to_event_source_and_ends_on_shutdown() {
     let source = small_cluster();
-    let state = AppState::new(Arc::new(Workloads::new(source)), None);
+    let state = AppState::new(
+        Arc::new(Workloads::new(source)),
+        None,
+        FairShares::default(),
+    );
     let streams = state.streams.clone();
     let app = router(state, &options(&[])).unwrap();
     let res = app
@@ -925,7 +944,11 @@ async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
     let mut opts = options(&[]);
     opts.auth = AuthMode::Delegated;
     let app = router(
-        AppState::new(Arc::new(Workloads::new(source)), Some(Arc::new(reviewer))),
+        AppState::new(
+            Arc::new(Workloads::new(source)),
+            Some(Arc::new(reviewer)),
+            FairShares::default(),
+        ),
         &opts,
     )
     .unwrap();
@@ -972,6 +995,28 @@ async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
         );
     }
 
+    // HEAD is GET's answer without the body, under GET's access (the decisions cached above).
+    for (uri, expected) in [
+        ("/k8sailor/v0/pods?namespace=ns-a", StatusCode::OK),
+        (
+            "/k8sailor/v0/deployments?namespace=ns-a",
+            StatusCode::FORBIDDEN,
+        ),
+    ] {
+        let req = Request::head(uri)
+            .header(header::AUTHORIZATION, "Bearer t")
+            .body(Body::empty())
+            .unwrap();
+        let (status, headers, body) = call(app.clone(), req).await;
+        assert_eq!(status, expected, "HEAD {uri}");
+        assert_eq!(
+            headers[header::CONTENT_TYPE],
+            "application/json",
+            "HEAD {uri}"
+        );
+        assert!(body.is_empty(), "HEAD {uri}: {body:?}");
+    }
+
     drop(app);
     let asked = apiserver.await.unwrap();
     assert_eq!(asked[0]["spec"]["token"], "t");
@@ -1005,7 +1050,14 @@ fn delegated_auth_without_a_reviewer_is_a_setup_error() {
     opts.auth = AuthMode::Delegated;
     let source = Source::fake(FakeSource::default(), None);
     assert!(matches!(
-        router(AppState::new(Arc::new(Workloads::new(source)), None), &opts),
+        router(
+            AppState::new(
+                Arc::new(Workloads::new(source)),
+                None,
+                FairShares::default()
+            ),
+            &opts
+        ),
         Err(SetupError::NoReviewer)
     ));
 }
@@ -1056,6 +1108,29 @@ async fn queries_and_bodies_over_their_limits_are_refused_in_the_envelope() {
         json["error"].as_str().unwrap().contains("maxBodyBytes"),
         "{json}"
     );
+    // A compressed body is refused for what it is, not as bad JSON.
+    for (encoding, expected) in [
+        ("gzip", StatusCode::UNSUPPORTED_MEDIA_TYPE),
+        ("br", StatusCode::UNSUPPORTED_MEDIA_TYPE),
+        ("identity", StatusCode::BAD_REQUEST),
+    ] {
+        let req = Request::post("/k8sailor/v0/deployments/web")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::CONTENT_ENCODING, encoding)
+            .body(Body::from(&b"\x1f\x8b\x08\x00"[..]))
+            .unwrap();
+        let (status, _, body) = call(app(), req).await;
+        let json: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status, expected, "{encoding}: {json}");
+        if expected == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+            assert_eq!(
+                json["error"],
+                format!(
+                    "request bodies are taken uncompressed: Content-Encoding {encoding} is not supported"
+                )
+            );
+        }
+    }
 }
 
 mod dashboard {
@@ -1066,7 +1141,11 @@ mod dashboard {
             CacheSource::new(k8scache::fixtures::filled_caches(), Vec::new()),
             None,
         );
-        let state = AppState::new(Arc::new(Workloads::new(source)), None);
+        let state = AppState::new(
+            Arc::new(Workloads::new(source)),
+            None,
+            FairShares::default(),
+        );
         let opts = HttpOptions {
             prefix: prefix.into(),
             dashboard,
@@ -1184,7 +1263,11 @@ mod dashboard {
             kube::Client::new(service, "default"),
             confk8s::ReviewTtls::default(),
         );
-        let state = AppState::new(Arc::new(Workloads::new(source)), Some(Arc::new(reviewer)));
+        let state = AppState::new(
+            Arc::new(Workloads::new(source)),
+            Some(Arc::new(reviewer)),
+            FairShares::default(),
+        );
         let opts = HttpOptions {
             auth: AuthMode::Delegated,
             ..options(&[])

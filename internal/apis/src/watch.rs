@@ -10,7 +10,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use tokio_util::sync::CancellationToken;
 
 use super::ApiError;
 use super::envelope::status_of;
@@ -213,16 +212,17 @@ impl Frame {
     }
 }
 
-/// The updates as the client asked for them; the stream ends when `end` is cancelled
-/// (shutdown), so that no watcher holds the server open. `guard` counts it while it lasts.
+/// The updates as the client asked for them; the stream ends when `end` completes
+/// (shutdown, or the watch's lifetime), so that no watcher holds the server open. `guard`
+/// counts it while it lasts.
 pub fn respond(
     updates: WatchUpdates,
     headers: &HeaderMap,
-    end: CancellationToken,
+    end: impl Future<Output = ()> + Send + 'static,
     guard: WatchGuard,
 ) -> Response {
     let frames = updates
-        .take_until(end.cancelled_owned())
+        .take_until(end)
         .map(Frame::of)
         .inspect(move |_| guard.sent());
     if accepts_event_stream(headers) {

@@ -1,0 +1,518 @@
+//! Fairness per client, after the apiserver's API Priority and Fairness: concurrent requests
+//! and open watches are counted per identity (the authenticated user with `--auth
+//! delegated`, else the client's address), and each identity may hold its share of each
+//! bound, the bound divided among the identities holding any (max-min: a share no identity
+//! uses is left to the others). One past its share gets 429 with Retry-After; the others are
+//! served as if it were not there, since their share does not depend on what it holds.
+//! A watch ends after a randomised time (the apiserver's `--min-request-timeout` times a
+//! factor in [1, 2)), so clients spread over replicas and no stream lives forever.
+//!
+//! Connections are shared the same way per client address, at the connection layer (the
+//! binary's `connections` module); its figures are counted here, for `/metrics`.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, HttpBody};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use serde::Deserialize;
+
+use super::ApiError;
+
+/// The bounds shared among identities, from the settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FairShares {
+    /// `maxRequestsInFlight`: requests being answered at once (watches apart).
+    pub max_requests_in_flight: usize,
+    /// `maxWatches`: `watch=true` streams open at once.
+    pub max_watches: usize,
+    /// `minRequestTimeout`: a watch lasts this long times a random factor in [1, 2).
+    pub min_request_timeout: Duration,
+}
+
+impl Default for FairShares {
+    /// Together they stay under the default connection bound (1024), so one identity
+    /// cannot hold every connection even when all its clients share one address.
+    fn default() -> Self {
+        FairShares {
+            max_requests_in_flight: 400,
+            max_watches: 512,
+            min_request_timeout: Duration::from_secs(1800),
+        }
+    }
+}
+
+/// The authenticated caller of a request, put among its extensions by delegated auth.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    /// The user name the TokenReview gave.
+    pub user: String,
+}
+
+/// Whose share a request counts against.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Identity {
+    User(String),
+    Address(IpAddr),
+    /// Neither known (a router served without the connection layer, as in unit tests).
+    Unknown,
+}
+
+impl Identity {
+    fn of(request: &Request) -> Identity {
+        if let Some(caller) = request.extensions().get::<Caller>() {
+            return Identity::User(caller.user.clone());
+        }
+        match request.extensions().get::<ConnectInfo<SocketAddr>>() {
+            Some(ConnectInfo(peer)) => Identity::Address(peer.ip().to_canonical()),
+            None => Identity::Unknown,
+        }
+    }
+}
+
+impl std::fmt::Display for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Identity::User(user) => write!(f, "user {user:?}"),
+            Identity::Address(ip) => write!(f, "client {ip}"),
+            Identity::Unknown => f.write_str("this client"),
+        }
+    }
+}
+
+/// What is shared: concurrent requests or open watches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Held {
+    Requests,
+    Watches,
+}
+
+impl Held {
+    fn as_str(self) -> &'static str {
+        match self {
+            Held::Requests => "requests",
+            Held::Watches => "watches",
+        }
+    }
+}
+
+/// A refusal: the identity holds `held`, its share is `share`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct OverShare {
+    held: usize,
+    share: usize,
+}
+
+/// How much of one bound each identity holds.
+#[derive(Debug)]
+struct Ledger<K> {
+    bound: usize,
+    held: HashMap<K, usize>,
+}
+
+impl<K: Clone + Eq + std::hash::Hash> Ledger<K> {
+    fn new(bound: usize) -> Self {
+        Ledger {
+            bound,
+            held: HashMap::new(),
+        }
+    }
+
+    /// The share of each of `holders` identities: the bound divided among them, rounded up,
+    /// at least one.
+    fn share_among(&self, holders: usize) -> usize {
+        self.bound.div_ceil(holders.max(1)).max(1)
+    }
+
+    /// One more for `who`, unless it already holds its share, counted as if it held one.
+    fn take(&mut self, who: &K) -> Result<(), OverShare> {
+        let held = self.held.get(who).copied().unwrap_or(0);
+        let holders = self.held.len() + usize::from(held == 0);
+        let share = self.share_among(holders);
+        if held >= share {
+            return Err(OverShare { held, share });
+        }
+        *self.held.entry(who.clone()).or_default() += 1;
+        Ok(())
+    }
+
+    fn give_back(&mut self, who: &K) {
+        if let Some(held) = self.held.get_mut(who) {
+            *held -= 1;
+            if *held == 0 {
+                self.held.remove(who);
+            }
+        }
+    }
+
+    /// The identities holding any, and the share each has now.
+    fn figures(&self) -> (usize, usize) {
+        (self.held.len(), self.share_among(self.held.len()))
+    }
+}
+
+/// What the connection bound did (counted by the connection layer).
+#[derive(Debug, Default)]
+pub struct ConnectionCounts {
+    /// Connections closed to make room for a client holding fewer.
+    pub closed_for_another: AtomicU64,
+    /// New connections refused: their client held the most, each busy.
+    pub refused: AtomicU64,
+}
+
+/// The bookkeeping of both shares, and the refusals, for the middleware and `/metrics`.
+#[derive(Debug)]
+pub struct Fairness {
+    shares: FairShares,
+    requests: Mutex<Ledger<Identity>>,
+    watches: Mutex<Ledger<Identity>>,
+    refused_requests: AtomicU64,
+    refused_watches: AtomicU64,
+    /// Shared with the connection layer of the API's listener.
+    pub connections: Arc<ConnectionCounts>,
+}
+
+/// A request or watch counted against its identity until dropped.
+pub(super) struct Permit {
+    fairness: Arc<Fairness>,
+    held: Held,
+    who: Identity,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.fairness.ledger(self.held).give_back(&self.who);
+    }
+}
+
+impl Fairness {
+    pub fn new(shares: FairShares) -> Fairness {
+        Fairness {
+            shares,
+            requests: Mutex::new(Ledger::new(shares.max_requests_in_flight)),
+            watches: Mutex::new(Ledger::new(shares.max_watches)),
+            refused_requests: AtomicU64::new(0),
+            refused_watches: AtomicU64::new(0),
+            connections: Arc::default(),
+        }
+    }
+
+    pub fn shares(&self) -> FairShares {
+        self.shares
+    }
+
+    fn ledger(&self, held: Held) -> MutexGuard<'_, Ledger<Identity>> {
+        match held {
+            Held::Requests => &self.requests,
+            Held::Watches => &self.watches,
+        }
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn refusals(&self, held: Held) -> &AtomicU64 {
+        match held {
+            Held::Requests => &self.refused_requests,
+            Held::Watches => &self.refused_watches,
+        }
+    }
+
+    fn take(self: &Arc<Self>, held: Held, who: Identity) -> Result<Permit, ApiError> {
+        let taken = self.ledger(held).take(&who);
+        match taken {
+            Ok(()) => Ok(Permit {
+                fairness: self.clone(),
+                held,
+                who,
+            }),
+            Err(over) => {
+                self.refusals(held).fetch_add(1, Ordering::Relaxed);
+                let what = match held {
+                    Held::Requests => "requests in progress",
+                    Held::Watches => "open watches",
+                };
+                Err(ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!(
+                        "{who} holds {} {what}, its share of {} ({}): try again when one ends",
+                        over.held,
+                        over.share,
+                        self.setting(held),
+                    ),
+                )
+                .retry_after(RETRY_AFTER_SECONDS))
+            }
+        }
+    }
+
+    fn setting(&self, held: Held) -> &'static str {
+        match held {
+            Held::Requests => {
+                "maxRequestsInFlight divided among the clients with requests in progress"
+            }
+            Held::Watches => "maxWatches divided among the clients with watches open",
+        }
+    }
+
+    /// For `/metrics`, per kind of share. Never per identity: their number is unbounded.
+    pub(super) fn figures(&self) -> Vec<ShareFigures> {
+        [
+            (Held::Requests, self.shares.max_requests_in_flight),
+            (Held::Watches, self.shares.max_watches),
+        ]
+        .into_iter()
+        .map(|(held, bound)| {
+            let (holders, share) = self.ledger(held).figures();
+            ShareFigures {
+                name: held.as_str(),
+                bound,
+                holders,
+                share,
+                refused: self.refusals(held).load(Ordering::Relaxed),
+            }
+        })
+        .collect()
+    }
+
+    /// When a watch opened now ends: `minRequestTimeout` times a random factor in [1, 2).
+    pub(super) fn watch_lifetime(&self) -> Duration {
+        self.shares
+            .min_request_timeout
+            .mul_f64(1.0 + fastrand::f64())
+    }
+}
+
+/// One kind of share as `/metrics` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct ShareFigures {
+    /// `requests` or `watches`.
+    pub name: &'static str,
+    pub bound: usize,
+    /// Identities holding any.
+    pub holders: usize,
+    /// What each may hold now.
+    pub share: usize,
+    /// Refusals so far.
+    pub refused: u64,
+}
+
+/// The apiserver's own Retry-After for a request APF turned away.
+const RETRY_AFTER_SECONDS: u64 = 1;
+
+#[derive(Deserialize, Default)]
+struct WatchQuery {
+    watch: Option<String>,
+}
+
+/// Counts the request against its identity's share, or refuses it with 429: a watch for as
+/// long as its stream is open, any other request until its answer is ready (answers are
+/// built in memory; sending them costs the connection, bounded at its own layer).
+pub(super) async fn share(
+    State(fairness): State<Arc<Fairness>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    // An invalid `watch` is the handler's 400; here it is no watch.
+    let watch = axum::extract::Query::<WatchQuery>::try_from_uri(request.uri())
+        .ok()
+        .and_then(|q| super::watch::is_watch(q.0.watch.as_deref()).ok())
+        .unwrap_or(false);
+    let held = if watch { Held::Watches } else { Held::Requests };
+    let permit = match fairness.take(held, Identity::of(&request)) {
+        Ok(permit) => permit,
+        Err(refused) => return refused.into_response(),
+    };
+    let response = next.run(request).await;
+    match held {
+        Held::Requests => response,
+        Held::Watches => response.map(|body| Body::new(Holding::new(body, permit))),
+    }
+}
+
+/// A body holding `T` until it is dropped: sent whole, or its client gone. A watch's place
+/// in its share is held so for as long as its stream is open.
+pub struct Holding<T> {
+    body: Body,
+    _held: T,
+}
+
+impl<T> Holding<T> {
+    pub fn new(body: Body, held: T) -> Self {
+        Holding { body, _held: held }
+    }
+}
+
+impl<T: Unpin> HttpBody for Holding<T> {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alone_an_identity_may_hold_the_whole_bound() {
+        let mut ledger = Ledger::new(4);
+        for _ in 0..4 {
+            ledger.take(&"hog").unwrap();
+        }
+        assert_eq!(ledger.take(&"hog"), Err(OverShare { held: 4, share: 4 }));
+        assert_eq!(ledger.figures(), (1, 4));
+    }
+
+    #[test]
+    fn another_identity_is_served_as_if_the_hog_were_not_there() {
+        let mut ledger = Ledger::new(4);
+        for _ in 0..4 {
+            ledger.take(&"hog").unwrap();
+        }
+        // The newcomer's share is half the bound whatever the hog holds.
+        ledger.take(&"quiet").unwrap();
+        ledger.take(&"quiet").unwrap();
+        assert_eq!(ledger.take(&"quiet"), Err(OverShare { held: 2, share: 2 }));
+        // The hog is past its share now, and stays refused until it is back under it.
+        assert_eq!(ledger.take(&"hog"), Err(OverShare { held: 4, share: 2 }));
+        ledger.give_back(&"hog");
+        ledger.give_back(&"hog");
+        assert_eq!(ledger.take(&"hog"), Err(OverShare { held: 2, share: 2 }));
+        ledger.give_back(&"hog");
+        ledger.take(&"hog").unwrap();
+        assert_eq!(ledger.figures(), (2, 2));
+    }
+
+    #[test]
+    fn shares_round_up_and_never_fall_to_zero() {
+        let mut ledger = Ledger::new(3);
+        for who in ["a", "b"] {
+            ledger.take(&who).unwrap();
+        }
+        // Three holders of 3: one each; a fourth still gets one.
+        ledger.take(&"c").unwrap();
+        assert_eq!(ledger.take(&"a"), Err(OverShare { held: 1, share: 1 }));
+        ledger.take(&"d").unwrap();
+        assert_eq!(ledger.figures(), (4, 1));
+        // Two holders of 3: two each (rounded up).
+        ledger.give_back(&"c");
+        ledger.give_back(&"d");
+        ledger.take(&"a").unwrap();
+        assert_eq!(ledger.take(&"a"), Err(OverShare { held: 2, share: 2 }));
+    }
+
+    #[test]
+    fn an_identity_that_gives_everything_back_is_forgotten() {
+        let mut ledger = Ledger::new(10);
+        ledger.take(&"a").unwrap();
+        ledger.take(&"a").unwrap();
+        ledger.give_back(&"a");
+        ledger.give_back(&"a");
+        ledger.give_back(&"a");
+        assert!(ledger.held.is_empty());
+        assert_eq!(ledger.figures(), (0, 10));
+    }
+
+    #[test]
+    fn permits_count_until_dropped_and_refusals_are_counted_by_kind() {
+        let fairness = Arc::new(Fairness::new(FairShares {
+            max_requests_in_flight: 1,
+            max_watches: 2,
+            ..FairShares::default()
+        }));
+        let who = || Identity::Address([127, 0, 0, 2].into());
+        let first = fairness.take(Held::Watches, who()).ok().unwrap();
+        let _second = fairness.take(Held::Watches, who()).ok().unwrap();
+        let refused = fairness
+            .take(Held::Watches, who())
+            .err()
+            .unwrap()
+            .into_response();
+        assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(refused.headers()["retry-after"], "1");
+        // Requests are another bound: a watch hog may still read.
+        let _request = fairness.take(Held::Requests, who()).ok().unwrap();
+        drop(first);
+        let _again = fairness.take(Held::Watches, who()).ok().unwrap();
+        let figures = |name, bound, holders, share, refused| ShareFigures {
+            name,
+            bound,
+            holders,
+            share,
+            refused,
+        };
+        assert_eq!(
+            fairness.figures(),
+            [
+                figures("requests", 1, 1, 1, 0),
+                figures("watches", 2, 1, 2, 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn the_user_wins_over_the_address_and_addresses_are_canonical() {
+        let request = |caller: Option<&str>, peer: Option<SocketAddr>| {
+            let mut r = Request::new(Body::empty());
+            if let Some(user) = caller {
+                r.extensions_mut().insert(Caller { user: user.into() });
+            }
+            if let Some(peer) = peer {
+                r.extensions_mut().insert(ConnectInfo(peer));
+            }
+            r
+        };
+        let v4: SocketAddr = "127.0.0.2:5000".parse().unwrap();
+        let mapped: SocketAddr = "[::ffff:127.0.0.2]:6000".parse().unwrap();
+        assert_eq!(
+            Identity::of(&request(Some("alice"), Some(v4))),
+            Identity::User("alice".into())
+        );
+        assert_eq!(
+            Identity::of(&request(None, Some(mapped))),
+            Identity::of(&request(None, Some(v4)))
+        );
+        assert_eq!(Identity::of(&request(None, None)), Identity::Unknown);
+    }
+
+    #[test]
+    fn watches_last_between_one_and_two_base_times() {
+        let fairness = Fairness::new(FairShares {
+            min_request_timeout: Duration::from_secs(100),
+            ..FairShares::default()
+        });
+        let lifetimes: Vec<Duration> = (0..200).map(|_| fairness.watch_lifetime()).collect();
+        assert!(
+            lifetimes
+                .iter()
+                .all(|t| *t >= Duration::from_secs(100) && *t < Duration::from_secs(200))
+        );
+        assert!(
+            lifetimes.iter().any(|t| *t != lifetimes[0]),
+            "randomised, so replicas' clients spread"
+        );
+    }
+}
