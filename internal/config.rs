@@ -224,6 +224,10 @@ settings! {
         /// request in progress is closed, or, if none, the new one [default: 1024].
         #[arg(long, env = "K8SAILOR_MAX_CONNECTIONS")]
         max_connections: usize = DEFAULT_MAX_CONNECTIONS,
+        /// How often a quiet `watch=true` stream of Server-Sent Events gets a keep-alive
+        /// comment, so proxies do not close it as idle [default: 15s].
+        #[arg(long, env = "K8SAILOR_WATCH_KEEP_ALIVE")]
+        watch_keep_alive: String = "15s".to_string(),
     }
 }
 
@@ -280,6 +284,8 @@ pub struct Settings {
     pub allow_unauthenticated: bool,
     /// Bounds on connections: timeouts and how many may be open.
     pub connections: ConnectionLimits,
+    /// How often a quiet event stream gets a keep-alive comment.
+    pub watch_keep_alive: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -421,6 +427,7 @@ impl Settings {
             change_history: layer.change_history,
             initial_list: layer.initial_list,
             sync_timeout: parse_duration("syncTimeout", &layer.sync_timeout)?,
+            watch_keep_alive: timeout("watchKeepAlive", &layer.watch_keep_alive)?,
             shutdown_delay: parse_duration("shutdownDelay", &layer.shutdown_delay)?,
             shutdown_grace: parse_duration("shutdownGrace", &layer.shutdown_grace)?,
             token_reviews: TokenReviewLimits {

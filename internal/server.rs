@@ -77,7 +77,11 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         tracing::info!(kind = %state.kind, objects = state.objects, "cache synced");
     }
 
-    let state = AppState::new(Arc::new(Workloads::new(source)), reviewer);
+    let state = AppState::new(
+        Arc::new(Workloads::new(source)),
+        reviewer,
+        settings.watch_keep_alive,
+    );
     let (health, streams) = (state.health.clone(), state.streams.clone());
     let app = apis::router(state, &settings.http)?;
     let listener =

@@ -83,6 +83,8 @@ pub struct Shared {
     pub streams: CancellationToken,
     /// Reviews callers' tokens and requests with the apiserver (`--auth delegated`).
     pub reviewer: Option<Arc<confk8s::Reviewer>>,
+    /// How often a quiet stream of Server-Sent Events gets a keep-alive comment.
+    pub keep_alive: Duration,
 }
 
 impl std::ops::Deref for AppState {
@@ -96,6 +98,7 @@ impl AppState {
     pub fn new(
         workloads: Arc<Workloads<Source>>,
         reviewer: Option<Arc<confk8s::Reviewer>>,
+        keep_alive: Duration,
     ) -> AppState {
         AppState(Arc::new(Shared {
             metrics: Metrics::new(workloads.clone(), reviewer.clone()),
@@ -103,6 +106,7 @@ impl AppState {
             health: Arc::new(Health::default()),
             streams: CancellationToken::new(),
             reviewer,
+            keep_alive,
         }))
     }
 }

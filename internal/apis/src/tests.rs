@@ -13,6 +13,9 @@ use k8scache::Caches;
 use k8sdao::fake::FakeSource;
 use k8sdao::{CacheSource, Source};
 
+/// The default's interval: no test here waits for a keep-alive comment.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
 fn options(origins: &[&str]) -> HttpOptions {
     HttpOptions {
         prefix: "/k8sailor/v0".into(),
@@ -29,7 +32,7 @@ fn options(origins: &[&str]) -> HttpOptions {
 }
 
 fn app_with(source: Source, origins: &[&str]) -> Router {
-    let state = AppState::new(Arc::new(Workloads::new(source)), None);
+    let state = AppState::new(Arc::new(Workloads::new(source)), None, KEEP_ALIVE);
     router(state, &options(origins)).unwrap()
 }
 
@@ -317,7 +320,7 @@ async fn with_auth_none_foreign_host_names_are_refused_but_probes_answer() {
 
 #[tokio::test]
 async fn allowed_hosts_open_the_check_and_delegated_auth_needs_none() {
-    let state = || AppState::new(Arc::new(Workloads::new(small_cluster())), None);
+    let state = || AppState::new(Arc::new(Workloads::new(small_cluster())), None, KEEP_ALIVE);
     let mut opts = options(&["*"]);
     opts.allowed_hosts = AllowedHosts::parse(&["evil.example"]).unwrap();
     let named = router(state(), &opts).unwrap();
@@ -347,6 +350,7 @@ fn prefixes_must_be_absolute_without_trailing_slash() {
         AppState::new(
             Arc::new(Workloads::new(Source::fake(FakeSource::default(), None))),
             None,
+            KEEP_ALIVE,
         )
     };
     for bad in ["k8sailor", "/k8sailor/"] {
@@ -734,7 +738,7 @@ async fn bad_writes_are_refused_before_reaching_the_apiserver() {
 async fn a_request_slower_than_the_timeout_is_a_503_saying_so() {
     let source = small_cluster();
     let per = PerRequest {
-        state: AppState::new(Arc::new(Workloads::new(source)), None),
+        state: AppState::new(Arc::new(Workloads::new(source)), None, KEEP_ALIVE),
         timeout: Duration::from_millis(50),
         mark_stale: false,
     };
@@ -819,7 +823,7 @@ async fn a_watch_streams_json_lines_uncompressed() {
 #[tokio::test]
 async fn a_watch_speaks_server_sent_events_to_event_source_and_ends_on_shutdown() {
     let source = small_cluster();
-    let state = AppState::new(Arc::new(Workloads::new(source)), None);
+    let state = AppState::new(Arc::new(Workloads::new(source)), None, KEEP_ALIVE);
     let streams = state.streams.clone();
     let app = router(state, &options(&[])).unwrap();
     let res = app
@@ -925,7 +929,11 @@ async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
     let mut opts = options(&[]);
     opts.auth = AuthMode::Delegated;
     let app = router(
-        AppState::new(Arc::new(Workloads::new(source)), Some(Arc::new(reviewer))),
+        AppState::new(
+            Arc::new(Workloads::new(source)),
+            Some(Arc::new(reviewer)),
+            KEEP_ALIVE,
+        ),
         &opts,
     )
     .unwrap();
@@ -1005,7 +1013,10 @@ fn delegated_auth_without_a_reviewer_is_a_setup_error() {
     opts.auth = AuthMode::Delegated;
     let source = Source::fake(FakeSource::default(), None);
     assert!(matches!(
-        router(AppState::new(Arc::new(Workloads::new(source)), None), &opts),
+        router(
+            AppState::new(Arc::new(Workloads::new(source)), None, KEEP_ALIVE),
+            &opts
+        ),
         Err(SetupError::NoReviewer)
     ));
 }
@@ -1066,7 +1077,7 @@ mod dashboard {
             CacheSource::new(k8scache::fixtures::filled_caches(), Vec::new()),
             None,
         );
-        let state = AppState::new(Arc::new(Workloads::new(source)), None);
+        let state = AppState::new(Arc::new(Workloads::new(source)), None, KEEP_ALIVE);
         let opts = HttpOptions {
             prefix: prefix.into(),
             dashboard,
@@ -1184,7 +1195,11 @@ mod dashboard {
             kube::Client::new(service, "default"),
             confk8s::ReviewTtls::default(),
         );
-        let state = AppState::new(Arc::new(Workloads::new(source)), Some(Arc::new(reviewer)));
+        let state = AppState::new(
+            Arc::new(Workloads::new(source)),
+            Some(Arc::new(reviewer)),
+            KEEP_ALIVE,
+        );
         let opts = HttpOptions {
             auth: AuthMode::Delegated,
             ..options(&[])

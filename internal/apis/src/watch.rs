@@ -10,11 +10,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use tokio_util::sync::CancellationToken;
 
-use super::ApiError;
 use super::envelope::status_of;
 use super::metrics::WatchGuard;
+use super::{ApiError, Shared};
 use biz::{BizError, JsonAnswer, WatchUpdate, WatchUpdates};
 
 /// The content type of a watch answered as JSON lines; never compressed, since a compressor
@@ -213,16 +212,17 @@ impl Frame {
     }
 }
 
-/// The updates as the client asked for them; the stream ends when `end` is cancelled
-/// (shutdown), so that no watcher holds the server open. `guard` counts it while it lasts.
+/// The updates as the client asked for them; the stream ends when the server's streams are
+/// cancelled (shutdown), so that no watcher holds the server open. `guard` counts it while
+/// it lasts.
 pub fn respond(
     updates: WatchUpdates,
     headers: &HeaderMap,
-    end: CancellationToken,
+    server: &Shared,
     guard: WatchGuard,
 ) -> Response {
     let frames = updates
-        .take_until(end.cancelled_owned())
+        .take_until(server.streams.clone().cancelled_owned())
         .map(Frame::of)
         .inspect(move |_| guard.sent());
     if accepts_event_stream(headers) {
@@ -236,7 +236,7 @@ pub fn respond(
             })
         });
         return Sse::new(events)
-            .keep_alive(KeepAlive::default())
+            .keep_alive(KeepAlive::new().interval(server.keep_alive))
             .into_response();
     }
     let lines = frames.map(|frame| {
