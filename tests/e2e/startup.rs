@@ -63,6 +63,17 @@ fn own_lines(stderr: &str) -> Vec<String> {
     own
 }
 
+/// The server's logs once its "serving" line is in (logged just before the "listening"
+/// line, but read from another pipe).
+async fn serving_logged(server: &Server) -> String {
+    let (logs, _) = crate::support::eventually(SOON, "the serving line", || async {
+        let logs = server.logs();
+        logs.contains("serving").then_some(logs)
+    })
+    .await;
+    logs
+}
+
 fn kubeconfig() -> &'static str {
     cluster().kubeconfig.to_str().unwrap()
 }
@@ -276,8 +287,7 @@ async fn log_format_json_writes_one_object_per_line_and_plain_does_not() {
     };
     let json_server = start("json");
     let plain_server = start("plain");
-    // The "serving" line is logged before the "listening" line is printed.
-    let logs = json_server.logs();
+    let logs = serving_logged(&json_server).await;
     let lines: Vec<Value> = logs
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
@@ -289,7 +299,7 @@ async fn log_format_json_writes_one_object_per_line_and_plain_does_not() {
     assert_eq!(serving["level"], "INFO", "{serving}");
     assert_eq!(serving["fields"]["prefix"], "/k8sailor/v0", "{serving}");
 
-    let logs = plain_server.logs();
+    let logs = serving_logged(&plain_server).await;
     let serving = logs
         .lines()
         .find(|l| l.contains(" serving"))
@@ -367,8 +377,7 @@ async fn flags_beat_the_environment_which_beats_the_file() {
         ],
     );
     assert_eq!(dashboard(&s).await, 404);
-    let logs = s.logs();
-    assert!(logs.contains("serving"), "{logs}");
+    let logs = serving_logged(&s).await;
     for line in logs.lines() {
         assert!(serde_json::from_str::<Value>(line).is_ok(), "{line:?}");
     }
