@@ -674,7 +674,7 @@ mod tests {
     }
 
     #[test]
-    fn structured_rules_take_every_path_type_and_refuse_an_overlong_field() {
+    fn structured_rules_take_every_path_type_and_refuse_too_many_or_an_overlong_field() {
         let body = |path_type: &str, service: String| -> CreateIngress {
             serde_json::from_value(serde_json::json!({"rules": [{
                 "host": "shop.example.com", "path": "/api", "pathType": path_type,
@@ -690,6 +690,18 @@ mod tests {
             let new = new_ingress("shop", &body(given, "api".into())).unwrap();
             assert_eq!(new.rules[0].path_type, want, "{given}");
         }
+        let rules: Vec<_> = (0..=MAX_INGRESS_RULES)
+            .map(|_| serde_json::json!({"backend": {"service": "api"}}))
+            .collect();
+        let many: CreateIngress =
+            serde_json::from_value(serde_json::json!({"rules": rules})).unwrap();
+        assert_eq!(
+            new_ingress("shop", &many).unwrap_err().to_string(),
+            format!(
+                "invalid rules: {} entries, over the limit of {MAX_INGRESS_RULES}",
+                MAX_INGRESS_RULES + 1
+            )
+        );
         let long = "a".repeat(MAX_ENDPOINT_BYTES + 1);
         let e = new_ingress("shop", &body("Exact", long))
             .unwrap_err()
