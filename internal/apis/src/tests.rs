@@ -2,7 +2,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
+use axum::http::{HeaderValue, Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
@@ -1271,4 +1271,41 @@ async fn a_version_this_replica_has_not_reached_is_503_and_an_expired_one_410() 
         .body(Body::empty())
         .unwrap();
     assert_eq!(call(app(), list).await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_bare_options_is_a_204() {
+    // CORS off: the route answers it, as the original did.
+    let req = Request::builder()
+        .method(Method::OPTIONS)
+        .uri("/k8sailor/v0/pods")
+        .body(Body::empty())
+        .unwrap();
+    let (status, _, body) = call(app_with(small_cluster(), &[]), req).await;
+    assert_eq!(
+        (status, body.as_slice()),
+        (StatusCode::NO_CONTENT, &b""[..])
+    );
+}
+
+#[tokio::test]
+async fn a_last_event_id_that_is_not_text_is_a_400_and_odd_accept_ranges_are_skipped() {
+    let mut req = watch_request(Some("text/event-stream"));
+    req.headers_mut().remove(header::ACCEPT_ENCODING);
+    req.headers_mut()
+        .insert("last-event-id", HeaderValue::from_bytes(b"12\xff").unwrap());
+    let (status, _, body) = call(app(), req).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let answer: Value = serde_json::from_slice(&body)
+        .unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(&body)));
+    assert_eq!(
+        answer["error"],
+        "invalid Last-Event-ID: expected the id of an event this server sent"
+    );
+    // A range without a subtype matches nothing: the default, JSON lines.
+    let res = app()
+        .oneshot(watch_request(Some("text, text/event-stream;q=0")))
+        .await
+        .unwrap();
+    assert_eq!(res.headers()[header::CONTENT_TYPE], "application/x-ndjson");
 }
