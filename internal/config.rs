@@ -249,6 +249,10 @@ settings! {
         /// --min-request-timeout, so clients spread over replicas [default: 30m].
         #[arg(long, env = "K8SAILOR_MIN_REQUEST_TIMEOUT")]
         min_request_timeout: String = "30m".to_string(),
+        /// How often a quiet `watch=true` stream of Server-Sent Events gets a keep-alive
+        /// comment, so proxies do not close it as idle [default: 15s].
+        #[arg(long, env = "K8SAILOR_WATCH_KEEP_ALIVE")]
+        watch_keep_alive: String = "15s".to_string(),
     }
 }
 
@@ -311,6 +315,8 @@ pub struct Settings {
     pub health_listen: Option<SocketAddr>,
     /// What each client may hold of requests and watches, and how long a watch lasts.
     pub fair_shares: FairShares,
+    /// How often a quiet event stream gets a keep-alive comment.
+    pub watch_keep_alive: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -459,6 +465,7 @@ impl Settings {
             change_history: layer.change_history,
             initial_list: layer.initial_list,
             sync_timeout: parse_duration("syncTimeout", &layer.sync_timeout)?,
+            watch_keep_alive: timeout("watchKeepAlive", &layer.watch_keep_alive)?,
             shutdown_delay: parse_duration("shutdownDelay", &layer.shutdown_delay)?,
             shutdown_grace: parse_duration("shutdownGrace", &layer.shutdown_grace)?,
             token_reviews: TokenReviewLimits {

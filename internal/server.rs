@@ -96,6 +96,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         Arc::new(Workloads::new(source)),
         reviewer,
         settings.fair_shares,
+        settings.watch_keep_alive,
     );
     let (health, streams) = (state.health.clone(), state.streams.clone());
     let connection_counts = state.fairness.connections.clone();

@@ -49,14 +49,14 @@ fn shipped<K: serde::de::DeserializeOwned>(file: &str, kind: &str) -> K {
 }
 
 /// config/rbac.yaml, checked to hang together: the binding grants the role to the account.
-struct ShippedRbac {
+pub(crate) struct ShippedRbac {
     account: ServiceAccount,
     role: ClusterRole,
     binding: ClusterRoleBinding,
 }
 
 impl ShippedRbac {
-    fn load() -> ShippedRbac {
+    pub(crate) fn load() -> ShippedRbac {
         let account: ServiceAccount = shipped("rbac.yaml", "ServiceAccount");
         let role: ClusterRole = shipped("rbac.yaml", "ClusterRole");
         let binding: ClusterRoleBinding = shipped("rbac.yaml", "ClusterRoleBinding");
@@ -76,14 +76,14 @@ impl ShippedRbac {
         }
     }
 
-    fn rules(&self) -> Vec<PolicyRule> {
+    pub(crate) fn rules(&self) -> Vec<PolicyRule> {
         self.role.rules.clone().unwrap_or_default()
     }
 }
 
 /// Deletes cluster-scoped objects a test made, however the test ends.
 #[derive(Default)]
-struct ClusterScoped {
+pub(crate) struct ClusterScoped {
     namespaces: Vec<String>,
     roles: Vec<String>,
     bindings: Vec<String>,
@@ -127,10 +127,10 @@ impl Drop for ClusterScoped {
 }
 
 /// A private directory under target/ (not under /run, which the in-cluster test hides).
-struct TempDir(PathBuf);
+pub(crate) struct TempDir(PathBuf);
 
 impl TempDir {
-    fn new(what: &str) -> TempDir {
+    pub(crate) fn new(what: &str) -> TempDir {
         let path = repo().join("target").join(format!(
             "e2e-{what}-{}-{}",
             std::process::id(),
@@ -145,7 +145,7 @@ impl TempDir {
         TempDir(path)
     }
 
-    fn write(&self, name: &str, contents: &[u8]) -> PathBuf {
+    pub(crate) fn write(&self, name: &str, contents: &[u8]) -> PathBuf {
         let path = self.0.join(name);
         std::fs::write(&path, contents)
             .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
@@ -160,7 +160,7 @@ impl Drop for TempDir {
 }
 
 /// The test cluster's API URL and CA bundle (PEM), from its kubeconfig.
-fn endpoint() -> (String, Vec<u8>) {
+pub(crate) fn endpoint() -> (String, Vec<u8>) {
     let path = &cluster().kubeconfig;
     let kc = Kubeconfig::read_from(path).expect("the test cluster's kubeconfig");
     let current = kc.current_context.clone().expect("a current-context");
@@ -207,7 +207,7 @@ fn base64_decode(data: &str) -> Vec<u8> {
 
 /// A copy of the shipped ServiceAccount in `ns`, bound to a cluster-wide role with `rules`
 /// (named after the shipped role, unique to this run), and a fresh token for it.
-async fn account_with_rules(
+pub(crate) async fn account_with_rules(
     ns: &TestNamespace,
     rbac: &ShippedRbac,
     rules: Vec<PolicyRule>,
@@ -274,7 +274,7 @@ async fn token_of(accounts: &Api<ServiceAccount>, name: &str) -> String {
 }
 
 /// A kubeconfig for the test cluster that authenticates with `token` only.
-fn token_kubeconfig(dir: &TempDir, token: &str) -> String {
+pub(crate) fn token_kubeconfig(dir: &TempDir, token: &str) -> String {
     let (server, ca) = endpoint();
     let ca = dir.write("ca.crt", &ca);
     // JSON is YAML, which kubeconfig files are.

@@ -227,7 +227,18 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// SIGTERM, then SIGKILL if it is still running after a while: a process that exits by
+    /// itself writes its coverage profile when hack/test built it instrumented.
     fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = Command::new("kill")
+                .args(["-TERM", &self.child.id().to_string()])
+                .status();
+            let start = Instant::now();
+            while matches!(self.child.try_wait(), Ok(None)) && start.elapsed() < SOON {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

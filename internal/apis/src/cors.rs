@@ -281,6 +281,7 @@ mod tests {
             "http://*.example.com",
             "http://user@localhost",
             "http://localhost?x",
+            "h_t://localhost",
         ] {
             assert!(
                 matches!(

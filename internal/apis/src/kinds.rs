@@ -80,7 +80,7 @@ pub(super) async fn list<R: Served>(
     if is_watch {
         let frames = s.workloads.watch::<R>(&req).await?;
         let guard = s.metrics.watch_opened(R::KIND.name());
-        return Ok(watch::respond(frames, &headers, s.watch_end(), guard));
+        return Ok(watch::respond(frames, &headers, &s, guard));
     }
     off_the_workers(s, move |s| async move {
         Ok(ok_page_json(s.workloads.list::<R>(&req).await?))

@@ -87,6 +87,8 @@ pub struct Shared {
     pub reviewer: Option<Arc<confk8s::Reviewer>>,
     /// Each client's share of requests, watches and connections.
     pub fairness: Arc<Fairness>,
+    /// How often a quiet stream of Server-Sent Events gets a keep-alive comment.
+    pub keep_alive: Duration,
 }
 
 impl std::ops::Deref for AppState {
@@ -101,6 +103,7 @@ impl AppState {
         workloads: Arc<Workloads<Source>>,
         reviewer: Option<Arc<confk8s::Reviewer>>,
         shares: FairShares,
+        keep_alive: Duration,
     ) -> AppState {
         let fairness = Arc::new(Fairness::new(shares));
         AppState(Arc::new(Shared {
@@ -110,6 +113,7 @@ impl AppState {
             streams: CancellationToken::new(),
             reviewer,
             fairness,
+            keep_alive,
         }))
     }
 

@@ -295,7 +295,7 @@ async fn pods_of_deployment(
             .watch_pods_of_deployment(q.namespace.as_deref(), &name, resume.as_deref())
             .await?;
         let guard = s.metrics.watch_opened(Kind::Pod.name());
-        return Ok(watch::respond(frames, &headers, s.watch_end(), guard));
+        return Ok(watch::respond(frames, &headers, &s, guard));
     }
     off_the_workers(s, move |s| async move {
         Ok(ok_json(
@@ -390,7 +390,7 @@ async fn list_pods(
     if is_watch {
         let frames = s.workloads.watch_pods(&req).await?;
         let guard = s.metrics.watch_opened(Kind::Pod.name());
-        return Ok(watch::respond(frames, &headers, s.watch_end(), guard));
+        return Ok(watch::respond(frames, &headers, &s, guard));
     }
     off_the_workers(s, move |s| async move {
         Ok(ok_page_json(s.workloads.list_pods(&req).await?))

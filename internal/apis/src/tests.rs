@@ -2,7 +2,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
+use axum::http::{HeaderValue, Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
@@ -12,6 +12,9 @@ use biz::Workloads;
 use k8scache::Caches;
 use k8sdao::fake::FakeSource;
 use k8sdao::{CacheSource, Source};
+
+/// The default's interval: no test here waits for a keep-alive comment.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 fn options(origins: &[&str]) -> HttpOptions {
     HttpOptions {
@@ -33,6 +36,7 @@ fn app_with(source: Source, origins: &[&str]) -> Router {
         Arc::new(Workloads::new(source)),
         None,
         FairShares::default(),
+        KEEP_ALIVE,
     );
     router(state, &options(origins)).unwrap()
 }
@@ -326,6 +330,7 @@ async fn allowed_hosts_open_the_check_and_delegated_auth_needs_none() {
             Arc::new(Workloads::new(small_cluster())),
             None,
             FairShares::default(),
+            KEEP_ALIVE,
         )
     };
     let mut opts = options(&["*"]);
@@ -358,6 +363,7 @@ fn prefixes_must_be_absolute_without_trailing_slash() {
             Arc::new(Workloads::new(Source::fake(FakeSource::default(), None))),
             None,
             FairShares::default(),
+            KEEP_ALIVE,
         )
     };
     for bad in ["k8sailor", "/k8sailor/"] {
@@ -749,6 +755,7 @@ async fn a_request_slower_than_the_timeout_is_a_503_saying_so() {
             Arc::new(Workloads::new(source)),
             None,
             FairShares::default(),
+            KEEP_ALIVE,
         ),
         timeout: Duration::from_millis(50),
         mark_stale: false,
@@ -838,6 +845,7 @@ async fn a_watch_speaks_server_sent_events_to_event_source_and_ends_on_shutdown(
         Arc::new(Workloads::new(source)),
         None,
         FairShares::default(),
+        KEEP_ALIVE,
     );
     let streams = state.streams.clone();
     let app = router(state, &options(&[])).unwrap();
@@ -948,6 +956,7 @@ async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
             Arc::new(Workloads::new(source)),
             Some(Arc::new(reviewer)),
             FairShares::default(),
+            KEEP_ALIVE,
         ),
         &opts,
     )
@@ -1054,7 +1063,8 @@ fn delegated_auth_without_a_reviewer_is_a_setup_error() {
             AppState::new(
                 Arc::new(Workloads::new(source)),
                 None,
-                FairShares::default()
+                FairShares::default(),
+                KEEP_ALIVE
             ),
             &opts
         ),
@@ -1145,6 +1155,7 @@ mod dashboard {
             Arc::new(Workloads::new(source)),
             None,
             FairShares::default(),
+            KEEP_ALIVE,
         );
         let opts = HttpOptions {
             prefix: prefix.into(),
@@ -1267,6 +1278,7 @@ mod dashboard {
             Arc::new(Workloads::new(source)),
             Some(Arc::new(reviewer)),
             FairShares::default(),
+            KEEP_ALIVE,
         );
         let opts = HttpOptions {
             auth: AuthMode::Delegated,
@@ -1339,4 +1351,41 @@ async fn a_version_this_replica_has_not_reached_is_503_and_an_expired_one_410() 
         .body(Body::empty())
         .unwrap();
     assert_eq!(call(app(), list).await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_bare_options_is_a_204() {
+    // CORS off: the route answers it, as the original did.
+    let req = Request::builder()
+        .method(Method::OPTIONS)
+        .uri("/k8sailor/v0/pods")
+        .body(Body::empty())
+        .unwrap();
+    let (status, _, body) = call(app_with(small_cluster(), &[]), req).await;
+    assert_eq!(
+        (status, body.as_slice()),
+        (StatusCode::NO_CONTENT, &b""[..])
+    );
+}
+
+#[tokio::test]
+async fn a_last_event_id_that_is_not_text_is_a_400_and_odd_accept_ranges_are_skipped() {
+    let mut req = watch_request(Some("text/event-stream"));
+    req.headers_mut().remove(header::ACCEPT_ENCODING);
+    req.headers_mut()
+        .insert("last-event-id", HeaderValue::from_bytes(b"12\xff").unwrap());
+    let (status, _, body) = call(app(), req).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let answer: Value = serde_json::from_slice(&body)
+        .unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(&body)));
+    assert_eq!(
+        answer["error"],
+        "invalid Last-Event-ID: expected the id of an event this server sent"
+    );
+    // A range without a subtype matches nothing: the default, JSON lines.
+    let res = app()
+        .oneshot(watch_request(Some("text, text/event-stream;q=0")))
+        .await
+        .unwrap();
+    assert_eq!(res.headers()[header::CONTENT_TYPE], "application/x-ndjson");
 }

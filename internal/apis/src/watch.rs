@@ -11,9 +11,9 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
-use super::ApiError;
 use super::envelope::status_of;
 use super::metrics::WatchGuard;
+use super::{ApiError, AppState};
 use biz::{BizError, JsonAnswer, WatchUpdate, WatchUpdates};
 
 /// The content type of a watch answered as JSON lines; never compressed, since a compressor
@@ -212,17 +212,17 @@ impl Frame {
     }
 }
 
-/// The updates as the client asked for them; the stream ends when `end` completes
-/// (shutdown, or the watch's lifetime), so that no watcher holds the server open. `guard`
-/// counts it while it lasts.
+/// The updates as the client asked for them; the stream ends at shutdown or after the
+/// watch's lifetime ([`AppState::watch_end`]), so that no watcher holds the server open.
+/// `guard` counts it while it lasts.
 pub fn respond(
     updates: WatchUpdates,
     headers: &HeaderMap,
-    end: impl Future<Output = ()> + Send + 'static,
+    server: &AppState,
     guard: WatchGuard,
 ) -> Response {
     let frames = updates
-        .take_until(end)
+        .take_until(server.watch_end())
         .map(Frame::of)
         .inspect(move |_| guard.sent());
     if accepts_event_stream(headers) {
@@ -236,7 +236,7 @@ pub fn respond(
             })
         });
         return Sse::new(events)
-            .keep_alive(KeepAlive::default())
+            .keep_alive(KeepAlive::new().interval(server.keep_alive))
             .into_response();
     }
     let lines = frames.map(|frame| {

@@ -672,4 +672,46 @@ mod tests {
         assert_eq!(e, "invalid tls hosts: 101 hosts, over the limit of 100");
         assert!(new_ingress("shop", &body(MAX_INGRESS_RULES, 100)).is_ok());
     }
+
+    #[test]
+    fn structured_rules_take_every_path_type_and_refuse_too_many_or_an_overlong_field() {
+        let body = |path_type: &str, service: String| -> CreateIngress {
+            serde_json::from_value(serde_json::json!({"rules": [{
+                "host": "shop.example.com", "path": "/api", "pathType": path_type,
+                "backend": {"service": service, "port": 80}
+            }]}))
+            .unwrap()
+        };
+        for (given, want) in [
+            ("Exact", PathType::Exact),
+            ("Prefix", PathType::Prefix),
+            ("ImplementationSpecific", PathType::ImplementationSpecific),
+        ] {
+            let new = new_ingress("shop", &body(given, "api".into())).unwrap();
+            assert_eq!(new.rules[0].path_type, want, "{given}");
+        }
+        let rules: Vec<_> = (0..=MAX_INGRESS_RULES)
+            .map(|_| serde_json::json!({"backend": {"service": "api"}}))
+            .collect();
+        let many: CreateIngress =
+            serde_json::from_value(serde_json::json!({"rules": rules})).unwrap();
+        assert_eq!(
+            new_ingress("shop", &many).unwrap_err().to_string(),
+            format!(
+                "invalid rules: {} entries, over the limit of {MAX_INGRESS_RULES}",
+                MAX_INGRESS_RULES + 1
+            )
+        );
+        let long = "a".repeat(MAX_ENDPOINT_BYTES + 1);
+        let e = new_ingress("shop", &body("Exact", long))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "invalid ingress field: {} bytes, over the limit of {MAX_ENDPOINT_BYTES}",
+                MAX_ENDPOINT_BYTES + 1
+            )
+        );
+    }
 }

@@ -393,13 +393,6 @@ impl JsonAnswer for PodView {
 #[derive(Debug)]
 pub struct RecordView<R>(pub Arc<R>);
 
-// Not derived: that would require `R: Clone`, and only the `Arc` is cloned.
-impl<R> Clone for RecordView<R> {
-    fn clone(&self) -> Self {
-        RecordView(self.0.clone())
-    }
-}
-
 impl<R: Record> JsonAnswer for RecordView<R> {
     fn write_json(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.0.json().as_bytes());

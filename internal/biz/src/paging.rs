@@ -118,10 +118,6 @@ impl SortSpec {
             .collect();
         fields.join(",")
     }
-
-    pub fn is_default(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 /// What sorting compares of an item.

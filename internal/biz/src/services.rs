@@ -714,4 +714,20 @@ mod tests {
         };
         assert!(new_service("web", &fullest).is_ok());
     }
+
+    #[test]
+    fn structured_ports_over_the_limit_are_refused() {
+        let ports: Vec<_> = (1..=MAX_SERVICE_PORTS + 1)
+            .map(|p| serde_json::json!({"port": p}))
+            .collect();
+        let body: CreateService =
+            serde_json::from_value(serde_json::json!({"ports": ports})).unwrap();
+        assert_eq!(
+            new_service("web", &body).unwrap_err().to_string(),
+            format!(
+                "invalid ports: {} ports, over the limit of {MAX_SERVICE_PORTS}",
+                MAX_SERVICE_PORTS + 1
+            )
+        );
+    }
 }

@@ -381,3 +381,50 @@ async fn services_and_ingresses_lead_to_a_deployments_pods() {
     let err = w.pods_of_service(Some("ns-a"), "nope").await.unwrap_err();
     assert_eq!(err.failure(), Failure::NotFound);
 }
+
+#[test]
+fn the_apiservers_refusals_map_to_what_they_mean_for_the_caller() {
+    let api = |code: u16| {
+        BizError::Source(DaoError::Api {
+            code,
+            message: "refused".into(),
+        })
+        .failure()
+    };
+    for (code, want) in [
+        (400, Failure::Invalid),
+        (422, Failure::Invalid),
+        (403, Failure::Forbidden),
+        (404, Failure::NotFound),
+        (409, Failure::Conflict),
+        (410, Failure::Gone),
+        (500, Failure::Upstream),
+        (429, Failure::Upstream),
+    ] {
+        assert_eq!(api(code), want, "{code}");
+    }
+    let malformed = BizError::Source(DaoError::Malformed {
+        object: "Pod a/b".into(),
+        field: "metadata.resourceVersion",
+    });
+    assert_eq!(malformed.failure(), Failure::Upstream);
+}
+
+#[tokio::test]
+async fn a_list_with_a_resource_version_is_refused_it_belongs_to_watches() {
+    let req = ListRequest {
+        resource_version: Some("5".into()),
+        ..Default::default()
+    };
+    let e = workloads(None)
+        .list::<DeploymentRecord>(&req)
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(e.failure(), Failure::Invalid);
+    assert!(
+        e.to_string()
+            .contains("resourceVersion applies to watch=true"),
+        "{e}"
+    );
+}

@@ -28,7 +28,8 @@ use k8scache::{Cached, Caches};
 pub use k8scache::{HISTORY_CAPACITY, HistoryError};
 pub use model::Kind;
 use model::{
-    DeploymentRecord, EventDto, Keyed, NewDeployment, NewIngress, NewService, ObjectKey, PodRecord,
+    DeploymentRecord, EventDto, IngressRecord, Keyed, NewDeployment, NewIngress, NewService,
+    ObjectKey, PodRecord, ServiceRecord,
 };
 
 /// Which namespaces and labels a list covers.
@@ -640,15 +641,20 @@ impl WorkloadWriter for Source {
         Ok(())
     }
 
-    // No cache holds Services or Ingresses yet: nothing to settle, and reads go live.
     async fn create_service(&self, namespace: &str, new: &NewService) -> Result<Vec<u8>, DaoError> {
         self.scoped(Some(namespace))?;
-        self.writer()?.create_service(namespace, new).await
+        let (created, effect) = self.writer()?.create_service(namespace, new).await?;
+        self.settle::<ServiceRecord>(namespace, &new.name, effect)
+            .await;
+        Ok(created)
     }
 
     async fn create_ingress(&self, namespace: &str, new: &NewIngress) -> Result<Vec<u8>, DaoError> {
         self.scoped(Some(namespace))?;
-        self.writer()?.create_ingress(namespace, new).await
+        let (created, effect) = self.writer()?.create_ingress(namespace, new).await?;
+        self.settle::<IngressRecord>(namespace, &new.name, effect)
+            .await;
+        Ok(created)
     }
 
     async fn object_json<R: Served<Object: serde::Serialize>>(

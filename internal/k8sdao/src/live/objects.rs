@@ -1,6 +1,5 @@
-//! Services and Ingresses: built from biz's plain requests, created, and read back raw for
-//! `/output`. No cache holds these kinds yet, so both sources serve them live and a create
-//! has nothing to settle.
+//! Services and Ingresses: built from biz's plain requests, created (answering what the
+//! cache must catch up with, as every write does), and read back raw for `/output`.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +14,8 @@ use kube::api::PostParams;
 
 use super::LiveSource;
 use super::reads::Namespaced;
-use crate::{DaoError, Served};
+use super::writes::written;
+use crate::{DaoError, Kind, Served, WriteEffect};
 use model::{NewIngress, NewService, NewServicePort, PortRef, ServiceShape};
 
 /// A kind created and printed raw.
@@ -140,8 +140,8 @@ impl LiveSource {
         &self,
         namespace: &str,
         new: &NewService,
-    ) -> Result<Vec<u8>, DaoError> {
-        self.create_raw(namespace, &service_object(namespace, new))
+    ) -> Result<(Vec<u8>, WriteEffect), DaoError> {
+        self.create_raw(Kind::Service, namespace, &service_object(namespace, new))
             .await
     }
 
@@ -149,8 +149,8 @@ impl LiveSource {
         &self,
         namespace: &str,
         new: &NewIngress,
-    ) -> Result<Vec<u8>, DaoError> {
-        self.create_raw(namespace, &ingress_object(namespace, new))
+    ) -> Result<(Vec<u8>, WriteEffect), DaoError> {
+        self.create_raw(Kind::Ingress, namespace, &ingress_object(namespace, new))
             .await
     }
 
@@ -166,17 +166,19 @@ impl LiveSource {
         )
     }
 
-    /// The object as the apiserver stored it, printable.
+    /// The object as the apiserver stored it, printable, and the version the cache must show.
     async fn create_raw<K: RawKind>(
         &self,
+        kind: Kind,
         namespace: &str,
         object: &K,
-    ) -> Result<Vec<u8>, DaoError> {
+    ) -> Result<(Vec<u8>, WriteEffect), DaoError> {
         let created = self
             .api::<K>(Some(namespace))
             .create(&PostParams::default(), object)
             .await?;
-        printable(created)
+        let effect = written(kind, created.meta());
+        Ok((printable(created)?, effect))
     }
 }
 
@@ -185,7 +187,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::Kind;
+
     use model::{
         IngressRecord, NewIngressRule, NewIngressTls, NodeServicePort, PathType, ServiceRecord,
     };
@@ -256,8 +258,9 @@ mod tests {
             name: "web".into(),
             shape: ServiceShape::ExternalName("db.example.com".into()),
         };
-        let created: Value =
-            serde_json::from_slice(&source.create_service("ns", &new).await.unwrap()).unwrap();
+        let (created, effect) = source.create_service("ns", &new).await.unwrap();
+        assert_eq!(effect, WriteEffect::Version(5), "what the cache must show");
+        let created: Value = serde_json::from_slice(&created).unwrap();
         let printed: Value = serde_json::from_slice(
             &source
                 .object_json::<ServiceRecord>("ns", "web")

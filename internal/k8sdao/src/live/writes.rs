@@ -77,7 +77,7 @@ fn version_of(meta: &kube::api::ObjectMeta) -> Option<u64> {
 /// What a create or scale left: the object at its new version. The write is done either
 /// way, so an answer without a version the cache can compare is no failure: it is said so
 /// (`Unversioned`) and the cache is not waited on for something it cannot show.
-fn written(kind: Kind, meta: &kube::api::ObjectMeta) -> WriteEffect {
+pub(super) fn written(kind: Kind, meta: &kube::api::ObjectMeta) -> WriteEffect {
     match version_of(meta) {
         Some(rv) => WriteEffect::Version(rv),
         None => unversioned(kind, meta),
