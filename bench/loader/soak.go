@@ -56,6 +56,7 @@ type soakWatcher struct {
 
 type soakCounters struct {
 	readsOK, readErrors   atomic.Int64
+	readsNotStarted       atomic.Int64
 	writesOK, writeErrors atomic.Int64
 	watchErrors, resumes  atomic.Int64
 	outOfOrder            atomic.Int64
@@ -79,6 +80,7 @@ type soakResult struct {
 	Watches, Groups                int
 	DurationS                      float64
 	Reads, ReadErrors              int64
+	ReadsNotStarted                int64
 	ReadP50Ms, ReadP99Ms           float64
 	Writes, WriteErrors            int64
 	WatchErrors, Resumes           int64
@@ -142,7 +144,7 @@ func runSoak(args []string) error {
 		MaxIdleConnsPerHost: -1,
 		DisableCompression:  true,
 	}}
-	readHTTP := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 128}, Timeout: 10 * time.Second}
+	readHTTP := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}, Timeout: 10 * time.Second}
 
 	stop := make(chan struct{})
 	watchers := make([]*soakWatcher, *watches)
@@ -181,11 +183,13 @@ func runSoak(args []string) error {
 			select {
 			case tickets <- struct{}{}:
 			default:
-				c.fail(&c.readErrors, "read not started: every reader busy")
+				// The load fell short of the rate (the readers all waiting): not an answer
+				// k8sailor got wrong, so counted apart from the errors.
+				c.readsNotStarted.Add(1)
 			}
 		})
 	}()
-	for r := 0; r < 64; r++ {
+	for r := 0; r < 256; r++ {
 		loadWG.Add(1)
 		go func(seed uint64) {
 			defer loadWG.Done()
@@ -271,7 +275,7 @@ func runSoak(args []string) error {
 	watchWG.Wait()
 
 	res := soakResult{Watches: *watches, Groups: len(groups), DurationS: duration.Seconds(), SyncS: syncS, DrainS: drainS,
-		Reads: c.readsOK.Load(), ReadErrors: c.readErrors.Load(), Writes: c.writesOK.Load(), WriteErrors: c.writeErrors.Load(),
+		Reads: c.readsOK.Load(), ReadErrors: c.readErrors.Load(), ReadsNotStarted: c.readsNotStarted.Load(), Writes: c.writesOK.Load(), WriteErrors: c.writeErrors.Load(),
 		WatchErrors: c.watchErrors.Load(), Resumes: c.resumes.Load(), OutOfOrder: c.outOfOrder.Load(),
 		Events: c.events.Load()}
 	for _, w := range watchers {
