@@ -59,8 +59,12 @@ pub(crate) async fn token_ahead(server: &Server, namespace: &str) -> String {
 
 #[tokio::test]
 async fn every_sort_field_and_direction_orders_lists_and_their_pages() {
-    let first = TestNamespace::new("sort").await;
-    let second = TestNamespace::new("sort").await;
+    // Named by a sequence number ("-9" sorts after "-10"): the first is the one named first.
+    let (a, b) = (
+        TestNamespace::new("sort").await,
+        TestNamespace::new("sort").await,
+    );
+    let (first, second) = if a.name < b.name { (a, b) } else { (b, a) };
     let label = format!("sort-run={}", first.name);
     let labels = [("sort-run", first.name.as_str())];
     // Created c, a, b (one second apart: timestamps have whole seconds) in the first
