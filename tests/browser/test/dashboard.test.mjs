@@ -599,17 +599,21 @@ test("dashboard: a restart after a deletion is recovered at the first answer", a
   const ns = await testNamespace("dash-restart");
   t.after(() => ns.remove());
   await apply(["keep", "gone"].map((name) => deployment(ns.name, name, 0)));
-  const port = await freePort();
-  let server = await startK8sailor({ logFile: logFile("dashboard-restart-1"), port });
-  t.after(() => server.stop());
+  // One origin, a Service's, as in the reconnect test: the restarted server gets a port of
+  // its own (none is reused) behind it.
+  const servers = [await startK8sailor({ logFile: logFile("dashboard-restart-1") })];
+  t.after(() => Promise.all(servers.map((s) => s.stop())));
+  const targets = [servers[0].origin];
+  const service = await replicaBalancer({ targets });
+  t.after(() => service.close());
   const b = await openBrowser({
     scenario: "dashboard-restart",
-    allowedOrigins: [server.origin],
-    tolerateMatching: [{ pattern: new RegExp(`^${server.origin}/`), reason: "the server the test restarts" }],
+    allowedOrigins: [service.origin],
+    tolerateMatching: [{ pattern: new RegExp(`^${service.origin}/`), reason: "the server the test restarts" }],
   });
   t.after(() => b.close());
   const { page } = b;
-  await page.goto(`${server.origin}/#/ns/${ns.name}/deployments`);
+  await page.goto(`${service.origin}/#/ns/${ns.name}/deployments`);
   await waitForCount(page, LIST_COUNT, 2, "the Deployments");
   const badge = page.locator("#connection");
   await eventually("the live badge", async () => (await badge.getAttribute("data-state")) === "live");
@@ -618,7 +622,8 @@ test("dashboard: a restart after a deletion is recovered at the first answer", a
   // version the dashboard holds.
   await kubectl(["delete", "deployment", "gone", "-n", ns.name]);
   await waitForCount(page, LIST_COUNT, 1, "the Deployments after the deletion");
-  await server.stop();
+  service.use(null);
+  await servers[0].stop();
   await eventually("the disconnected badge", async () => (await badge.getAttribute("data-state")) === "down");
   const answers = [];
   page.on("response", (r) => {
@@ -627,7 +632,9 @@ test("dashboard: a restart after a deletion is recovered at the first answer", a
       answers.push(`${r.status()} ${url.includes("resourceVersion=") ? "resumed" : "fresh"}`);
     }
   });
-  server = await startK8sailor({ logFile: logFile("dashboard-restart-2"), port });
+  servers.push(await startK8sailor({ logFile: logFile("dashboard-restart-2") }));
+  targets.push(servers[1].origin);
+  service.use(1);
   await eventually("the live badge again", async () => (await badge.getAttribute("data-state")) === "live", {
     timeoutMs: 60_000,
   });
