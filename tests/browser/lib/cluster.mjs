@@ -40,6 +40,11 @@ export function apply(objects) {
 export async function testNamespace(prefix) {
   const name = `${prefix}-${randomBytes(3).toString("hex")}`;
   await kubectl(["create", "namespace", name]);
+  // Pods need the namespace's default ServiceAccount, which kube-controller-manager makes; the
+  // bench's control plane runs without it (bench/run reuses the many-pods scenario).
+  await kubectl(["create", "serviceaccount", "default", "-n", name]).catch((e) => {
+    if (!/already exists/.test(e.message)) throw e;
+  });
   return {
     name,
     remove: () => kubectl(["delete", "namespace", name, "--wait=false"]),
