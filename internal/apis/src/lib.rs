@@ -225,6 +225,17 @@ pub fn health_router(state: AppState, opts: &HttpOptions) -> Router {
     host_check::guard(app, &opts.allowed_hosts, opts.auth)
 }
 
+/// Where the API is mounted for `--prefix`: "" at the root ("" and "/" alike), else the prefix
+/// itself. The one reading of the setting, so the routes, the dashboard and the route
+/// templates auth matches agree on it.
+fn mount_point(prefix: &str) -> Result<&str, SetupError> {
+    match prefix {
+        "" | "/" => Ok(""),
+        p if p.starts_with('/') && !p.ends_with('/') => Ok(p),
+        p => Err(SetupError::Prefix(p.to_string())),
+    }
+}
+
 pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError> {
     let per_request_layer = |mark_stale| {
         let p = PerRequest {
@@ -239,12 +250,13 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
         state.fairness.clone(),
         fairness::share,
     ));
+    let mount = mount_point(&opts.prefix)?;
     let api = match opts.auth {
         AuthMode::None => api,
         AuthMode::Delegated => {
             let layer = auth::AuthLayer {
                 reviewer: state.reviewer.clone().ok_or(SetupError::NoReviewer)?,
-                prefix: opts.prefix.clone(),
+                prefix: mount.to_string(),
                 scope: state.workloads.source().scope().map(str::to_string),
                 workloads: state.workloads.clone(),
             };
@@ -253,13 +265,10 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
     };
     // Outermost, so refusals are timed and counted like any answer.
     let api = api.route_layer(per_request_layer(true));
-    let prefix = opts.prefix.as_str();
-    let api = if prefix.is_empty() || prefix == "/" {
+    let api = if mount.is_empty() {
         api
-    } else if prefix.starts_with('/') && !prefix.ends_with('/') {
-        OpenApiRouter::new().nest(prefix, api)
     } else {
-        return Err(SetupError::Prefix(opts.prefix.clone()));
+        OpenApiRouter::new().nest(mount, api)
     };
     let (app, mut openapi) = api
         .merge(probes().route_layer(per_request_layer(false)))
@@ -281,7 +290,7 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
     );
     // Outside the API router, so no token is asked for the page: it holds no data.
     let app = if opts.dashboard {
-        app.merge(dashboard::routes(prefix).route_layer(per_request_layer(false)))
+        app.merge(dashboard::routes(mount).route_layer(per_request_layer(false)))
     } else {
         app
     };

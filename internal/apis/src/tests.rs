@@ -944,17 +944,17 @@ async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
         }
         asked
     });
-    let reviewer = confk8s::Reviewer::new(
+    let reviewer = Arc::new(confk8s::Reviewer::new(
         kube::Client::new(service, "default"),
         confk8s::ReviewTtls::default(),
-    );
+    ));
     let source = small_cluster();
     let mut opts = options(&[]);
     opts.auth = AuthMode::Delegated;
     let app = router(
         AppState::new(
             Arc::new(Workloads::new(source)),
-            Some(Arc::new(reviewer)),
+            Some(reviewer.clone()),
             FairShares::default(),
             KEEP_ALIVE,
         ),
@@ -1026,7 +1026,42 @@ async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
         assert!(body.is_empty(), "HEAD {uri}: {body:?}");
     }
 
+    // At the root (`--prefix /`), the same routes under the same rules (the decisions cached).
+    opts.prefix = "/".into();
+    let at_root = router(
+        AppState::new(
+            Arc::new(Workloads::new(small_cluster())),
+            Some(reviewer),
+            FairShares::default(),
+            KEEP_ALIVE,
+        ),
+        &opts,
+    )
+    .unwrap();
+    for (uri, expected) in [
+        ("/pods?namespace=ns-a", StatusCode::OK),
+        ("/deployments?namespace=ns-a", StatusCode::FORBIDDEN),
+    ] {
+        let req = Request::get(uri)
+            .header(header::AUTHORIZATION, "Bearer t")
+            .body(Body::empty())
+            .unwrap();
+        let (status, _, body) = call(at_root.clone(), req).await;
+        assert_eq!(status, expected, "GET {uri} at the root: {body:?}");
+        if status == StatusCode::FORBIDDEN {
+            let body: Value = serde_json::from_slice(&body).unwrap();
+            assert!(
+                body["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("no RBAC policy matched"),
+                "{body}"
+            );
+        }
+    }
+
     drop(app);
+    drop(at_root);
     let asked = apiserver.await.unwrap();
     assert_eq!(asked[0]["spec"]["token"], "t");
     assert_eq!(
