@@ -34,6 +34,27 @@ export function apply(objects) {
 }
 
 /**
+ * Waits until kube-controller-manager is done with every Deployment in `namespace`: its status
+ * is for its current generation and its rollout is complete, so no further status write of the
+ * controller's is on its way (a test counting changes would count them).
+ */
+export async function deploymentsSettled(namespace, { timeoutMs = 60_000 } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const list = JSON.parse(await kubectl(["get", "deployments", "-n", namespace, "-o", "json"]));
+    const pending = list.items.filter((d) => {
+      const progressing = (d.status?.conditions ?? []).find((c) => c.type === "Progressing");
+      return d.status?.observedGeneration !== d.metadata.generation || progressing?.reason !== "NewReplicaSetAvailable";
+    });
+    if (list.items.length > 0 && pending.length === 0) return;
+    if (Date.now() > deadline) {
+      throw new Error(`Deployments in ${namespace} not settled after ${timeoutMs} ms: ${pending.map((d) => d.metadata.name).join(", ")}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/**
  * A namespace of its own for one scenario, `<prefix>-<random>`; `remove()` deletes it without
  * waiting for its objects to go.
  */

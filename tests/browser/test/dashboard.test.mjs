@@ -10,7 +10,7 @@ import path from "node:path";
 import { test } from "node:test";
 
 import { openBrowser } from "../lib/browser.mjs";
-import { apply, kubectl, namespacedToken, testNamespace } from "../lib/cluster.mjs";
+import { apply, deploymentsSettled, kubectl, namespacedToken, testNamespace } from "../lib/cluster.mjs";
 import { eventually, proxyUnderPath, replicaBalancer, repoRoot, startK8sailor } from "../lib/servers.mjs";
 
 const logFile = (scenario) => path.join(repoRoot, "target", "browser", `${scenario}.k8sailor.log`);
@@ -548,6 +548,8 @@ test("dashboard: a dropped stream resumes on another replica with only what it m
   t.after(() => ns.remove());
   const names = Array.from({ length: 20 }, (_, i) => `d${String(i).padStart(2, "0")}`);
   await apply(names.map((name) => deployment(ns.name, name, 0)));
+  // The controller's status writes to the 20 would otherwise be among what replica B sends.
+  await deploymentsSettled(ns.name);
   const replicas = [
     await startK8sailor({ logFile: logFile("dashboard-resume-a") }),
     await startK8sailor({ logFile: logFile("dashboard-resume-b") }),
@@ -566,6 +568,12 @@ test("dashboard: a dropped stream resumes on another replica with only what it m
   await waitForCount(page, LIST_COUNT, 20, "the Deployments");
   const badge = page.locator("#connection");
   await eventually("the live badge", async () => (await badge.getAttribute("data-state")) === "live");
+  // A change after both replicas listed, so the version the page holds is one replica B can
+  // resume from: B's history begins at its own list's version, and one held from before it
+  // would rightly be 410 (start again), which sends everything.
+  await apply([deployment(ns.name, "marker", 0)]);
+  await waitForCount(page, LIST_COUNT, 21, "the Deployments with the marker");
+  await deploymentsSettled(ns.name);
 
   // Replica A goes away; while no replica answers, the namespace changes.
   service.use(null);
@@ -586,12 +594,12 @@ test("dashboard: a dropped stream resumes on another replica with only what it m
   assert.equal(answer.status(), 200, `the resumed watch: ${answer.url()}`);
   await row(page, ns.name, "during").waitFor({ timeout: 30_000 });
   await eventually("d00 gone", async () => (await row(page, ns.name, "d00").count()) === 0);
-  await waitForCount(page, LIST_COUNT, 20, "the Deployments after the changes");
+  await waitForCount(page, LIST_COUNT, 21, "the Deployments after the changes");
   await eventually("the live badge again", async () => (await badge.getAttribute("data-state")) === "live");
   await b.screenshot("resumed");
-  // Only what it missed crossed the wire: a fresh watch would have sent all 20 again.
+  // Only what it missed crossed the wire: a fresh watch would have sent all 21 again.
   const sent = (await watchEventsSent(replicas[1], "Deployment")) - sentBefore;
-  assert.ok(sent > 0 && sent < 20, `replica B sent ${sent} Deployment events on the resumed watch`);
+  assert.ok(sent > 0 && sent < 21, `replica B sent ${sent} Deployment events on the resumed watch`);
   b.check();
 });
 
