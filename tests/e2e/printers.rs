@@ -1,0 +1,793 @@
+//! The `printers` crate against the real kube-apiserver: for objects of every built-in kind
+//! and for custom resources, the apiserver's own Table (`Accept: ...;as=Table`, each row with
+//! its object) and `Printer::cells` of the row's object must agree, column definitions and
+//! every cell. A time-relative cell may have been rendered by the apiserver at any moment
+//! between our request and its answer, so it must match at one of those moments; every other
+//! cell must be equal.
+
+use std::time::{Duration, SystemTime};
+
+use jiff::Timestamp;
+use kube::Client;
+use printers::{Cell, Printer, builtin};
+use serde_json::{Value, json};
+
+use crate::support::{SOON, TestNamespace, cleanup_in_background, eventually};
+
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+
+/// One kind: its printer and where the apiserver lists it.
+struct Kind {
+    printer: fn() -> Printer,
+    /// `api/v1` or `apis/<group>/<version>`.
+    api: &'static str,
+    plural: &'static str,
+    namespaced: bool,
+}
+
+const fn kind(
+    printer: fn() -> Printer,
+    api: &'static str,
+    plural: &'static str,
+    namespaced: bool,
+) -> Kind {
+    Kind {
+        printer,
+        api,
+        plural,
+        namespaced,
+    }
+}
+
+const KINDS: &[Kind] = &[
+    kind(builtin::pod, "api/v1", "pods", true),
+    kind(builtin::deployment, "apis/apps/v1", "deployments", true),
+    kind(builtin::stateful_set, "apis/apps/v1", "statefulsets", true),
+    kind(builtin::daemon_set, "apis/apps/v1", "daemonsets", true),
+    kind(builtin::replica_set, "apis/apps/v1", "replicasets", true),
+    kind(builtin::job, "apis/batch/v1", "jobs", true),
+    kind(builtin::cron_job, "apis/batch/v1", "cronjobs", true),
+    kind(
+        builtin::horizontal_pod_autoscaler,
+        "apis/autoscaling/v2",
+        "horizontalpodautoscalers",
+        true,
+    ),
+    kind(
+        builtin::pod_disruption_budget,
+        "apis/policy/v1",
+        "poddisruptionbudgets",
+        true,
+    ),
+    kind(builtin::service, "api/v1", "services", true),
+    kind(
+        builtin::endpoint_slice,
+        "apis/discovery.k8s.io/v1",
+        "endpointslices",
+        true,
+    ),
+    kind(
+        builtin::ingress,
+        "apis/networking.k8s.io/v1",
+        "ingresses",
+        true,
+    ),
+    kind(
+        builtin::ingress_class,
+        "apis/networking.k8s.io/v1",
+        "ingressclasses",
+        false,
+    ),
+    kind(
+        builtin::network_policy,
+        "apis/networking.k8s.io/v1",
+        "networkpolicies",
+        true,
+    ),
+    kind(builtin::config_map, "api/v1", "configmaps", true),
+    kind(builtin::secret, "api/v1", "secrets", true),
+    kind(
+        builtin::persistent_volume_claim,
+        "api/v1",
+        "persistentvolumeclaims",
+        true,
+    ),
+    kind(
+        builtin::persistent_volume,
+        "api/v1",
+        "persistentvolumes",
+        false,
+    ),
+    kind(
+        builtin::storage_class,
+        "apis/storage.k8s.io/v1",
+        "storageclasses",
+        false,
+    ),
+    kind(builtin::service_account, "api/v1", "serviceaccounts", true),
+    kind(
+        builtin::role,
+        "apis/rbac.authorization.k8s.io/v1",
+        "roles",
+        true,
+    ),
+    kind(
+        builtin::role_binding,
+        "apis/rbac.authorization.k8s.io/v1",
+        "rolebindings",
+        true,
+    ),
+    kind(
+        builtin::cluster_role,
+        "apis/rbac.authorization.k8s.io/v1",
+        "clusterroles",
+        false,
+    ),
+    kind(
+        builtin::cluster_role_binding,
+        "apis/rbac.authorization.k8s.io/v1",
+        "clusterrolebindings",
+        false,
+    ),
+    kind(builtin::node, "api/v1", "nodes", false),
+    kind(builtin::namespace, "api/v1", "namespaces", false),
+    kind(builtin::event, "api/v1", "events", true),
+    kind(builtin::resource_quota, "api/v1", "resourcequotas", true),
+    kind(builtin::limit_range, "api/v1", "limitranges", true),
+    kind(
+        builtin::priority_class,
+        "apis/scheduling.k8s.io/v1",
+        "priorityclasses",
+        false,
+    ),
+    kind(
+        builtin::custom_resource_definition,
+        "apis/apiextensions.k8s.io/v1",
+        "customresourcedefinitions",
+        false,
+    ),
+];
+
+fn collection(api: &str, namespace: Option<&str>, plural: &str) -> String {
+    match namespace {
+        Some(ns) => format!("/{api}/namespaces/{ns}/{plural}"),
+        None => format!("/{api}/{plural}"),
+    }
+}
+
+async fn send(
+    client: &Client,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &Value,
+) -> Value {
+    let request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("Content-Type", content_type)
+        .body(serde_json::to_vec(body).expect("JSON"))
+        .expect("a request");
+    let text = client
+        .request_text(request)
+        .await
+        .unwrap_or_else(|e| panic!("{method} {path} {body}: {e}"));
+    serde_json::from_str(&text).expect("a JSON answer")
+}
+
+async fn create(
+    client: &Client,
+    api: &str,
+    namespace: Option<&str>,
+    plural: &str,
+    body: Value,
+) -> Value {
+    send(
+        client,
+        "POST",
+        &collection(api, namespace, plural),
+        "application/json",
+        &body,
+    )
+    .await
+}
+
+async fn patch_status(client: &Client, object_path: &str, status: Value) -> Value {
+    send(
+        client,
+        "PATCH",
+        &format!("{object_path}/status"),
+        "application/merge-patch+json",
+        &json!({"status": status}),
+    )
+    .await
+}
+
+/// The apiserver's Table of a collection, each row with its object, and the moments just
+/// before the request and just after the answer.
+async fn table(client: &Client, path: &str) -> (Value, SystemTime, SystemTime) {
+    let request = http::Request::builder()
+        .uri(format!("{path}?includeObject=Object"))
+        .header("Accept", TABLE)
+        .body(Vec::new())
+        .expect("a request");
+    let before = SystemTime::now();
+    let text = client
+        .request_text(request)
+        .await
+        .unwrap_or_else(|e| panic!("GET {path} as a Table: {e}"));
+    let after = SystemTime::now();
+    (serde_json::from_str(&text).expect("a Table"), before, after)
+}
+
+fn time_relative(cell: &Cell) -> bool {
+    matches!(cell, Cell::Age(_) | Cell::Restarts { .. })
+}
+
+fn same(ours: &Value, theirs: &Value) -> bool {
+    match (ours, theirs) {
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        _ => ours == theirs,
+    }
+}
+
+/// Compares the apiserver's Table of `path` with `printer`'s columns and cells for each
+/// row's object; returns how many rows were compared.
+async fn compare(client: &Client, path: &str, printer: &Printer) -> usize {
+    let (table, before, after) = table(client, path).await;
+    assert_eq!(
+        serde_json::to_value(printer.columns()).expect("columns as JSON"),
+        table["columnDefinitions"],
+        "{path}: column definitions"
+    );
+    let rows = table["rows"].as_array().map_or(&[][..], Vec::as_slice);
+    for row in rows {
+        let object = &row["object"];
+        let name = &object["metadata"]["name"];
+        let theirs = row["cells"].as_array().expect("cells");
+        let ours = printer.cells(object);
+        assert_eq!(ours.len(), theirs.len(), "{path} {name}: cells {theirs:?}");
+        for (i, (cell, their)) in ours.iter().zip(theirs).enumerate() {
+            let column = &printer.columns()[i].name;
+            if time_relative(cell) {
+                // The apiserver rendered it at some moment in [before, after]; try each
+                // tenth of a second of that span, with a second's slack either side.
+                let mut moment = before - Duration::from_secs(1);
+                let mut seen = Vec::new();
+                while moment <= after + Duration::from_secs(1) {
+                    let value = cell.to_table_value(moment);
+                    if same(&value, their) {
+                        break;
+                    }
+                    seen.push(value);
+                    moment += Duration::from_millis(100);
+                }
+                assert!(
+                    moment <= after + Duration::from_secs(1),
+                    "{path} {name} {column}: apiserver {their}, ours {seen:?} ({cell:?})"
+                );
+            } else {
+                let value = cell.to_table_value(after);
+                assert!(
+                    same(&value, their),
+                    "{path} {name} {column}: apiserver {their}, ours {value} ({cell:?})"
+                );
+            }
+        }
+    }
+    rows.len()
+}
+
+/// Cluster-scoped objects this test made, deleted when it ends; pods whose finalizer kept
+/// them Terminating get it removed, and pods bound to our kubelet-less node are deleted at
+/// once (no kubelet would confirm a graceful deletion), so their namespace can go.
+#[derive(Default)]
+struct Cleanup {
+    delete: Vec<String>,
+    unfinalize: Vec<String>,
+    force: Vec<String>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let (delete, unfinalize) = (self.delete.clone(), self.unfinalize.clone());
+        let force = self.force.clone();
+        cleanup_in_background(move |client| async move {
+            for path in unfinalize {
+                let request = http::Request::builder()
+                    .method("PATCH")
+                    .uri(path)
+                    .header("Content-Type", "application/merge-patch+json")
+                    .body(br#"{"metadata":{"finalizers":null}}"#.to_vec());
+                if let Ok(request) = request {
+                    let _ = client.request_text(request).await;
+                }
+            }
+            let now = br#"{"gracePeriodSeconds":0}"#;
+            let forced = force.into_iter().map(|path| (path, now.to_vec()));
+            let deleted = delete.into_iter().map(|path| (path, Vec::new()));
+            for (path, body) in forced.chain(deleted) {
+                let request = http::Request::builder()
+                    .method("DELETE")
+                    .uri(path)
+                    .header("Content-Type", "application/json")
+                    .body(body);
+                if let Ok(request) = request {
+                    let _ = client.request_text(request).await;
+                }
+            }
+        });
+    }
+}
+
+fn ago(seconds: i64) -> String {
+    let t = Timestamp::now() - jiff::SignedDuration::from_secs(seconds);
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// A `metav1.MicroTime`, `millis` milliseconds ago.
+fn micro_ago(millis: i64) -> String {
+    let t = Timestamp::now() - jiff::SignedDuration::from_millis(millis);
+    t.strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string()
+}
+
+fn container(name: &str) -> Value {
+    json!({"name": name, "image": format!("example.com/{name}:1")})
+}
+
+fn template(labels: Value) -> Value {
+    json!({"metadata": {"labels": labels},
+           "spec": {"containers": [container("app"), container("side")]}})
+}
+
+/// Pods whose statuses exercise `printPod`'s rules (the status subresource takes whatever
+/// status we write: no kubelet runs here).
+async fn make_pods(client: &Client, ns: &str, node: &str, cleanup: &mut Cleanup) {
+    let pod = |name: &str, spec: Value| json!({"metadata": {"name": name}, "spec": spec});
+    let path = |name: &str| format!("/api/v1/namespaces/{ns}/pods/{name}");
+    let two = json!({"containers": [container("a"), container("b")], "nodeName": node});
+    create(
+        client,
+        "api/v1",
+        Some(ns),
+        "pods",
+        pod("pending", json!({"containers": [container("a")]})),
+    )
+    .await;
+
+    create(
+        client,
+        "api/v1",
+        Some(ns),
+        "pods",
+        pod("crashing", two.clone()),
+    )
+    .await;
+    patch_status(client, &path("crashing"), json!({
+        "phase": "Running", "podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}],
+        "conditions": [{"type": "Ready", "status": "False"}],
+        "containerStatuses": [
+            {"name": "a", "image": "example.com/a:1", "imageID": "", "ready": true, "restartCount": 3,
+             "state": {"running": {"startedAt": ago(200)}},
+             "lastState": {"terminated": {"exitCode": 1, "startedAt": ago(900), "finishedAt": ago(300)}}},
+            {"name": "b", "image": "example.com/b:1", "imageID": "", "ready": false, "restartCount": 7,
+             "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+             "lastState": {"terminated": {"exitCode": 2, "startedAt": ago(9000), "finishedAt": ago(8000)}}}]})).await;
+
+    let init = json!({"initContainers": [container("i1"), container("i2"),
+                                         {"name": "sidecar", "image": "x", "restartPolicy": "Always"}],
+                      "containers": [container("a")], "nodeName": node});
+    create(
+        client,
+        "api/v1",
+        Some(ns),
+        "pods",
+        pod("initializing", init),
+    )
+    .await;
+    patch_status(client, &path("initializing"), json!({
+        "phase": "Pending",
+        "initContainerStatuses": [
+            {"name": "i1", "image": "example.com/i1:1", "imageID": "", "ready": false, "restartCount": 0,
+             "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": ago(60), "finishedAt": ago(50)}}},
+            {"name": "i2", "image": "example.com/i2:1", "imageID": "", "ready": false, "restartCount": 1,
+             "state": {"running": {"startedAt": ago(40)}},
+             "lastState": {"terminated": {"exitCode": 1, "startedAt": ago(48), "finishedAt": ago(45)}}},
+            {"name": "sidecar", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+             "state": {"waiting": {"reason": "PodInitializing"}}}],
+        "containerStatuses": [{"name": "a", "image": "example.com/a:1", "imageID": "", "ready": false,
+                               "restartCount": 0, "state": {"waiting": {"reason": "PodInitializing"}}}]})).await;
+
+    let gated = json!({"containers": [container("a")],
+                       "readinessGates": [{"conditionType": "example.com/lb"}, {"conditionType": "example.com/dns"}]});
+    create(client, "api/v1", Some(ns), "pods", pod("gated", gated)).await;
+    patch_status(
+        client,
+        &path("gated"),
+        json!({"phase": "Pending", "nominatedNodeName": node,
+        "conditions": [{"type": "example.com/lb", "status": "True"}]}),
+    )
+    .await;
+
+    create(
+        client,
+        "api/v1",
+        Some(ns),
+        "pods",
+        pod(
+            "completed",
+            json!({"containers": [container("a")], "nodeName": node, "restartPolicy": "Never"}),
+        ),
+    )
+    .await;
+    patch_status(client, &path("completed"), json!({"phase": "Succeeded", "containerStatuses": [
+        {"name": "a", "image": "example.com/a:1", "imageID": "", "ready": false, "restartCount": 0,
+         "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": ago(30), "finishedAt": ago(20)}}}]})).await;
+
+    create(
+        client,
+        "api/v1",
+        Some(ns),
+        "pods",
+        json!({"metadata": {"name": "terminating", "finalizers": ["example.com/hold"]},
+               "spec": {"containers": [container("a")], "nodeName": node}}),
+    )
+    .await;
+    cleanup.unfinalize.push(path("terminating"));
+    for bound in ["crashing", "initializing", "completed", "terminating"] {
+        cleanup.force.push(path(bound));
+    }
+    patch_status(
+        client,
+        &path("terminating"),
+        json!({"phase": "Running", "containerStatuses": [
+        {"name": "a", "image": "example.com/a:1", "imageID": "", "ready": true, "restartCount": 0,
+         "state": {"running": {"startedAt": ago(30)}}}]}),
+    )
+    .await;
+    send(
+        client,
+        "DELETE",
+        &path("terminating"),
+        "application/json",
+        &json!({}),
+    )
+    .await;
+}
+
+/// Creates each of `objects` (`api`, plural, body) in `namespace`, or cluster-wide (then
+/// deleted by `cleanup`).
+async fn create_all(
+    client: &Client,
+    namespace: Option<&str>,
+    objects: Vec<(&str, &str, Value)>,
+    cleanup: &mut Cleanup,
+) {
+    for (api, plural, body) in objects {
+        let created = create(client, api, namespace, plural, body).await;
+        if namespace.is_none() {
+            let name = created["metadata"]["name"].as_str().expect("a name");
+            cleanup.delete.push(format!("/{api}/{plural}/{name}"));
+        }
+    }
+}
+
+/// One or more objects of every built-in kind, in `ns` or named after it.
+async fn make_objects(client: &Client, ns: &str, cleanup: &mut Cleanup) {
+    let node = format!("{ns}-node");
+    let class = format!("{ns}-class");
+    let fast = format!("{ns}-fast");
+    let pv = format!("{ns}-pv");
+    let reader = format!("{ns}-reader");
+    let (rbac, storage, networking) = (
+        "apis/rbac.authorization.k8s.io/v1",
+        "apis/storage.k8s.io/v1",
+        "apis/networking.k8s.io/v1",
+    );
+    let subjects = json!([{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"},
+        {"kind": "User", "name": "bob", "apiGroup": "rbac.authorization.k8s.io"},
+        {"kind": "Group", "name": "devs", "apiGroup": "rbac.authorization.k8s.io"},
+        {"kind": "ServiceAccount", "name": "robot", "namespace": ns}]);
+    create_all(client, None, vec![
+        ("api/v1", "nodes", json!({"metadata": {"name": node, "labels": {
+            "node-role.kubernetes.io/worker": "", "kubernetes.io/role": "edge"}},
+            "spec": {"unschedulable": true}})),
+        (networking, "ingressclasses", json!({"metadata": {"name": class}, "spec": {
+            "controller": "example.com/ingress", "parameters": {"apiGroup": "example.com", "kind": "Params",
+            "name": "p", "scope": "Namespace", "namespace": ns}}})),
+        (storage, "storageclasses", json!({"metadata": {"name": fast,
+            "annotations": {"storageclass.kubernetes.io/is-default-class": "false"}},
+            "provisioner": "example.com/fast", "reclaimPolicy": "Retain", "allowVolumeExpansion": true,
+            "volumeBindingMode": "WaitForFirstConsumer"})),
+        (storage, "storageclasses", json!({"metadata": {"name": format!("{ns}-default"),
+            "annotations": {"storageclass.beta.kubernetes.io/is-default-class": "true"}},
+            "provisioner": "example.com/slow"})),
+        ("api/v1", "persistentvolumes", json!({"metadata": {"name": pv}, "spec": {
+            "capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce", "ReadOnlyMany"],
+            "persistentVolumeReclaimPolicy": "Retain", "storageClassName": fast, "volumeMode": "Filesystem",
+            "hostPath": {"path": "/tmp/x"}, "claimRef": {"namespace": ns, "name": "bound"}}})),
+        ("api/v1", "persistentvolumes", json!({"metadata": {"name": format!("{ns}-free"),
+            "annotations": {"volume.beta.kubernetes.io/storage-class": "legacy"}}, "spec": {
+            "capacity": {"storage": "1500Mi"}, "accessModes": ["ReadWriteMany"], "hostPath": {"path": "/tmp/y"}}})),
+        (rbac, "clusterroles", json!({"metadata": {"name": reader},
+            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]})),
+        (rbac, "clusterrolebindings", json!({"metadata": {"name": reader},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": reader},
+            "subjects": subjects})),
+        ("apis/scheduling.k8s.io/v1", "priorityclasses", json!({"metadata": {"name": format!("{ns}-high")},
+            "value": 100000, "preemptionPolicy": "Never", "description": "test"})),
+        ("apis/apiextensions.k8s.io/v1", "customresourcedefinitions",
+            widget_crd(&format!("{ns}.example.com"), "gadgets", "Gadget", None)),
+    ], cleanup).await;
+    patch_status(client, &format!("/api/v1/nodes/{node}"), json!({
+        "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": ago(5), "lastTransitionTime": ago(100),
+                        "reason": "KubeletReady", "message": "ready"}],
+        "addresses": [{"type": "InternalIP", "address": "10.9.0.1"}, {"type": "Hostname", "address": node}],
+        "nodeInfo": {"kubeletVersion": "v1.35.4", "osImage": "Test OS", "kernelVersion": "6.1", "containerRuntimeVersion": "",
+                     "machineID": "", "systemUUID": "", "bootID": "", "kubeProxyVersion": "", "operatingSystem": "linux",
+                     "architecture": "amd64"}})).await;
+
+    make_pods(client, ns, &node, cleanup).await;
+
+    let mut ds_template = template(json!({"app": "agent"}));
+    ds_template["spec"]["nodeSelector"] = json!({"disk": "ssd", "arch": "amd64"});
+    let job_template =
+        json!({"spec": {"restartPolicy": "Never", "containers": [container("work")]}});
+    let backend = json!({"service": {"name": "web", "port": {"number": 80}}});
+    let rule = |host: &str| json!({"host": host, "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]}});
+    let (apps, batch, autoscaling, policy) = (
+        "apis/apps/v1",
+        "apis/batch/v1",
+        "apis/autoscaling/v2",
+        "apis/policy/v1",
+    );
+    create_all(client, Some(ns), vec![
+        (apps, "deployments", json!({"metadata": {"name": "web"}, "spec": {
+            "replicas": 2, "selector": {"matchLabels": {"app": "web"}, "matchExpressions": [
+                {"key": "tier", "operator": "In", "values": ["b", "a"]}]},
+            "template": template(json!({"app": "web", "tier": "a"}))}})),
+        (apps, "statefulsets", json!({"metadata": {"name": "db"}, "spec": {
+            "replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+            "template": template(json!({"app": "db"}))}})),
+        (apps, "daemonsets", json!({"metadata": {"name": "agent"}, "spec": {
+            "selector": {"matchLabels": {"app": "agent"}}, "template": ds_template}})),
+        (apps, "replicasets", json!({"metadata": {"name": "lone"}, "spec": {
+            "replicas": 0, "selector": {"matchExpressions": [{"key": "app", "operator": "Exists"},
+                {"key": "legacy", "operator": "DoesNotExist"}]},
+            "template": template(json!({"app": "lone"}))}})),
+        (batch, "jobs", json!({"metadata": {"name": "batch"}, "spec": {
+            "completions": 3, "parallelism": 2, "template": job_template}})),
+        (batch, "jobs", json!({"metadata": {"name": "paused"}, "spec": {
+            "suspend": true, "parallelism": 4, "completions": null, "template": job_template}})),
+        (batch, "cronjobs", json!({"metadata": {"name": "nightly"}, "spec": {
+            "schedule": "0 3 * * *", "timeZone": "Europe/Paris", "suspend": true,
+            "jobTemplate": {"spec": {"template": job_template}}}})),
+        (batch, "cronjobs", json!({"metadata": {"name": "often"}, "spec": {
+            "schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": job_template}}}})),
+        (autoscaling, "horizontalpodautoscalers", json!({"metadata": {"name": "web"}, "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1, "maxReplicas": 5, "metrics": [
+                {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}},
+                {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "10"}}},
+                {"type": "External", "external": {"metric": {"name": "queue"}, "target": {"type": "Value", "value": "30"}}}]}})),
+        (autoscaling, "horizontalpodautoscalers", json!({"metadata": {"name": "db"}, "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"}, "maxReplicas": 3, "metrics": [
+                {"type": "ContainerResource", "containerResource": {"name": "memory", "container": "app",
+                 "target": {"type": "AverageValue", "averageValue": "512Mi"}}}]}})),
+        (policy, "poddisruptionbudgets", json!({"metadata": {"name": "half"}, "spec": {
+            "minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}}})),
+        (policy, "poddisruptionbudgets", json!({"metadata": {"name": "one"}, "spec": {
+            "maxUnavailable": 1, "selector": {"matchLabels": {"app": "db"}}}})),
+        ("api/v1", "services", json!({"metadata": {"name": "web"}, "spec": {"selector": {"app": "web", "tier": "a"},
+            "ports": [{"name": "http", "port": 80, "targetPort": 8080}, {"name": "dns", "port": 53, "protocol": "UDP"}]}})),
+        ("api/v1", "services", json!({"metadata": {"name": "node"}, "spec": {
+            "type": "NodePort", "externalIPs": ["192.0.2.10"], "ports": [{"port": 443}]}})),
+        ("api/v1", "services", json!({"metadata": {"name": "lb"}, "spec": {
+            "type": "LoadBalancer", "externalIPs": ["192.0.2.20"], "ports": [{"port": 80}]}})),
+        ("api/v1", "services", json!({"metadata": {"name": "lb-pending"}, "spec": {
+            "type": "LoadBalancer", "ports": [{"port": 80}]}})),
+        ("api/v1", "services", json!({"metadata": {"name": "ext"}, "spec": {
+            "type": "ExternalName", "externalName": "db.example.com"}})),
+        ("api/v1", "services", json!({"metadata": {"name": "headless"}, "spec": {
+            "clusterIP": "None", "selector": {"app": "db"}}})),
+        ("apis/discovery.k8s.io/v1", "endpointslices", json!({"metadata": {"name": "manual"}, "addressType": "IPv4",
+            "ports": [{"port": 80, "name": "http"}, {"name": "named"}, {}, {"name": "nine", "port": 9}],
+            "endpoints": [{"addresses": ["10.2.0.1", "10.2.0.2"]}, {"addresses": ["10.2.0.3"]}, {"addresses": ["10.2.0.4"]}]})),
+        ("apis/discovery.k8s.io/v1", "endpointslices", json!({"metadata": {"name": "empty"}, "addressType": "FQDN"})),
+        (networking, "ingresses", json!({"metadata": {"name": "many"}, "spec": {
+            "ingressClassName": class, "tls": [{"hosts": ["a.example.com"]}],
+            "rules": [rule("a.example.com"), {"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]}},
+                      rule("c.example.com"), rule("d.example.com"), rule("e.example.com")]}})),
+        (networking, "ingresses", json!({"metadata": {"name": "default"}, "spec": {"defaultBackend": backend}})),
+        (networking, "networkpolicies", json!({"metadata": {"name": "db"}, "spec": {"podSelector": {
+            "matchLabels": {"app": "db"}, "matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["dev"]}]}}})),
+        (networking, "networkpolicies", json!({"metadata": {"name": "all"}, "spec": {"podSelector": {}}})),
+        ("api/v1", "configmaps", json!({"metadata": {"name": "settings"},
+            "data": {"a": "1", "b": "2"}, "binaryData": {"c": "AAE="}})),
+        ("api/v1", "secrets", json!({"metadata": {"name": "creds"}, "type": "Opaque",
+            "data": {"user": "YQ==", "password": "Yg=="}})),
+        ("api/v1", "secrets", json!({"metadata": {"name": "tls"}, "type": "kubernetes.io/tls",
+            "stringData": {"tls.crt": "x", "tls.key": "y"}})),
+        ("api/v1", "serviceaccounts", json!({"metadata": {"name": "robot"}})),
+        ("api/v1", "persistentvolumeclaims", json!({"metadata": {"name": "bound"}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+            "storageClassName": fast, "volumeName": pv}})),
+        ("api/v1", "persistentvolumeclaims", json!({"metadata": {"name": "waiting"}, "spec": {
+            "accessModes": ["ReadWriteOncePod"], "resources": {"requests": {"storage": "1Gi"}}, "volumeMode": "Block"}})),
+        (rbac, "roles", json!({"metadata": {"name": "reader"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]})),
+        (rbac, "rolebindings", json!({"metadata": {"name": "readers"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"}, "subjects": subjects})),
+        ("api/v1", "events", json!({"metadata": {"name": "pulled"}, "type": "Normal", "reason": "Pulled",
+            "message": "  Pulled the image \n", "involvedObject": {"kind": "Pod", "name": "crashing", "namespace": ns,
+            "fieldPath": "spec.containers{a}"}, "source": {"component": "kubelet", "host": node},
+            "firstTimestamp": ago(4000), "lastTimestamp": ago(70), "count": 5})),
+        ("api/v1", "events", json!({"metadata": {"name": "series"}, "type": "Warning", "reason": "BackOff",
+            "message": "Back-off", "involvedObject": {"kind": "Pod", "name": "crashing", "namespace": ns},
+            "eventTime": micro_ago(600_000), "reportingComponent": "example.com/controller",
+            "reportingInstance": "instance-1", "action": "Restart",
+            "series": {"count": 9, "lastObservedTime": micro_ago(2500)}})),
+        ("api/v1", "events", json!({"metadata": {"name": "bare"}, "reason": "Checked", "message": "x",
+            "involvedObject": {"kind": "ConfigMap", "namespace": ns}})),
+        ("api/v1", "resourcequotas", json!({"metadata": {"name": "quota"}, "spec": {"hard": {
+            "pods": "10", "limits.cpu": "4", "limits.memory": "8Gi", "requests.cpu": "2", "count/deployments.apps": "3"}}})),
+        ("api/v1", "limitranges", json!({"metadata": {"name": "limits"}, "spec": {"limits": [
+            {"type": "Container", "default": {"cpu": "500m"}}]}})),
+    ], cleanup).await;
+
+    let object =
+        |api: &str, plural: &str, name: &str| format!("/{api}/namespaces/{ns}/{plural}/{name}");
+    patch_status(
+        client,
+        &object(batch, "cronjobs", "often"),
+        json!({"lastScheduleTime": ago(400)}),
+    )
+    .await;
+    patch_status(
+        client,
+        &object("api/v1", "services", "lb"),
+        json!({"loadBalancer": {"ingress": [
+        {"hostname": "lb.example.com"}, {"ip": "203.0.113.7"}]}}),
+    )
+    .await;
+    patch_status(client, &object(networking, "ingresses", "many"),
+        json!({"loadBalancer": {"ingress": [{"ip": "203.0.113.9"}, {"hostname": "in.example.com"}]}})).await;
+    patch_status(client, &object("api/v1", "persistentvolumeclaims", "bound"), json!({
+        "phase": "Bound", "capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce", "ReadOnlyMany"]})).await;
+}
+
+#[tokio::test]
+async fn every_builtin_kind_prints_as_the_apiserver_does() {
+    let ns = TestNamespace::new("printers").await;
+    let mut cleanup = Cleanup::default();
+    let client = ns.client.clone();
+    make_objects(&client, &ns.name, &mut cleanup).await;
+
+    for kind in KINDS {
+        let namespace = kind.namespaced.then_some(ns.name.as_str());
+        let path = collection(kind.api, namespace, kind.plural);
+        let rows = compare(&client, &path, &(kind.printer)()).await;
+        assert!(rows > 0, "{path}: no objects to compare");
+    }
+}
+
+fn widget_crd(group: &str, plural: &str, kind: &str, columns: Option<Value>) -> Value {
+    let mut version = json!({"name": "v1", "served": true, "storage": true,
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}});
+    if let Some(columns) = columns {
+        version["additionalPrinterColumns"] = columns;
+    }
+    json!({"metadata": {"name": format!("{plural}.{group}")}, "spec": {
+        "group": group, "scope": "Namespaced", "versions": [version],
+        "names": {"plural": plural, "singular": plural.trim_end_matches('s'),
+                  "kind": kind, "listKind": format!("{kind}List")}}})
+}
+
+fn printer_columns() -> Value {
+    json!([
+        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+        {"name": "Ratio", "type": "number", "jsonPath": ".spec.ratio", "priority": 1},
+        {"name": "On", "type": "boolean", "jsonPath": ".spec.on", "description": "Whether it is on"},
+        {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
+        {"name": "Since", "type": "date", "jsonPath": ".status.conditions[0].lastTransitionTime"},
+        {"name": "Color", "type": "string", "jsonPath": ".spec.color"},
+        {"name": "Tags", "type": "string", "jsonPath": ".spec.tags[*]"},
+        {"name": "Last", "type": "string", "jsonPath": ".spec.tags[-1:]"},
+        {"name": "Missing", "type": "string", "jsonPath": ".spec.nope.deeper"},
+        {"name": "OutOfRange", "type": "string", "jsonPath": ".spec.tags[7]"},
+        {"name": "Mismatch", "type": "string", "jsonPath": ".status.conditions[?(@.n==\"1\")].type"},
+        {"name": "Big", "type": "string", "jsonPath": ".spec.big", "format": "float"},
+        {"name": "BigNumber", "type": "number", "jsonPath": ".spec.big"},
+        {"name": "Truncated", "type": "integer", "jsonPath": ".spec.ratio"},
+        {"name": "Nothing", "type": "string", "jsonPath": ".spec.nothing"},
+        {"name": "Created", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ])
+}
+
+async fn wait_established(client: &Client, name: &str) {
+    let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}");
+    eventually(SOON, "the CRD established", || async {
+        let request = http::Request::builder().uri(&path).body(Vec::new()).ok()?;
+        let crd: Value = serde_json::from_str(&client.request_text(request).await.ok()?).ok()?;
+        crd["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .any(|c| c["type"] == "Established" && c["status"] == "True")
+            .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn custom_resources_print_as_the_apiserver_does() {
+    let ns = TestNamespace::new("printers-crd").await;
+    let client = ns.client.clone();
+    let group = format!("{}.example.com", ns.name);
+    let mut cleanup = Cleanup::default();
+    let crds = "apis/apiextensions.k8s.io/v1";
+    for (plural, kind, columns) in [
+        ("widgets", "Widget", Some(printer_columns())),
+        ("plains", "Plain", None),
+    ] {
+        let crd = create(
+            &client,
+            crds,
+            None,
+            "customresourcedefinitions",
+            widget_crd(&group, plural, kind, columns),
+        )
+        .await;
+        let name = crd["metadata"]["name"]
+            .as_str()
+            .expect("a CRD name")
+            .to_owned();
+        cleanup
+            .delete
+            .push(format!("/{crds}/customresourcedefinitions/{name}"));
+        wait_established(&client, &name).await;
+    }
+
+    let api = format!("apis/{group}/v1");
+    let object = |kind: &str, name: &str, spec: Value, status: Value| {
+        json!({"apiVersion": format!("{group}/v1"),
+        "kind": kind, "metadata": {"name": name}, "spec": spec, "status": status})
+    };
+    create(&client, &api, Some(&ns.name), "widgets", object("Widget", "full", json!({
+        "size": 3, "ratio": 2.75, "on": true, "color": {"r": 255, "name": "<red & hot>"},
+        "tags": ["a", "b", "c"], "big": 1234567.5, "nothing": null}),
+        json!({"conditions": [{"type": "Progressing", "status": "True", "n": 1, "lastTransitionTime": ago(3700)},
+                              {"type": "Ready", "status": "False", "n": 2}]}))).await;
+    create(
+        &client,
+        &api,
+        Some(&ns.name),
+        "widgets",
+        object("Widget", "empty", json!({}), json!({})),
+    )
+    .await;
+    create(&client, &api, Some(&ns.name), "widgets", object("Widget", "odd", json!({
+        "size": "three", "ratio": -1.5, "on": "yes", "tags": [], "big": 100000}),
+        json!({"conditions": [{"type": "Ready", "status": "True", "n": "1", "lastTransitionTime": "yesterday"}]}))).await;
+    create(
+        &client,
+        &api,
+        Some(&ns.name),
+        "plains",
+        object("Plain", "plain", json!({}), json!({})),
+    )
+    .await;
+
+    let custom = Printer::custom(Some(&printer_columns())).expect("the columns parse");
+    let rows = compare(
+        &client,
+        &collection(&api, Some(&ns.name), "widgets"),
+        &custom,
+    )
+    .await;
+    assert_eq!(rows, 3);
+    let plain = Printer::custom(None).expect("no columns");
+    let rows = compare(&client, &collection(&api, Some(&ns.name), "plains"), &plain).await;
+    assert_eq!(rows, 1);
+}
