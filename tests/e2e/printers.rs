@@ -758,7 +758,8 @@ async fn custom_resources_print_as_the_apiserver_does() {
         "size": 3, "ratio": 2.75, "on": true, "color": {"r": 255, "name": "<red & hot>"},
         "tags": ["a", "b", "c"], "big": 1234567.5, "nothing": null}),
         json!({"conditions": [{"type": "Progressing", "status": "True", "n": 1, "lastTransitionTime": ago(3700)},
-                              {"type": "Ready", "status": "False", "n": 2}]}))).await;
+                              {"type": "Ready", "status": "False", "n": 2},
+                {"type": "Late", "status": "True", "n": "1"}]}))).await;
     create(
         &client,
         &api,
