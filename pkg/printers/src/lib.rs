@@ -280,6 +280,15 @@ mod tests {
     }
 
     #[test]
+    fn printers_and_cells_can_be_shared_across_threads() {
+        fn shared<T: Send + Sync + Clone>() {}
+        shared::<Printer>();
+        shared::<Cell>();
+        // Cells are kept per object in the cache: a time and a count at most.
+        assert!(std::mem::size_of::<Cell>() <= 32);
+    }
+
+    #[test]
     fn default_columns_are_name_and_created_at() {
         let printer = Printer::default_columns();
         let names: Vec<_> = printer.columns().iter().map(|c| &*c.name).collect();
