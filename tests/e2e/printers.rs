@@ -39,110 +39,77 @@ const fn kind(
     }
 }
 
+const CORE: &str = "api/v1";
+const APPS: &str = "apis/apps/v1";
+const BATCH: &str = "apis/batch/v1";
+const AUTOSCALING: &str = "apis/autoscaling/v2";
+const POLICY: &str = "apis/policy/v1";
+const DISCOVERY: &str = "apis/discovery.k8s.io/v1";
+const NETWORKING: &str = "apis/networking.k8s.io/v1";
+const STORAGE: &str = "apis/storage.k8s.io/v1";
+const RBAC: &str = "apis/rbac.authorization.k8s.io/v1";
+const SCHEDULING: &str = "apis/scheduling.k8s.io/v1";
+const APIEXTENSIONS: &str = "apis/apiextensions.k8s.io/v1";
+
 const KINDS: &[Kind] = &[
-    kind(builtin::pod, "api/v1", "pods", true),
-    kind(builtin::deployment, "apis/apps/v1", "deployments", true),
-    kind(builtin::stateful_set, "apis/apps/v1", "statefulsets", true),
-    kind(builtin::daemon_set, "apis/apps/v1", "daemonsets", true),
-    kind(builtin::replica_set, "apis/apps/v1", "replicasets", true),
-    kind(builtin::job, "apis/batch/v1", "jobs", true),
-    kind(builtin::cron_job, "apis/batch/v1", "cronjobs", true),
+    kind(builtin::pod, CORE, "pods", true),
+    kind(builtin::deployment, APPS, "deployments", true),
+    kind(builtin::stateful_set, APPS, "statefulsets", true),
+    kind(builtin::daemon_set, APPS, "daemonsets", true),
+    kind(builtin::replica_set, APPS, "replicasets", true),
+    kind(builtin::job, BATCH, "jobs", true),
+    kind(builtin::cron_job, BATCH, "cronjobs", true),
     kind(
         builtin::horizontal_pod_autoscaler,
-        "apis/autoscaling/v2",
+        AUTOSCALING,
         "horizontalpodautoscalers",
         true,
     ),
     kind(
         builtin::pod_disruption_budget,
-        "apis/policy/v1",
+        POLICY,
         "poddisruptionbudgets",
         true,
     ),
-    kind(builtin::service, "api/v1", "services", true),
-    kind(
-        builtin::endpoint_slice,
-        "apis/discovery.k8s.io/v1",
-        "endpointslices",
-        true,
-    ),
-    kind(
-        builtin::ingress,
-        "apis/networking.k8s.io/v1",
-        "ingresses",
-        true,
-    ),
-    kind(
-        builtin::ingress_class,
-        "apis/networking.k8s.io/v1",
-        "ingressclasses",
-        false,
-    ),
-    kind(
-        builtin::network_policy,
-        "apis/networking.k8s.io/v1",
-        "networkpolicies",
-        true,
-    ),
-    kind(builtin::config_map, "api/v1", "configmaps", true),
-    kind(builtin::secret, "api/v1", "secrets", true),
+    kind(builtin::service, CORE, "services", true),
+    kind(builtin::endpoint_slice, DISCOVERY, "endpointslices", true),
+    kind(builtin::ingress, NETWORKING, "ingresses", true),
+    kind(builtin::ingress_class, NETWORKING, "ingressclasses", false),
+    kind(builtin::network_policy, NETWORKING, "networkpolicies", true),
+    kind(builtin::config_map, CORE, "configmaps", true),
+    kind(builtin::secret, CORE, "secrets", true),
     kind(
         builtin::persistent_volume_claim,
-        "api/v1",
+        CORE,
         "persistentvolumeclaims",
         true,
     ),
-    kind(
-        builtin::persistent_volume,
-        "api/v1",
-        "persistentvolumes",
-        false,
-    ),
-    kind(
-        builtin::storage_class,
-        "apis/storage.k8s.io/v1",
-        "storageclasses",
-        false,
-    ),
-    kind(builtin::service_account, "api/v1", "serviceaccounts", true),
-    kind(
-        builtin::role,
-        "apis/rbac.authorization.k8s.io/v1",
-        "roles",
-        true,
-    ),
-    kind(
-        builtin::role_binding,
-        "apis/rbac.authorization.k8s.io/v1",
-        "rolebindings",
-        true,
-    ),
-    kind(
-        builtin::cluster_role,
-        "apis/rbac.authorization.k8s.io/v1",
-        "clusterroles",
-        false,
-    ),
+    kind(builtin::persistent_volume, CORE, "persistentvolumes", false),
+    kind(builtin::storage_class, STORAGE, "storageclasses", false),
+    kind(builtin::service_account, CORE, "serviceaccounts", true),
+    kind(builtin::role, RBAC, "roles", true),
+    kind(builtin::role_binding, RBAC, "rolebindings", true),
+    kind(builtin::cluster_role, RBAC, "clusterroles", false),
     kind(
         builtin::cluster_role_binding,
-        "apis/rbac.authorization.k8s.io/v1",
+        RBAC,
         "clusterrolebindings",
         false,
     ),
-    kind(builtin::node, "api/v1", "nodes", false),
-    kind(builtin::namespace, "api/v1", "namespaces", false),
-    kind(builtin::event, "api/v1", "events", true),
-    kind(builtin::resource_quota, "api/v1", "resourcequotas", true),
-    kind(builtin::limit_range, "api/v1", "limitranges", true),
+    kind(builtin::node, CORE, "nodes", false),
+    kind(builtin::namespace, CORE, "namespaces", false),
+    kind(builtin::event, CORE, "events", true),
+    kind(builtin::resource_quota, CORE, "resourcequotas", true),
+    kind(builtin::limit_range, CORE, "limitranges", true),
     kind(
         builtin::priority_class,
-        "apis/scheduling.k8s.io/v1",
+        SCHEDULING,
         "priorityclasses",
         false,
     ),
     kind(
         builtin::custom_resource_definition,
-        "apis/apiextensions.k8s.io/v1",
+        APIEXTENSIONS,
         "customresourcedefinitions",
         false,
     ),
@@ -348,21 +315,14 @@ async fn make_pods(client: &Client, ns: &str, node: &str, cleanup: &mut Cleanup)
     let two = json!({"containers": [container("a"), container("b")], "nodeName": node});
     create(
         client,
-        "api/v1",
+        CORE,
         Some(ns),
         "pods",
         pod("pending", json!({"containers": [container("a")]})),
     )
     .await;
 
-    create(
-        client,
-        "api/v1",
-        Some(ns),
-        "pods",
-        pod("crashing", two.clone()),
-    )
-    .await;
+    create(client, CORE, Some(ns), "pods", pod("crashing", two.clone())).await;
     patch_status(client, &path("crashing"), json!({
         "phase": "Running", "podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}],
         "conditions": [{"type": "Ready", "status": "False"}],
@@ -377,14 +337,7 @@ async fn make_pods(client: &Client, ns: &str, node: &str, cleanup: &mut Cleanup)
     let init = json!({"initContainers": [container("i1"), container("i2"),
                                          {"name": "sidecar", "image": "x", "restartPolicy": "Always"}],
                       "containers": [container("a")], "nodeName": node});
-    create(
-        client,
-        "api/v1",
-        Some(ns),
-        "pods",
-        pod("initializing", init),
-    )
-    .await;
+    create(client, CORE, Some(ns), "pods", pod("initializing", init)).await;
     patch_status(client, &path("initializing"), json!({
         "phase": "Pending",
         "initContainerStatuses": [
@@ -400,7 +353,7 @@ async fn make_pods(client: &Client, ns: &str, node: &str, cleanup: &mut Cleanup)
 
     let gated = json!({"containers": [container("a")],
                        "readinessGates": [{"conditionType": "example.com/lb"}, {"conditionType": "example.com/dns"}]});
-    create(client, "api/v1", Some(ns), "pods", pod("gated", gated)).await;
+    create(client, CORE, Some(ns), "pods", pod("gated", gated)).await;
     patch_status(
         client,
         &path("gated"),
@@ -411,7 +364,7 @@ async fn make_pods(client: &Client, ns: &str, node: &str, cleanup: &mut Cleanup)
 
     create(
         client,
-        "api/v1",
+        CORE,
         Some(ns),
         "pods",
         pod(
@@ -426,7 +379,7 @@ async fn make_pods(client: &Client, ns: &str, node: &str, cleanup: &mut Cleanup)
 
     create(
         client,
-        "api/v1",
+        CORE,
         Some(ns),
         "pods",
         json!({"metadata": {"name": "terminating", "finalizers": ["example.com/hold"]},
@@ -479,44 +432,39 @@ async fn make_objects(client: &Client, ns: &str, cleanup: &mut Cleanup) {
     let fast = format!("{ns}-fast");
     let pv = format!("{ns}-pv");
     let reader = format!("{ns}-reader");
-    let (rbac, storage, networking) = (
-        "apis/rbac.authorization.k8s.io/v1",
-        "apis/storage.k8s.io/v1",
-        "apis/networking.k8s.io/v1",
-    );
     let subjects = json!([{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"},
         {"kind": "User", "name": "bob", "apiGroup": "rbac.authorization.k8s.io"},
         {"kind": "Group", "name": "devs", "apiGroup": "rbac.authorization.k8s.io"},
         {"kind": "ServiceAccount", "name": "robot", "namespace": ns}]);
     create_all(client, None, vec![
-        ("api/v1", "nodes", json!({"metadata": {"name": node, "labels": {
+        (CORE, "nodes", json!({"metadata": {"name": node, "labels": {
             "node-role.kubernetes.io/worker": "", "kubernetes.io/role": "edge"}},
             "spec": {"unschedulable": true}})),
-        (networking, "ingressclasses", json!({"metadata": {"name": class}, "spec": {
+        (NETWORKING, "ingressclasses", json!({"metadata": {"name": class}, "spec": {
             "controller": "example.com/ingress", "parameters": {"apiGroup": "example.com", "kind": "Params",
             "name": "p", "scope": "Namespace", "namespace": ns}}})),
-        (storage, "storageclasses", json!({"metadata": {"name": fast,
+        (STORAGE, "storageclasses", json!({"metadata": {"name": fast,
             "annotations": {"storageclass.kubernetes.io/is-default-class": "false"}},
             "provisioner": "example.com/fast", "reclaimPolicy": "Retain", "allowVolumeExpansion": true,
             "volumeBindingMode": "WaitForFirstConsumer"})),
-        (storage, "storageclasses", json!({"metadata": {"name": format!("{ns}-default"),
+        (STORAGE, "storageclasses", json!({"metadata": {"name": format!("{ns}-default"),
             "annotations": {"storageclass.beta.kubernetes.io/is-default-class": "true"}},
             "provisioner": "example.com/slow"})),
-        ("api/v1", "persistentvolumes", json!({"metadata": {"name": pv}, "spec": {
+        (CORE, "persistentvolumes", json!({"metadata": {"name": pv}, "spec": {
             "capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce", "ReadOnlyMany"],
             "persistentVolumeReclaimPolicy": "Retain", "storageClassName": fast, "volumeMode": "Filesystem",
             "hostPath": {"path": "/tmp/x"}, "claimRef": {"namespace": ns, "name": "bound"}}})),
-        ("api/v1", "persistentvolumes", json!({"metadata": {"name": format!("{ns}-free"),
+        (CORE, "persistentvolumes", json!({"metadata": {"name": format!("{ns}-free"),
             "annotations": {"volume.beta.kubernetes.io/storage-class": "legacy"}}, "spec": {
             "capacity": {"storage": "1500Mi"}, "accessModes": ["ReadWriteMany"], "hostPath": {"path": "/tmp/y"}}})),
-        (rbac, "clusterroles", json!({"metadata": {"name": reader},
+        (RBAC, "clusterroles", json!({"metadata": {"name": reader},
             "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]})),
-        (rbac, "clusterrolebindings", json!({"metadata": {"name": reader},
+        (RBAC, "clusterrolebindings", json!({"metadata": {"name": reader},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": reader},
             "subjects": subjects})),
-        ("apis/scheduling.k8s.io/v1", "priorityclasses", json!({"metadata": {"name": format!("{ns}-high")},
+        (SCHEDULING, "priorityclasses", json!({"metadata": {"name": format!("{ns}-high")},
             "value": 100000, "preemptionPolicy": "Never", "description": "test"})),
-        ("apis/apiextensions.k8s.io/v1", "customresourcedefinitions",
+        (APIEXTENSIONS, "customresourcedefinitions",
             widget_crd(&format!("{ns}.example.com"), "gadgets", "Gadget", None)),
     ], cleanup).await;
     patch_status(client, &format!("/api/v1/nodes/{node}"), json!({
@@ -535,103 +483,97 @@ async fn make_objects(client: &Client, ns: &str, cleanup: &mut Cleanup) {
         json!({"spec": {"restartPolicy": "Never", "containers": [container("work")]}});
     let backend = json!({"service": {"name": "web", "port": {"number": 80}}});
     let rule = |host: &str| json!({"host": host, "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]}});
-    let (apps, batch, autoscaling, policy) = (
-        "apis/apps/v1",
-        "apis/batch/v1",
-        "apis/autoscaling/v2",
-        "apis/policy/v1",
-    );
     create_all(client, Some(ns), vec![
-        (apps, "deployments", json!({"metadata": {"name": "web"}, "spec": {
+        (APPS, "deployments", json!({"metadata": {"name": "web"}, "spec": {
             "replicas": 2, "selector": {"matchLabels": {"app": "web"}, "matchExpressions": [
                 {"key": "tier", "operator": "In", "values": ["b", "a"]}]},
             "template": template(json!({"app": "web", "tier": "a"}))}})),
-        (apps, "statefulsets", json!({"metadata": {"name": "db"}, "spec": {
+        (APPS, "statefulsets", json!({"metadata": {"name": "db"}, "spec": {
             "replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
             "template": template(json!({"app": "db"}))}})),
-        (apps, "daemonsets", json!({"metadata": {"name": "agent"}, "spec": {
+        (APPS, "daemonsets", json!({"metadata": {"name": "agent"}, "spec": {
             "selector": {"matchLabels": {"app": "agent"}}, "template": ds_template}})),
-        (apps, "replicasets", json!({"metadata": {"name": "lone"}, "spec": {
+        (APPS, "replicasets", json!({"metadata": {"name": "lone"}, "spec": {
             "replicas": 0, "selector": {"matchExpressions": [{"key": "app", "operator": "Exists"},
                 {"key": "legacy", "operator": "DoesNotExist"}]},
             "template": template(json!({"app": "lone"}))}})),
-        (batch, "jobs", json!({"metadata": {"name": "batch"}, "spec": {
+        (BATCH, "jobs", json!({"metadata": {"name": "batch"}, "spec": {
             "completions": 3, "parallelism": 2, "template": job_template}})),
-        (batch, "jobs", json!({"metadata": {"name": "paused"}, "spec": {
+        (BATCH, "jobs", json!({"metadata": {"name": "paused"}, "spec": {
             "suspend": true, "parallelism": 4, "completions": null, "template": job_template}})),
-        (batch, "cronjobs", json!({"metadata": {"name": "nightly"}, "spec": {
+        (BATCH, "cronjobs", json!({"metadata": {"name": "nightly"}, "spec": {
             "schedule": "0 3 * * *", "timeZone": "Europe/Paris", "suspend": true,
             "jobTemplate": {"spec": {"template": job_template}}}})),
-        (batch, "cronjobs", json!({"metadata": {"name": "often"}, "spec": {
+        (BATCH, "cronjobs", json!({"metadata": {"name": "often"}, "spec": {
             "schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": job_template}}}})),
-        (autoscaling, "horizontalpodautoscalers", json!({"metadata": {"name": "web"}, "spec": {
+        (AUTOSCALING, "horizontalpodautoscalers", json!({"metadata": {"name": "web"}, "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
             "minReplicas": 1, "maxReplicas": 5, "metrics": [
                 {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}},
                 {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "10"}}},
                 {"type": "External", "external": {"metric": {"name": "queue"}, "target": {"type": "Value", "value": "30"}}}]}})),
-        (autoscaling, "horizontalpodautoscalers", json!({"metadata": {"name": "db"}, "spec": {
+        (AUTOSCALING, "horizontalpodautoscalers", json!({"metadata": {"name": "db"}, "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"}, "maxReplicas": 3, "metrics": [
                 {"type": "ContainerResource", "containerResource": {"name": "memory", "container": "app",
                  "target": {"type": "AverageValue", "averageValue": "512Mi"}}}]}})),
-        (policy, "poddisruptionbudgets", json!({"metadata": {"name": "half"}, "spec": {
+        (POLICY, "poddisruptionbudgets", json!({"metadata": {"name": "half"}, "spec": {
             "minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}}})),
-        (policy, "poddisruptionbudgets", json!({"metadata": {"name": "one"}, "spec": {
+        (POLICY, "poddisruptionbudgets", json!({"metadata": {"name": "one"}, "spec": {
             "maxUnavailable": 1, "selector": {"matchLabels": {"app": "db"}}}})),
-        ("api/v1", "services", json!({"metadata": {"name": "web"}, "spec": {"selector": {"app": "web", "tier": "a"},
+        (CORE, "services", json!({"metadata": {"name": "web"}, "spec": {"selector": {"app": "web", "tier": "a"},
             "ports": [{"name": "http", "port": 80, "targetPort": 8080}, {"name": "dns", "port": 53, "protocol": "UDP"}]}})),
-        ("api/v1", "services", json!({"metadata": {"name": "node"}, "spec": {
+        (CORE, "services", json!({"metadata": {"name": "node"}, "spec": {
             "type": "NodePort", "externalIPs": ["192.0.2.10"], "ports": [{"port": 443}]}})),
-        ("api/v1", "services", json!({"metadata": {"name": "lb"}, "spec": {
+        (CORE, "services", json!({"metadata": {"name": "lb"}, "spec": {
             "type": "LoadBalancer", "externalIPs": ["192.0.2.20"], "ports": [{"port": 80}]}})),
-        ("api/v1", "services", json!({"metadata": {"name": "lb-pending"}, "spec": {
+        (CORE, "services", json!({"metadata": {"name": "lb-pending"}, "spec": {
             "type": "LoadBalancer", "ports": [{"port": 80}]}})),
-        ("api/v1", "services", json!({"metadata": {"name": "ext"}, "spec": {
+        (CORE, "services", json!({"metadata": {"name": "ext"}, "spec": {
             "type": "ExternalName", "externalName": "db.example.com"}})),
-        ("api/v1", "services", json!({"metadata": {"name": "headless"}, "spec": {
+        (CORE, "services", json!({"metadata": {"name": "headless"}, "spec": {
             "clusterIP": "None", "selector": {"app": "db"}}})),
-        ("apis/discovery.k8s.io/v1", "endpointslices", json!({"metadata": {"name": "manual"}, "addressType": "IPv4",
+        (DISCOVERY, "endpointslices", json!({"metadata": {"name": "manual"}, "addressType": "IPv4",
             "ports": [{"port": 80, "name": "http"}, {"name": "named"}, {}, {"name": "nine", "port": 9}],
             "endpoints": [{"addresses": ["10.2.0.1", "10.2.0.2"]}, {"addresses": ["10.2.0.3"]}, {"addresses": ["10.2.0.4"]}]})),
-        ("apis/discovery.k8s.io/v1", "endpointslices", json!({"metadata": {"name": "empty"}, "addressType": "FQDN"})),
-        (networking, "ingresses", json!({"metadata": {"name": "many"}, "spec": {
+        (DISCOVERY, "endpointslices", json!({"metadata": {"name": "empty"}, "addressType": "FQDN"})),
+        (NETWORKING, "ingresses", json!({"metadata": {"name": "many"}, "spec": {
             "ingressClassName": class, "tls": [{"hosts": ["a.example.com"]}],
             "rules": [rule("a.example.com"), {"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]}},
                       rule("c.example.com"), rule("d.example.com"), rule("e.example.com")]}})),
-        (networking, "ingresses", json!({"metadata": {"name": "default"}, "spec": {"defaultBackend": backend}})),
-        (networking, "networkpolicies", json!({"metadata": {"name": "db"}, "spec": {"podSelector": {
+        (NETWORKING, "ingresses", json!({"metadata": {"name": "default"}, "spec": {"defaultBackend": backend}})),
+        (NETWORKING, "networkpolicies", json!({"metadata": {"name": "db"}, "spec": {"podSelector": {
             "matchLabels": {"app": "db"}, "matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["dev"]}]}}})),
-        (networking, "networkpolicies", json!({"metadata": {"name": "all"}, "spec": {"podSelector": {}}})),
-        ("api/v1", "configmaps", json!({"metadata": {"name": "settings"},
+        (NETWORKING, "networkpolicies", json!({"metadata": {"name": "all"}, "spec": {"podSelector": {}}})),
+        (CORE, "configmaps", json!({"metadata": {"name": "settings"},
             "data": {"a": "1", "b": "2"}, "binaryData": {"c": "AAE="}})),
-        ("api/v1", "secrets", json!({"metadata": {"name": "creds"}, "type": "Opaque",
+        (CORE, "secrets", json!({"metadata": {"name": "creds"}, "type": "Opaque",
             "data": {"user": "YQ==", "password": "Yg=="}})),
-        ("api/v1", "secrets", json!({"metadata": {"name": "tls"}, "type": "kubernetes.io/tls",
+        (CORE, "secrets", json!({"metadata": {"name": "tls"}, "type": "kubernetes.io/tls",
             "stringData": {"tls.crt": "x", "tls.key": "y"}})),
-        ("api/v1", "serviceaccounts", json!({"metadata": {"name": "robot"}})),
-        ("api/v1", "persistentvolumeclaims", json!({"metadata": {"name": "bound"}, "spec": {
+        (CORE, "serviceaccounts", json!({"metadata": {"name": "robot"}})),
+        (CORE, "persistentvolumeclaims", json!({"metadata": {"name": "bound"}, "spec": {
             "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
             "storageClassName": fast, "volumeName": pv}})),
-        ("api/v1", "persistentvolumeclaims", json!({"metadata": {"name": "waiting"}, "spec": {
+        (CORE, "persistentvolumeclaims", json!({"metadata": {"name": "waiting"}, "spec": {
             "accessModes": ["ReadWriteOncePod"], "resources": {"requests": {"storage": "1Gi"}}, "volumeMode": "Block"}})),
-        (rbac, "roles", json!({"metadata": {"name": "reader"},
+        (RBAC, "roles", json!({"metadata": {"name": "reader"},
             "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]})),
-        (rbac, "rolebindings", json!({"metadata": {"name": "readers"},
+        (RBAC, "rolebindings", json!({"metadata": {"name": "readers"},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"}, "subjects": subjects})),
-        ("api/v1", "events", json!({"metadata": {"name": "pulled"}, "type": "Normal", "reason": "Pulled",
+        (CORE, "events", json!({"metadata": {"name": "pulled"}, "type": "Normal", "reason": "Pulled",
             "message": "  Pulled the image \n", "involvedObject": {"kind": "Pod", "name": "crashing", "namespace": ns,
             "fieldPath": "spec.containers{a}"}, "source": {"component": "kubelet", "host": node},
             "firstTimestamp": ago(4000), "lastTimestamp": ago(70), "count": 5})),
-        ("api/v1", "events", json!({"metadata": {"name": "series"}, "type": "Warning", "reason": "BackOff",
+        (CORE, "events", json!({"metadata": {"name": "series"}, "type": "Warning", "reason": "BackOff",
             "message": "Back-off", "involvedObject": {"kind": "Pod", "name": "crashing", "namespace": ns},
             "eventTime": micro_ago(600_000), "reportingComponent": "example.com/controller",
             "reportingInstance": "instance-1", "action": "Restart",
             "series": {"count": 9, "lastObservedTime": micro_ago(2500)}})),
-        ("api/v1", "events", json!({"metadata": {"name": "bare"}, "reason": "Checked", "message": "x",
+        (CORE, "events", json!({"metadata": {"name": "bare"}, "reason": "Checked", "message": "x",
             "involvedObject": {"kind": "ConfigMap", "namespace": ns}})),
-        ("api/v1", "resourcequotas", json!({"metadata": {"name": "quota"}, "spec": {"hard": {
+        (CORE, "resourcequotas", json!({"metadata": {"name": "quota"}, "spec": {"hard": {
             "pods": "10", "limits.cpu": "4", "limits.memory": "8Gi", "requests.cpu": "2", "count/deployments.apps": "3"}}})),
-        ("api/v1", "limitranges", json!({"metadata": {"name": "limits"}, "spec": {"limits": [
+        (CORE, "limitranges", json!({"metadata": {"name": "limits"}, "spec": {"limits": [
             {"type": "Container", "default": {"cpu": "500m"}}]}})),
     ], cleanup).await;
 
@@ -639,20 +581,20 @@ async fn make_objects(client: &Client, ns: &str, cleanup: &mut Cleanup) {
         |api: &str, plural: &str, name: &str| format!("/{api}/namespaces/{ns}/{plural}/{name}");
     patch_status(
         client,
-        &object(batch, "cronjobs", "often"),
+        &object(BATCH, "cronjobs", "often"),
         json!({"lastScheduleTime": ago(400)}),
     )
     .await;
     patch_status(
         client,
-        &object("api/v1", "services", "lb"),
+        &object(CORE, "services", "lb"),
         json!({"loadBalancer": {"ingress": [
         {"hostname": "lb.example.com"}, {"ip": "203.0.113.7"}]}}),
     )
     .await;
-    patch_status(client, &object(networking, "ingresses", "many"),
+    patch_status(client, &object(NETWORKING, "ingresses", "many"),
         json!({"loadBalancer": {"ingress": [{"ip": "203.0.113.9"}, {"hostname": "in.example.com"}]}})).await;
-    patch_status(client, &object("api/v1", "persistentvolumeclaims", "bound"), json!({
+    patch_status(client, &object(CORE, "persistentvolumeclaims", "bound"), json!({
         "phase": "Bound", "capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce", "ReadOnlyMany"]})).await;
 }
 
@@ -726,14 +668,13 @@ async fn custom_resources_print_as_the_apiserver_does() {
     let client = ns.client.clone();
     let group = format!("{}.example.com", ns.name);
     let mut cleanup = Cleanup::default();
-    let crds = "apis/apiextensions.k8s.io/v1";
     for (plural, kind, columns) in [
         ("widgets", "Widget", Some(printer_columns())),
         ("plains", "Plain", None),
     ] {
         let crd = create(
             &client,
-            crds,
+            APIEXTENSIONS,
             None,
             "customresourcedefinitions",
             widget_crd(&group, plural, kind, columns),
@@ -745,7 +686,7 @@ async fn custom_resources_print_as_the_apiserver_does() {
             .to_owned();
         cleanup
             .delete
-            .push(format!("/{crds}/customresourcedefinitions/{name}"));
+            .push(format!("/{APIEXTENSIONS}/customresourcedefinitions/{name}"));
         wait_established(&client, &name).await;
     }
 
