@@ -307,105 +307,167 @@ fn template(labels: Value) -> Value {
            "spec": {"containers": [container("app"), container("side")]}})
 }
 
-/// Pods whose statuses exercise `printPod`'s rules (the status subresource takes whatever
-/// status we write: no kubelet runs here).
-async fn make_pods(client: &Client, ns: &str, node: &str, cleanup: &mut Cleanup) {
-    let pod = |name: &str, spec: Value| json!({"metadata": {"name": name}, "spec": spec});
-    let path = |name: &str| format!("/api/v1/namespaces/{ns}/pods/{name}");
-    let two = json!({"containers": [container("a"), container("b")], "nodeName": node});
-    create(
-        client,
-        CORE,
-        Some(ns),
-        "pods",
-        pod("pending", json!({"containers": [container("a")]})),
-    )
-    .await;
-
-    create(client, CORE, Some(ns), "pods", pod("crashing", two.clone())).await;
-    patch_status(client, &path("crashing"), json!({
-        "phase": "Running", "podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}],
-        "conditions": [{"type": "Ready", "status": "False"}],
-        "containerStatuses": [
-            {"name": "a", "image": "example.com/a:1", "imageID": "", "ready": true, "restartCount": 3,
-             "state": {"running": {"startedAt": ago(200)}},
-             "lastState": {"terminated": {"exitCode": 1, "startedAt": ago(900), "finishedAt": ago(300)}}},
-            {"name": "b", "image": "example.com/b:1", "imageID": "", "ready": false, "restartCount": 7,
-             "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-             "lastState": {"terminated": {"exitCode": 2, "startedAt": ago(9000), "finishedAt": ago(8000)}}}]})).await;
-
-    let init = json!({"initContainers": [container("i1"), container("i2"),
-                                         {"name": "sidecar", "image": "x", "restartPolicy": "Always"}],
-                      "containers": [container("a")], "nodeName": node});
-    create(client, CORE, Some(ns), "pods", pod("initializing", init)).await;
-    patch_status(client, &path("initializing"), json!({
-        "phase": "Pending",
-        "initContainerStatuses": [
-            {"name": "i1", "image": "example.com/i1:1", "imageID": "", "ready": false, "restartCount": 0,
-             "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": ago(60), "finishedAt": ago(50)}}},
-            {"name": "i2", "image": "example.com/i2:1", "imageID": "", "ready": false, "restartCount": 1,
-             "state": {"running": {"startedAt": ago(40)}},
-             "lastState": {"terminated": {"exitCode": 1, "startedAt": ago(48), "finishedAt": ago(45)}}},
-            {"name": "sidecar", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
-             "state": {"waiting": {"reason": "PodInitializing"}}}],
-        "containerStatuses": [{"name": "a", "image": "example.com/a:1", "imageID": "", "ready": false,
-                               "restartCount": 0, "state": {"waiting": {"reason": "PodInitializing"}}}]})).await;
-
-    let gated = json!({"containers": [container("a")],
-                       "readinessGates": [{"conditionType": "example.com/lb"}, {"conditionType": "example.com/dns"}]});
-    create(client, CORE, Some(ns), "pods", pod("gated", gated)).await;
-    patch_status(
-        client,
-        &path("gated"),
-        json!({"phase": "Pending", "nominatedNodeName": node,
-        "conditions": [{"type": "example.com/lb", "status": "True"}]}),
-    )
-    .await;
-
-    create(
-        client,
-        CORE,
-        Some(ns),
-        "pods",
-        pod(
-            "completed",
-            json!({"containers": [container("a")], "nodeName": node, "restartPolicy": "Never"}),
-        ),
-    )
-    .await;
-    patch_status(client, &path("completed"), json!({"phase": "Succeeded", "containerStatuses": [
-        {"name": "a", "image": "example.com/a:1", "imageID": "", "ready": false, "restartCount": 0,
-         "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": ago(30), "finishedAt": ago(20)}}}]})).await;
-
-    create(
-        client,
-        CORE,
-        Some(ns),
-        "pods",
-        json!({"metadata": {"name": "terminating", "finalizers": ["example.com/hold"]},
-               "spec": {"containers": [container("a")], "nodeName": node}}),
-    )
-    .await;
-    cleanup.unfinalize.push(path("terminating"));
-    for bound in ["crashing", "initializing", "completed", "terminating"] {
-        cleanup.force.push(path(bound));
+/// A container status: `name` with `state` (and `extra` fields such as `lastState`).
+fn container_status(name: &str, ready: bool, restarts: i64, state: Value, extra: Value) -> Value {
+    let mut status = json!({"name": name, "image": format!("example.com/{name}:1"), "imageID": "",
+        "ready": ready, "restartCount": restarts, "state": state});
+    if let (Value::Object(status), Value::Object(extra)) = (&mut status, extra) {
+        status.extend(extra);
     }
-    patch_status(
-        client,
-        &path("terminating"),
-        json!({"phase": "Running", "containerStatuses": [
-        {"name": "a", "image": "example.com/a:1", "imageID": "", "ready": true, "restartCount": 0,
-         "state": {"running": {"startedAt": ago(30)}}}]}),
-    )
-    .await;
-    send(
-        client,
-        "DELETE",
-        &path("terminating"),
-        "application/json",
-        &json!({}),
-    )
-    .await;
+    status
+}
+
+fn terminated(exit_code: i64, reason: Option<&str>, finished: i64) -> Value {
+    let mut state = json!({"terminated": {"exitCode": exit_code, "startedAt": ago(finished + 10),
+        "finishedAt": ago(finished)}});
+    if let Some(reason) = reason {
+        state["terminated"]["reason"] = json!(reason);
+    }
+    state
+}
+
+/// A container killed by `signal` without a reason.
+fn killed_by(signal: i64) -> Value {
+    let mut state = terminated(128 + signal, None, 20);
+    state["terminated"]["signal"] = json!(signal);
+    state
+}
+
+/// Pods whose statuses exercise `printPod`'s rules (the status subresource takes whatever
+/// status we write: no kubelet runs here). Each is created, given its status, and deleted
+/// if it is to be shown deleting (a finalizer keeps it).
+async fn make_pods(client: &Client, ns: &str, node: &str, cleanup: &mut Cleanup) {
+    let running = |since: i64| json!({"running": {"startedAt": ago(since)}});
+    let waiting = |reason: &str| json!({"waiting": {"reason": reason}});
+    let none = json!({});
+    let last = |exit: i64, finished: i64| json!({"lastState": terminated(exit, None, finished)});
+    let bound = |containers: &[&str]| {
+        json!({"nodeName": node,
+        "containers": containers.iter().map(|c| container(c)).collect::<Vec<_>>()})
+    };
+    let sidecar = json!({"name": "sidecar", "image": "x", "restartPolicy": "Always"});
+    let mut with_init = bound(&["a"]);
+    with_init["initContainers"] = json!([container("i1"), container("i2"), sidecar]);
+    let mut gates = json!({"containers": [container("a")],
+        "readinessGates": [{"conditionType": "example.com/lb"}, {"conditionType": "example.com/dns"}]});
+    let mut never = bound(&["a"]);
+    never["restartPolicy"] = json!("Never");
+    // (name, spec, status, deleted)
+    let pods = [
+        (
+            "pending",
+            json!({"containers": [container("a")]}),
+            None,
+            false,
+        ),
+        (
+            "crashing",
+            bound(&["a", "b"]),
+            Some(json!({
+            "phase": "Running", "podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}],
+            "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [
+                container_status("a", true, 3, running(200), last(1, 300)),
+                container_status("b", false, 7, waiting("CrashLoopBackOff"), last(2, 8000))]})),
+            false,
+        ),
+        (
+            "initializing",
+            with_init.clone(),
+            Some(json!({"phase": "Pending",
+            "initContainerStatuses": [
+                container_status("i1", false, 0, terminated(0, Some("Completed"), 50), none.clone()),
+                container_status("i2", false, 1, running(40), last(1, 45)),
+                container_status("sidecar", false, 0, waiting("PodInitializing"), none.clone())],
+            "containerStatuses": [container_status("a", false, 0, waiting("PodInitializing"), none.clone())]})),
+            false,
+        ),
+        (
+            "init-failed",
+            with_init.clone(),
+            Some(json!({"phase": "Pending",
+            "initContainerStatuses": [container_status("i1", false, 2, terminated(2, None, 5), last(2, 30))]})),
+            false,
+        ),
+        (
+            "init-crashing",
+            with_init,
+            Some(json!({"phase": "Pending",
+            "conditions": [{"type": "Initialized", "status": "False"}],
+            "initContainerStatuses": [container_status("i1", false, 4, waiting("CrashLoopBackOff"), last(1, 90))]})),
+            false,
+        ),
+        (
+            "gated",
+            gates.take(),
+            Some(json!({"phase": "Pending", "nominatedNodeName": node,
+            "conditions": [{"type": "example.com/lb", "status": "True"},
+                           {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}]})),
+            false,
+        ),
+        (
+            "completed",
+            never.clone(),
+            Some(json!({"phase": "Succeeded", "containerStatuses": [
+            container_status("a", false, 0, terminated(0, Some("Completed"), 20), none.clone())]})),
+            false,
+        ),
+        (
+            "killed",
+            never,
+            Some(json!({"phase": "Failed", "containerStatuses": [
+            container_status("a", false, 0, killed_by(9), none.clone())]})),
+            false,
+        ),
+        (
+            "half-done",
+            bound(&["a", "b"]),
+            Some(json!({"phase": "Running", "containerStatuses": [
+            container_status("a", true, 0, running(100), none.clone()),
+            container_status("b", false, 0, terminated(0, Some("Completed"), 20), none.clone())]})),
+            false,
+        ),
+        (
+            "half-ready",
+            bound(&["a", "b"]),
+            Some(json!({"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}], "containerStatuses": [
+            container_status("a", false, 0, terminated(0, Some("Completed"), 20), none.clone()),
+            container_status("b", true, 0, running(100), none.clone())]})),
+            false,
+        ),
+        (
+            "terminating",
+            bound(&["a"]),
+            Some(json!({"phase": "Running", "containerStatuses": [
+            container_status("a", true, 0, running(30), none.clone())]})),
+            true,
+        ),
+        (
+            "lost",
+            bound(&["a"]),
+            Some(json!({"phase": "Running", "reason": "NodeLost"})),
+            true,
+        ),
+    ];
+    for (name, spec, status, deleted) in pods {
+        let path = format!("/api/v1/namespaces/{ns}/pods/{name}");
+        let mut pod = json!({"metadata": {"name": name}, "spec": spec});
+        if deleted {
+            pod["metadata"]["finalizers"] = json!(["example.com/hold"]);
+            cleanup.unfinalize.push(path.clone());
+        }
+        if pod["spec"]["nodeName"].is_string() {
+            cleanup.force.push(path.clone());
+        }
+        create(client, CORE, Some(ns), "pods", pod).await;
+        if let Some(status) = status {
+            patch_status(client, &path, status).await;
+        }
+        if deleted {
+            send(client, "DELETE", &path, "application/json", &json!({})).await;
+        }
+    }
 }
 
 /// Creates each of `objects` (`api`, plural, body) in `namespace`, or cluster-wide (then
@@ -592,6 +654,11 @@ async fn make_objects(client: &Client, ns: &str, cleanup: &mut Cleanup) {
         {"hostname": "lb.example.com"}, {"ip": "203.0.113.7"}]}}),
     )
     .await;
+    // The HPA controller may rewrite it (it finds no metrics), but until then it prints.
+    patch_status(client, &object(AUTOSCALING, "horizontalpodautoscalers", "web"), json!({
+        "currentReplicas": 2, "desiredReplicas": 2, "currentMetrics": [
+            {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 55, "averageValue": "120m"}}},
+            {"type": "Pods", "pods": {"metric": {"name": "qps"}, "current": {"averageValue": "7500m"}}}]})).await;
     patch_status(client, &object(NETWORKING, "ingresses", "many"),
         json!({"loadBalancer": {"ingress": [{"ip": "203.0.113.9"}, {"hostname": "in.example.com"}]}})).await;
     patch_status(client, &object(CORE, "persistentvolumeclaims", "bound"), json!({
