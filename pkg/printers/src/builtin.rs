@@ -959,6 +959,56 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn any_json_gives_one_cell_per_column() {
+        let printers = [
+            pod(),
+            deployment(),
+            stateful_set(),
+            daemon_set(),
+            replica_set(),
+            job(),
+            cron_job(),
+            horizontal_pod_autoscaler(),
+            pod_disruption_budget(),
+            service(),
+            endpoint_slice(),
+            ingress(),
+            ingress_class(),
+            network_policy(),
+            config_map(),
+            secret(),
+            persistent_volume_claim(),
+            persistent_volume(),
+            storage_class(),
+            service_account(),
+            role(),
+            role_binding(),
+            cluster_role(),
+            cluster_role_binding(),
+            node(),
+            namespace(),
+            event(),
+            resource_quota(),
+            limit_range(),
+            priority_class(),
+            custom_resource_definition(),
+        ];
+        let odd = [
+            Value::Null,
+            json!(1),
+            json!({"metadata": {"name": 5, "creationTimestamp": "soon"}, "spec": "x", "status": [1]}),
+            json!({"spec": {"containers": "x", "selector": {"matchExpressions": [{"operator": "Gt"}]},
+                            "metrics": [{"type": "Resource"}], "ports": [{}]},
+                   "status": {"conditions": [null], "containerStatuses": [{"state": {"terminated": 1}}]}}),
+        ];
+        for printer in &printers {
+            for object in &odd {
+                assert_eq!(printer.cells(object).len(), printer.columns().len());
+            }
+        }
+    }
+
+    #[test]
     fn pod_columns() {
         assert_eq!(
             names(&pod()),

@@ -786,6 +786,45 @@ mod tests {
     }
 
     #[test]
+    fn odd_paths_never_panic() {
+        let o = object();
+        for path in [
+            "",
+            ".",
+            "..",
+            "...",
+            "[",
+            "]",
+            "[]",
+            "[?(",
+            "[?()]",
+            "[?(@.a==)]",
+            "[?(@.a=='x)]",
+            "[1:2:3:4]",
+            "[-]",
+            "[::0]",
+            "['a",
+            "[' ']",
+            ".é.ü[0]",
+            "{.a}",
+            ".a\\",
+            "+",
+            "-1.5.3",
+            ".spec.tags[-9]",
+            ".spec.tags[2:1]",
+            ".spec.tags[::-1]",
+            ".spec..tags",
+            "[*][*][*]",
+            ".status.conditions[?(@.n<=2)].type",
+            ".status.conditions[?(@.on>true)]",
+        ] {
+            if let Ok(parsed) = JsonPath::parse(path) {
+                let _ = parsed.first(&o);
+            }
+        }
+    }
+
+    #[test]
     fn printing_follows_go() {
         assert_eq!(print(&json!("x")), "x");
         assert_eq!(print(&json!(true)), "true");
