@@ -509,8 +509,10 @@ async fn make_objects(client: &Client, ns: &str, cleanup: &mut Cleanup) {
             "annotations": {"storageclass.kubernetes.io/is-default-class": "false"}},
             "provisioner": "example.com/fast", "reclaimPolicy": "Retain", "allowVolumeExpansion": true,
             "volumeBindingMode": "WaitForFirstConsumer"})),
-        (STORAGE, "storageclasses", json!({"metadata": {"name": format!("{ns}-default"),
-            "annotations": {"storageclass.beta.kubernetes.io/is-default-class": "true"}},
+        // Not a default class: it would be every concurrent test's PVCs' class (the
+        // DefaultStorageClass admission); " (default)" is left to the unit tests.
+        (STORAGE, "storageclasses", json!({"metadata": {"name": format!("{ns}-slow"),
+            "annotations": {"storageclass.beta.kubernetes.io/is-default-class": "maybe"}},
             "provisioner": "example.com/slow"})),
         (CORE, "persistentvolumes", json!({"metadata": {"name": pv}, "spec": {
             "capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce", "ReadOnlyMany"],
