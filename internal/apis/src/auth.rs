@@ -26,7 +26,10 @@ use serde::Deserialize;
 use super::ApiError;
 use super::fairness::Caller;
 use super::kinds::KindRoute;
-use biz::{Kind, NamespaceFilter, Visibility, Workloads, namespace_of_list, namespace_of_object};
+use biz::{
+    DeploymentRecord, Kind, NamespaceFilter, NamespaceRecord, PodRecord, Resource, Typed,
+    Visibility, Workloads, namespace_of_list, namespace_of_object,
+};
 use k8sdao::Source;
 
 /// SubjectAccessReviews one filtered list may have under way at once: a cold cache with
@@ -106,7 +109,7 @@ struct Rule {
     required: Vec<Access>,
     /// A list or watch across namespaces: it shows the objects of this kind in the namespaces
     /// where this access (its namespace left open) is allowed.
-    per_namespace: Option<(Kind, Access)>,
+    per_namespace: Option<(Resource, Access)>,
 }
 
 impl Rule {
@@ -119,13 +122,13 @@ impl Rule {
 
     /// A list or watch of `kind`: in the namespace `access` names, if it names one (refused
     /// without the right there), else across the namespaces where `access` is allowed.
-    fn list(kind: Kind, access: Access) -> Rule {
+    fn list(resource: &Resource, access: Access) -> Rule {
         if access.namespace.is_some() {
             Rule::all(vec![access])
         } else {
             Rule {
                 required: Vec::new(),
-                per_namespace: Some((kind, access)),
+                per_namespace: Some((resource.clone(), access)),
             }
         }
     }
@@ -163,7 +166,10 @@ fn rule(
             name
         };
         return Some(match kind_route {
-            KindRoute::List => Rule::list(kind, access(list_verb, group, resource, list_ns, None)),
+            KindRoute::List => Rule::list(
+                biz::typed_resource(kind),
+                access(list_verb, group, resource, list_ns, None),
+            ),
             KindRoute::Object | KindRoute::Output => {
                 Rule::all(vec![access("get", group, resource, object_ns, name)])
             }
@@ -173,7 +179,7 @@ fn rule(
         ("/ping", "GET") => Vec::new(),
         ("/deployments", "GET") => {
             return Some(Rule::list(
-                Kind::Deployment,
+                DeploymentRecord::resource(),
                 access(list_verb, APPS, "deployments", list_ns, None),
             ));
         }
@@ -209,7 +215,7 @@ fn rule(
         ],
         ("/pods", "GET") => {
             return Some(Rule::list(
-                Kind::Pod,
+                PodRecord::resource(),
                 access(list_verb, CORE, "pods", list_ns, None),
             ));
         }
@@ -299,7 +305,7 @@ fn refusal(e: ReviewError) -> Response {
 async fn visible_namespaces(
     auth: &AuthLayer,
     caller: &Credentials<'_>,
-    kind: Kind,
+    kind: &Resource,
     access: &Access,
 ) -> Result<NamespaceFilter, Response> {
     // Cluster-wide first: a caller allowed everywhere (by RBAC, or by another authorizer:
@@ -328,7 +334,7 @@ async fn visible_namespaces(
     // scaled to zero, a namespace just made) may hold some later. Namespaces are every
     // namespace, each being in itself.
     let holding = if access.verb == WATCH {
-        Kind::Namespace
+        NamespaceRecord::resource()
     } else {
         kind
     };
@@ -452,7 +458,7 @@ pub(super) async fn check(
     }
     let namespaces = match &rule.per_namespace {
         None => NamespaceFilter::All,
-        Some((kind, access)) => match visible_namespaces(&auth, &caller, *kind, access).await {
+        Some((kind, access)) => match visible_namespaces(&auth, &caller, kind, access).await {
             Ok(namespaces) => namespaces,
             Err(refused) => return refused,
         },

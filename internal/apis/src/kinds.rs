@@ -26,8 +26,10 @@ use super::routes::{
 };
 use super::watch;
 use biz::{
-    IngressRecord, Kind, NamespaceRecord, ReplicaSetRecord, Served, ServiceRecord, Visibility,
+    IngressRecord, Kind, NamespaceRecord, ReplicaSetRecord, Resource, Served, ServiceRecord, Typed,
+    Visibility,
 };
+use k8sdao::Namespaced;
 
 /// The kinds served by the generic routes below, beside Deployments and Pods (whose routes
 /// add relations and writes, in routes.rs, and share these handlers).
@@ -68,9 +70,10 @@ pub(super) fn served_by(route: &str) -> Option<(Kind, KindRoute)> {
     }
 }
 
-/// A list, or with `watch=true` a watch, of kind `R`.
+/// A list, or with `watch=true` a watch, of `resource` (records `R`).
 pub(super) async fn list<R: Served>(
     s: AppState,
+    resource: Resource,
     headers: HeaderMap,
     visibility: Option<Extension<Visibility>>,
     q: ListParams,
@@ -78,29 +81,32 @@ pub(super) async fn list<R: Served>(
     let is_watch = watch::is_watch(q.watch.as_deref())?;
     let req = list_request(q, visibility, &headers)?;
     if is_watch {
-        let frames = s.workloads.watch::<R>(&req).await?;
-        let guard = s.metrics.watch_opened(R::KIND.name());
+        let frames = s.workloads.watch::<R>(&resource, &req).await?;
+        let guard = s.metrics.watch_opened(resource.kind.clone());
         return Ok(watch::respond(frames, &headers, &s, guard));
     }
     off_the_workers(s, move |s| async move {
-        Ok(ok_page_json(s.workloads.list::<R>(&req).await?))
+        Ok(ok_page_json(s.workloads.list::<R>(&resource, &req).await?))
     })
     .await
 }
 
-/// One object of kind `R`.
+/// One object of `resource` (records `R`).
 pub(super) async fn get_one<R: Served>(
     s: AppState,
+    resource: &Resource,
     name: String,
     q: ObjectParams,
 ) -> Result<Response, ApiError> {
     Ok(ok_json(
-        &s.workloads.get::<R>(q.namespace.as_deref(), &name).await?,
+        &s.workloads
+            .get::<R>(resource, q.namespace.as_deref(), &name)
+            .await?,
     ))
 }
 
 /// The object as kubectl prints it with `-o json|yaml`, read live.
-async fn output<R: Served<Object: Serialize>>(
+async fn output<R: Typed<Object: Serialize + Namespaced> + Served>(
     s: AppState,
     name: String,
     q: OutputParams,
@@ -114,7 +120,7 @@ async fn output<R: Served<Object: Serialize>>(
 
 fn kind_routes<R>() -> OpenApiRouter<AppState>
 where
-    R: Served<Dto: ToSchema, Object: Serialize>,
+    R: Served + Typed<Dto: ToSchema, Object: Serialize + Namespaced>,
 {
     let kind = R::KIND;
     let list_path = format!("/{}", kind.resource());
@@ -124,12 +130,14 @@ where
         |State(s): State<AppState>,
          headers: HeaderMap,
          visibility: Option<Extension<Visibility>>,
-         ApiQuery(q): ApiQuery<ListParams>| list::<R>(s, headers, visibility, q),
+         ApiQuery(q): ApiQuery<ListParams>| {
+            list::<R>(s, R::resource().clone(), headers, visibility, q)
+        },
     );
     let get_route = get(
         |State(s): State<AppState>,
          ApiPath(name): ApiPath<String>,
-         ApiQuery(q): ApiQuery<ObjectParams>| get_one::<R>(s, name, q),
+         ApiQuery(q): ApiQuery<ObjectParams>| get_one::<R>(s, R::resource(), name, q),
     );
     let output_route = get(
         |State(s): State<AppState>,
@@ -216,7 +224,7 @@ fn envelope(data: RefOr<Schema>, list: bool) -> RefOr<Schema> {
     RefOr::T(Schema::Object(object.build()))
 }
 
-fn list_operation<R: Served<Dto: ToSchema>>() -> OperationBuilder {
+fn list_operation<R: Typed<Dto: ToSchema>>() -> OperationBuilder {
     let kind = R::KIND;
     let dto = RefOr::Ref(Ref::from_schema_name(R::Dto::name()));
     let items = envelope(ArrayBuilder::new().items(dto).into(), true);
@@ -244,7 +252,7 @@ fn list_operation<R: Served<Dto: ToSchema>>() -> OperationBuilder {
         ))
 }
 
-fn get_operation<R: Served<Dto: ToSchema>>() -> OperationBuilder {
+fn get_operation<R: Typed<Dto: ToSchema>>() -> OperationBuilder {
     let kind = R::KIND;
     let ok = ResponseBuilder::new()
         .description(format!("The {}", kind.name()))
@@ -275,7 +283,7 @@ fn name_parameter(kind: Kind) -> utoipa::openapi::path::Parameter {
         .build()
 }
 
-fn output_operation<R: Served>() -> OperationBuilder {
+fn output_operation<R: Typed>() -> OperationBuilder {
     let kind = R::KIND;
     let ok = ResponseBuilder::new()
         .description(format!(
