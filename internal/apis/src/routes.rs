@@ -40,7 +40,8 @@ pub fn api() -> OpenApiRouter<AppState> {
             // Beside the generic GET of their path.
             .routes(routes!(create_service))
             .routes(routes!(create_ingress))
-            .merge(kinds::routes()),
+            .merge(kinds::routes())
+            .merge(kinds::resource_routes()),
     )
 }
 

@@ -553,6 +553,24 @@ impl<S: WorkloadSource> Workloads<S> {
         Ok(RecordView(self.source.get::<R>(resource, ns, name).await?))
     }
 
+    /// The object of a generic resource as kubectl prints it with `-o json|yaml`, from the
+    /// cache (the object as the apiserver sent it, managedFields stripped); for a resource
+    /// kept as metadata alone (Secrets), its metadata, and `true`.
+    pub async fn resource_output(
+        &self,
+        resource: &Resource,
+        namespace: Option<&str>,
+        name: &str,
+        format: Option<&str>,
+    ) -> Result<(OutputFormat, String, bool), BizError> {
+        let format = OutputFormat::parse(format)?;
+        let ns = object_namespace_of(namespace, name)?;
+        let record = self.source.get::<GenericRecord>(resource, ns, name).await?;
+        let json = record.raw_json().map_err(BizError::Internal)?;
+        let printed = render_off_worker(format, json).await?;
+        Ok((format, printed, record.is_metadata_only()))
+    }
+
     pub async fn pods_of_deployment(
         &self,
         namespace: Option<&str>,
