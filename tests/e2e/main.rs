@@ -21,6 +21,7 @@ mod parity;
 mod queries;
 mod read_path;
 mod replicas;
+mod resources;
 mod revocation;
 mod selectors;
 mod services;
