@@ -33,7 +33,7 @@ use model::{
     DeploymentRecord, EventDto, IngressRecord, Keyed, NewDeployment, NewIngress, NewService,
     ObjectKey, PodRecord, ServiceRecord, Typed,
 };
-pub use model::{GenericRecord, Resource, built_in};
+pub use model::{GenericRecord, Resource, built_in, catalog};
 
 /// Which namespaces and labels a list covers.
 #[derive(Clone, Debug, Default)]
