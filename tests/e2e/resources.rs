@@ -13,6 +13,7 @@ use kube::api::{
 };
 use serde_json::{Value, json};
 
+use crate::deploy::{ClusterScoped, ShippedRbac, TempDir, account_with_rules, token_kubeconfig};
 use crate::support::{SOON, Server, TestNamespace, cluster, eventually, names};
 use crate::watch::{Watch, summary};
 
@@ -475,4 +476,54 @@ async fn every_served_kind_lists_what_the_apiserver_lists_at_the_same_version() 
             .collect();
         assert_eq!(ours, theirs, "{name} at {version}");
     }
+}
+
+/// A selected kind RBAC refuses is not served, said so in `/readyz?verbose`, and the rest are.
+#[tokio::test]
+async fn a_kind_rbac_refuses_is_named_not_served_and_the_rest_are_served() {
+    let ns = TestNamespace::new("resources-refused").await;
+    let rbac = ShippedRbac::load();
+    let mut rules = rbac.rules();
+    let core = rules
+        .iter_mut()
+        .find(|r| {
+            r.api_groups.as_deref() == Some(&[String::new()])
+                && r.resources
+                    .as_deref()
+                    .is_some_and(|res| res.contains(&"configmaps".to_string()))
+        })
+        .expect("a rule for core configmaps in config/rbac.yaml");
+    core.resources
+        .as_mut()
+        .unwrap()
+        .retain(|r| r != "configmaps");
+    let mut cleanup = ClusterScoped::default();
+    let token = account_with_rules(&ns, &rbac, rules, &mut cleanup).await;
+    let dir = TempDir::new("refused");
+    let kubeconfig = token_kubeconfig(&dir, &token);
+    let server = Server::start_with(&kubeconfig, &[]).unwrap_or_else(|e| panic!("it starts: {e}"));
+    let (status, verbose) = server.probe("/readyz?verbose").await;
+    assert_eq!(status, 200, "{verbose}");
+    assert!(
+        verbose.contains(
+            "[+]resource-configmaps not served: forbidden by RBAC: cannot list configmaps in all namespaces"
+        ),
+        "{verbose}"
+    );
+    let (status, missing) = server.get("/configmaps").await;
+    assert_eq!(status, 404, "{missing}");
+    let (status, nodes) = server.get("/nodes").await;
+    assert_eq!(status, 200, "{nodes}");
+    let (status, pods) = server.get(&format!("/pods?namespace={}", ns.name)).await;
+    assert_eq!(status, 200, "{pods}");
+    assert_eq!(
+        server
+            .logs()
+            .lines()
+            .filter(|l| l.contains("configmaps"))
+            .count(),
+        1,
+        "logged once: {}",
+        server.logs()
+    );
 }
