@@ -11,6 +11,7 @@
 //! at most [`NAMESPACE_REVIEWS_AT_ONCE`] under way at a time. biz gets the decision as a plain
 //! [`NamespaceFilter`], and the continue tokens a caller gets are bound to its token.
 
+use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
@@ -26,8 +27,12 @@ use serde::Deserialize;
 use super::ApiError;
 use super::fairness::Caller;
 use super::kinds::KindRoute;
-use biz::{Kind, NamespaceFilter, Visibility, Workloads, namespace_of_list, namespace_of_object};
+use biz::{
+    DeploymentRecord, Kind, NamespaceFilter, NamespaceRecord, PodRecord, Resource, Typed,
+    Visibility, Workloads, namespace_of_list, namespace_of_object,
+};
 use k8sdao::Source;
+use k8sdao::catalog::{BuiltIn, DEPLOYMENTS, EVENTS, INGRESSES, PODS, SERVICES};
 
 /// SubjectAccessReviews one filtered list may have under way at once: a cold cache with
 /// thousands of namespaces is answered in a few round trips' time per batch, without a burst
@@ -77,12 +82,19 @@ struct AccessQuery {
 }
 
 // The API groups, as the kinds name them.
-const APPS: &str = Kind::Deployment.group();
-const CORE: &str = Kind::Pod.group();
-const NETWORKING: &str = Kind::Ingress.group();
 const WATCH: &str = "watch";
 
+/// An access to the resource of a catalog row: its names are the row's.
 fn access(
+    verb: &'static str,
+    row: &'static BuiltIn,
+    namespace: Option<&str>,
+    name: Option<&str>,
+) -> Access {
+    access_to(verb, row.group, row.plural, namespace, name)
+}
+
+fn access_to(
     verb: &'static str,
     group: &'static str,
     resource: &'static str,
@@ -99,6 +111,18 @@ fn access(
     }
 }
 
+/// A name that lives as long as the program (a catalog row's), as an [`Access`] holds it.
+#[expect(
+    clippy::ptr_arg,
+    reason = "the variant is what tells a static name from one built at run time"
+)]
+fn static_name(name: &Cow<'static, str>) -> Option<&'static str> {
+    match name {
+        Cow::Borrowed(name) => Some(name),
+        Cow::Owned(_) => None,
+    }
+}
+
 /// What a request needs in RBAC terms.
 #[derive(Clone, Debug)]
 struct Rule {
@@ -106,7 +130,7 @@ struct Rule {
     required: Vec<Access>,
     /// A list or watch across namespaces: it shows the objects of this kind in the namespaces
     /// where this access (its namespace left open) is allowed.
-    per_namespace: Option<(Kind, Access)>,
+    per_namespace: Option<(Resource, Access)>,
 }
 
 impl Rule {
@@ -119,13 +143,13 @@ impl Rule {
 
     /// A list or watch of `kind`: in the namespace `access` names, if it names one (refused
     /// without the right there), else across the namespaces where `access` is allowed.
-    fn list(kind: Kind, access: Access) -> Rule {
+    fn list(resource: &Resource, access: Access) -> Rule {
         if access.namespace.is_some() {
             Rule::all(vec![access])
         } else {
             Rule {
                 required: Vec::new(),
-                per_namespace: Some((kind, access)),
+                per_namespace: Some((resource.clone(), access)),
             }
         }
     }
@@ -142,6 +166,7 @@ fn rule(
     route: &str,
     method: &Method,
     name: Option<&str>,
+    requested: Option<&Resource>,
     query: &AccessQuery,
     scope: Option<&str>,
 ) -> Option<Rule> {
@@ -152,78 +177,97 @@ fn rule(
     let watch = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false);
     let list_verb = if watch { WATCH } else { "list" };
     // The generic reads of a kind; its other methods (writes) are in the table below.
-    if let Some((kind, kind_route)) = super::kinds::served_by(route)
+    if let Some((served, kind_route)) = super::kinds::served_by(route, requested)
         && method == Method::GET
     {
-        let (group, resource) = (kind.group(), kind.resource());
-        // A Namespace's rights are those in it, as the apiserver asks for a named one.
-        let object_ns = if kind.is_namespaced() {
-            object_ns
-        } else {
-            name
+        // The names RBAC checks, as the catalog declares them (a custom resource's are made
+        // at run time, and an Access names only static ones: no rule, refused).
+        let (Some(group), Some(resource)) =
+            (static_name(&served.group), static_name(&served.plural))
+        else {
+            return None;
         };
+        if !served.namespaced && served.typed() != Some(Kind::Namespace) {
+            // Nodes, PersistentVolumes, ...: rights across the cluster, as the apiserver asks.
+            return Some(Rule::all(vec![match kind_route {
+                KindRoute::List => access_to(list_verb, group, resource, None, None),
+                KindRoute::Object | KindRoute::Output => {
+                    access_to("get", group, resource, None, name)
+                }
+            }]));
+        }
+        // A Namespace's rights are those in it, as the apiserver asks for a named one.
+        let object_ns = if served.namespaced { object_ns } else { name };
         return Some(match kind_route {
-            KindRoute::List => Rule::list(kind, access(list_verb, group, resource, list_ns, None)),
+            KindRoute::List => Rule::list(
+                &served,
+                access_to(list_verb, group, resource, list_ns, None),
+            ),
             KindRoute::Object | KindRoute::Output => {
-                Rule::all(vec![access("get", group, resource, object_ns, name)])
+                Rule::all(vec![access_to("get", group, resource, object_ns, name)])
             }
         });
     }
+    // A resource that is not served: the handler's 404 names the served ones, as the open
+    // `/resources` does.
+    if route.starts_with("/{resource}") && method == Method::GET {
+        return Some(Rule::all(Vec::new()));
+    }
     let required = match (route, method.as_str()) {
-        ("/ping", "GET") => Vec::new(),
+        ("/ping", "GET") | ("/resources", "GET") => Vec::new(),
         ("/deployments", "GET") => {
             return Some(Rule::list(
-                Kind::Deployment,
-                access(list_verb, APPS, "deployments", list_ns, None),
+                DeploymentRecord::resource(),
+                access(list_verb, &DEPLOYMENTS, list_ns, None),
             ));
         }
         ("/deployments/{name}", "GET") => {
-            vec![access("get", APPS, "deployments", object_ns, name)]
+            vec![access("get", &DEPLOYMENTS, object_ns, name)]
         }
         ("/deployments/{name}", "POST") => {
-            vec![access("create", APPS, "deployments", object_ns, None)]
+            vec![access("create", &DEPLOYMENTS, object_ns, None)]
         }
         ("/deployments/{name}", "DELETE") => {
-            vec![access("delete", APPS, "deployments", object_ns, name)]
+            vec![access("delete", &DEPLOYMENTS, object_ns, name)]
         }
         ("/deployments/{name}/replicas", "PUT") => vec![Access {
             subresource: "scale",
-            ..access("patch", APPS, "deployments", object_ns, name)
+            ..access("patch", &DEPLOYMENTS, object_ns, name)
         }],
         ("/deployments/{name}/pods", "GET") => vec![
-            access("get", APPS, "deployments", object_ns, name),
-            access(list_verb, CORE, "pods", object_ns, None),
+            access("get", &DEPLOYMENTS, object_ns, name),
+            access(list_verb, &PODS, object_ns, None),
         ],
         ("/deployments/{name}/services", "GET") => vec![
-            access("get", APPS, "deployments", object_ns, name),
-            access("list", CORE, "services", object_ns, None),
+            access("get", &DEPLOYMENTS, object_ns, name),
+            access("list", &SERVICES, object_ns, None),
         ],
         ("/deployments/{name}/ingresses", "GET") => vec![
-            access("get", APPS, "deployments", object_ns, name),
-            access("list", CORE, "services", object_ns, None),
-            access("list", NETWORKING, "ingresses", object_ns, None),
+            access("get", &DEPLOYMENTS, object_ns, name),
+            access("list", &SERVICES, object_ns, None),
+            access("list", &INGRESSES, object_ns, None),
         ],
         ("/services/{name}/pods", "GET") => vec![
-            access("get", CORE, "services", object_ns, name),
-            access("list", CORE, "pods", object_ns, None),
+            access("get", &SERVICES, object_ns, name),
+            access("list", &PODS, object_ns, None),
         ],
         ("/pods", "GET") => {
             return Some(Rule::list(
-                Kind::Pod,
-                access(list_verb, CORE, "pods", list_ns, None),
+                PodRecord::resource(),
+                access(list_verb, &PODS, list_ns, None),
             ));
         }
         ("/pods/{name}" | "/pods/{name}/output", "GET") => {
-            vec![access("get", CORE, "pods", object_ns, name)]
+            vec![access("get", &PODS, object_ns, name)]
         }
-        ("/pods/{name}", "DELETE") => vec![access("delete", CORE, "pods", object_ns, name)],
+        ("/pods/{name}", "DELETE") => vec![access("delete", &PODS, object_ns, name)],
         ("/pods/{name}/event" | "/pods/{name}/events", "GET") => vec![
-            access("get", CORE, "pods", object_ns, name),
-            access("list", CORE, "events", object_ns, None),
+            access("get", &PODS, object_ns, name),
+            access("list", &EVENTS, object_ns, None),
         ],
-        ("/services/{name}", "POST") => vec![access("create", CORE, "services", object_ns, None)],
+        ("/services/{name}", "POST") => vec![access("create", &SERVICES, object_ns, None)],
         ("/ingresses/{name}", "POST") => {
-            vec![access("create", NETWORKING, "ingresses", object_ns, None)]
+            vec![access("create", &INGRESSES, object_ns, None)]
         }
         _ => return None,
     };
@@ -243,7 +287,12 @@ fn bearer_token(request: &Request) -> Option<&str> {
 
 /// The methods some rule allows on `route`: a request with another one is a 405, not a 403,
 /// since no token would make it valid.
-fn methods_with_rules(route: &str, query: &AccessQuery, scope: Option<&str>) -> Vec<Method> {
+fn methods_with_rules(
+    route: &str,
+    requested: Option<&Resource>,
+    query: &AccessQuery,
+    scope: Option<&str>,
+) -> Vec<Method> {
     [
         Method::GET,
         Method::POST,
@@ -252,7 +301,7 @@ fn methods_with_rules(route: &str, query: &AccessQuery, scope: Option<&str>) -> 
         Method::DELETE,
     ]
     .into_iter()
-    .filter(|m| rule(route, m, None, query, scope).is_some())
+    .filter(|m| rule(route, m, None, requested, query, scope).is_some())
     .collect()
 }
 
@@ -299,7 +348,7 @@ fn refusal(e: ReviewError) -> Response {
 async fn visible_namespaces(
     auth: &AuthLayer,
     caller: &Credentials<'_>,
-    kind: Kind,
+    kind: &Resource,
     access: &Access,
 ) -> Result<NamespaceFilter, Response> {
     // Cluster-wide first: a caller allowed everywhere (by RBAC, or by another authorizer:
@@ -328,7 +377,7 @@ async fn visible_namespaces(
     // scaled to zero, a namespace just made) may hold some later. Namespaces are every
     // namespace, each being in itself.
     let holding = if access.verb == WATCH {
-        Kind::Namespace
+        NamespaceRecord::resource()
     } else {
         kind
     };
@@ -399,6 +448,10 @@ pub(super) async fn check(
         .strip_prefix(auth.prefix.as_str())
         .unwrap_or(&template);
     let name = params.iter().find(|(k, _)| *k == "name").map(|(_, v)| v);
+    let requested = params
+        .iter()
+        .find(|(k, _)| *k == "resource")
+        .and_then(|(_, v)| auth.workloads.source().registry().resource(v));
     let query = match axum::extract::Query::<AccessQuery>::try_from_uri(request.uri()) {
         Ok(query) => query.0,
         Err(e) => {
@@ -416,8 +469,8 @@ pub(super) async fn check(
     } else {
         request.method()
     };
-    let Some(rule) = rule(route, method, name, &query, scope) else {
-        let allowed = methods_with_rules(route, &query, scope);
+    let Some(rule) = rule(route, method, name, requested.as_ref(), &query, scope) else {
+        let allowed = methods_with_rules(route, requested.as_ref(), &query, scope);
         if !allowed.is_empty() {
             return method_not_allowed(request.method(), request.uri().path(), &allowed);
         }
@@ -452,7 +505,7 @@ pub(super) async fn check(
     }
     let namespaces = match &rule.per_namespace {
         None => NamespaceFilter::All,
-        Some((kind, access)) => match visible_namespaces(&auth, &caller, *kind, access).await {
+        Some((kind, access)) => match visible_namespaces(&auth, &caller, kind, access).await {
             Ok(namespaces) => namespaces,
             Err(refused) => return refused,
         },
@@ -586,10 +639,73 @@ mod tests {
         }
     }
 
+    /// A resource served by a generic record: its rules come from its catalog row, a
+    /// cluster-scoped one's across the cluster; one not served is left to the handler's 404.
+    #[test]
+    fn the_resource_routes_ask_for_the_named_resources_rights() {
+        let config_maps = k8sdao::built_in("configmaps").unwrap().resource();
+        let nodes = k8sdao::built_in("nodes").unwrap().resource();
+        let shown = |route: &str, resource: &Resource, q: AccessQuery| -> Vec<String> {
+            let rule = rule(route, &Method::GET, Some("web"), Some(resource), &q, None).unwrap();
+            rule.required
+                .iter()
+                .map(ToString::to_string)
+                .chain(
+                    rule.per_namespace
+                        .map(|(kind, access)| format!("{kind}s where {access}")),
+                )
+                .collect()
+        };
+        assert_eq!(
+            shown(
+                "/{resource}",
+                &config_maps,
+                query(Some("shop"), Some("true"))
+            ),
+            ["watch configmaps in namespace \"shop\""]
+        );
+        assert_eq!(
+            shown("/{resource}", &config_maps, query(None, None)),
+            ["configmaps where list configmaps in all namespaces"]
+        );
+        assert_eq!(
+            shown("/{resource}/{name}/output", &config_maps, query(None, None)),
+            ["get configmaps \"web\" in namespace \"default\""]
+        );
+        assert_eq!(
+            shown("/{resource}", &nodes, query(Some("shop"), None)),
+            ["list nodes in all namespaces"]
+        );
+        assert_eq!(
+            shown("/{resource}/{name}", &nodes, query(Some("shop"), None)),
+            ["get nodes \"web\" in all namespaces"]
+        );
+        let unknown = rule(
+            "/{resource}",
+            &Method::GET,
+            None,
+            None,
+            &query(None, None),
+            None,
+        );
+        assert!(unknown.is_some_and(|r| r.is_open()), "the 404 answers it");
+        assert!(
+            rule(
+                "/{resource}",
+                &Method::DELETE,
+                None,
+                Some(&nodes),
+                &query(None, None),
+                None
+            )
+            .is_none()
+        );
+    }
+
     /// Each access as `verb resource[/sub][.group] [name] in namespace`; a filter by rights
     /// as `<kind>s where <access>`.
     fn shown(route: &str, method: Method, q: AccessQuery, scope: Option<&str>) -> Vec<String> {
-        let rule = rule(route, &method, Some("web"), &q, scope).unwrap();
+        let rule = rule(route, &method, Some("web"), None, &q, scope).unwrap();
         rule.required
             .iter()
             .map(ToString::to_string)
@@ -620,7 +736,7 @@ mod tests {
             .collect();
             assert!(!documented.is_empty(), "{path} documents no operation");
             assert_eq!(
-                methods_with_rules(path, &q, None),
+                methods_with_rules(path, None, &q, None),
                 documented,
                 "the methods with a rule on {path} are the ones it takes"
             );
@@ -715,19 +831,19 @@ mod tests {
             ["get ingresses.networking.k8s.io \"web\" in namespace \"shop\""]
         );
         assert!(
-            rule("/pods/{name}", &Method::PATCH, None, &ns(), None).is_none(),
+            rule("/pods/{name}", &Method::PATCH, None, None, &ns(), None).is_none(),
             "a route without a rule is refused"
         );
         assert_eq!(
-            methods_with_rules("/pods", &ns(), None),
+            methods_with_rules("/pods", None, &ns(), None),
             [Method::GET],
             "PUT /pods is a 405 naming GET"
         );
         assert_eq!(
-            methods_with_rules("/deployments/{name}", &ns(), None),
+            methods_with_rules("/deployments/{name}", None, &ns(), None),
             [Method::GET, Method::POST, Method::DELETE]
         );
-        assert!(methods_with_rules("/secrets", &ns(), None).is_empty());
+        assert!(methods_with_rules("/secrets", None, &ns(), None).is_empty());
     }
 
     #[test]
