@@ -6,7 +6,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use biz::PodRecord;
+use biz::{PodRecord, Typed};
 use confk8s::Delta;
 use k8s_openapi::api::core::v1::Pod;
 use k8scache::Caches;
@@ -71,7 +71,7 @@ async fn main() {
 
     let (t_index, n_index) = median(|| async {
         source
-            .list::<PodRecord>(&indexed, ReadAt::Newest)
+            .list::<PodRecord>(PodRecord::resource(), &indexed, ReadAt::Newest)
             .await
             .unwrap()
             .items
@@ -80,7 +80,7 @@ async fn main() {
     .await;
     let (t_scan, n_scan) = median(|| async {
         source
-            .list::<PodRecord>(&scanned, ReadAt::Newest)
+            .list::<PodRecord>(PodRecord::resource(), &scanned, ReadAt::Newest)
             .await
             .unwrap()
             .items

@@ -11,6 +11,7 @@
 //! at most [`NAMESPACE_REVIEWS_AT_ONCE`] under way at a time. biz gets the decision as a plain
 //! [`NamespaceFilter`], and the continue tokens a caller gets are bound to its token.
 
+use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
@@ -26,7 +27,10 @@ use serde::Deserialize;
 use super::ApiError;
 use super::fairness::Caller;
 use super::kinds::KindRoute;
-use biz::{Kind, NamespaceFilter, Visibility, Workloads, namespace_of_list, namespace_of_object};
+use biz::{
+    DeploymentRecord, Kind, NamespaceFilter, NamespaceRecord, PodRecord, Resource, Typed,
+    Visibility, Workloads, namespace_of_list, namespace_of_object,
+};
 use k8sdao::Source;
 
 /// SubjectAccessReviews one filtered list may have under way at once: a cold cache with
@@ -99,6 +103,18 @@ fn access(
     }
 }
 
+/// A name that lives as long as the program (a catalog row's), as an [`Access`] holds it.
+#[expect(
+    clippy::ptr_arg,
+    reason = "the variant is what tells a static name from one built at run time"
+)]
+fn static_name(name: &Cow<'static, str>) -> Option<&'static str> {
+    match name {
+        Cow::Borrowed(name) => Some(name),
+        Cow::Owned(_) => None,
+    }
+}
+
 /// What a request needs in RBAC terms.
 #[derive(Clone, Debug)]
 struct Rule {
@@ -106,7 +122,7 @@ struct Rule {
     required: Vec<Access>,
     /// A list or watch across namespaces: it shows the objects of this kind in the namespaces
     /// where this access (its namespace left open) is allowed.
-    per_namespace: Option<(Kind, Access)>,
+    per_namespace: Option<(Resource, Access)>,
 }
 
 impl Rule {
@@ -119,13 +135,13 @@ impl Rule {
 
     /// A list or watch of `kind`: in the namespace `access` names, if it names one (refused
     /// without the right there), else across the namespaces where `access` is allowed.
-    fn list(kind: Kind, access: Access) -> Rule {
+    fn list(resource: &Resource, access: Access) -> Rule {
         if access.namespace.is_some() {
             Rule::all(vec![access])
         } else {
             Rule {
                 required: Vec::new(),
-                per_namespace: Some((kind, access)),
+                per_namespace: Some((resource.clone(), access)),
             }
         }
     }
@@ -142,6 +158,7 @@ fn rule(
     route: &str,
     method: &Method,
     name: Option<&str>,
+    requested: Option<&Resource>,
     query: &AccessQuery,
     scope: Option<&str>,
 ) -> Option<Rule> {
@@ -152,28 +169,44 @@ fn rule(
     let watch = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false);
     let list_verb = if watch { WATCH } else { "list" };
     // The generic reads of a kind; its other methods (writes) are in the table below.
-    if let Some((kind, kind_route)) = super::kinds::served_by(route)
+    if let Some((served, kind_route)) = super::kinds::served_by(route, requested)
         && method == Method::GET
     {
-        let (group, resource) = (kind.group(), kind.resource());
-        // A Namespace's rights are those in it, as the apiserver asks for a named one.
-        let object_ns = if kind.is_namespaced() {
-            object_ns
-        } else {
-            name
+        // The names RBAC checks, as the catalog declares them (a custom resource's are made
+        // at run time, and an Access names only static ones: no rule, refused).
+        let (Some(group), Some(resource)) =
+            (static_name(&served.group), static_name(&served.plural))
+        else {
+            return None;
         };
+        if !served.namespaced && served.typed() != Some(Kind::Namespace) {
+            // Nodes, PersistentVolumes, ...: rights across the cluster, as the apiserver asks.
+            return Some(Rule::all(vec![match kind_route {
+                KindRoute::List => access(list_verb, group, resource, None, None),
+                KindRoute::Object | KindRoute::Output => access("get", group, resource, None, name),
+            }]));
+        }
+        // A Namespace's rights are those in it, as the apiserver asks for a named one.
+        let object_ns = if served.namespaced { object_ns } else { name };
         return Some(match kind_route {
-            KindRoute::List => Rule::list(kind, access(list_verb, group, resource, list_ns, None)),
+            KindRoute::List => {
+                Rule::list(&served, access(list_verb, group, resource, list_ns, None))
+            }
             KindRoute::Object | KindRoute::Output => {
                 Rule::all(vec![access("get", group, resource, object_ns, name)])
             }
         });
     }
+    // A resource that is not served: the handler's 404 names the served ones, as the open
+    // `/resources` does.
+    if route.starts_with("/{resource}") && method == Method::GET {
+        return Some(Rule::all(Vec::new()));
+    }
     let required = match (route, method.as_str()) {
-        ("/ping", "GET") => Vec::new(),
+        ("/ping", "GET") | ("/resources", "GET") => Vec::new(),
         ("/deployments", "GET") => {
             return Some(Rule::list(
-                Kind::Deployment,
+                DeploymentRecord::resource(),
                 access(list_verb, APPS, "deployments", list_ns, None),
             ));
         }
@@ -209,7 +242,7 @@ fn rule(
         ],
         ("/pods", "GET") => {
             return Some(Rule::list(
-                Kind::Pod,
+                PodRecord::resource(),
                 access(list_verb, CORE, "pods", list_ns, None),
             ));
         }
@@ -243,7 +276,12 @@ fn bearer_token(request: &Request) -> Option<&str> {
 
 /// The methods some rule allows on `route`: a request with another one is a 405, not a 403,
 /// since no token would make it valid.
-fn methods_with_rules(route: &str, query: &AccessQuery, scope: Option<&str>) -> Vec<Method> {
+fn methods_with_rules(
+    route: &str,
+    requested: Option<&Resource>,
+    query: &AccessQuery,
+    scope: Option<&str>,
+) -> Vec<Method> {
     [
         Method::GET,
         Method::POST,
@@ -252,7 +290,7 @@ fn methods_with_rules(route: &str, query: &AccessQuery, scope: Option<&str>) -> 
         Method::DELETE,
     ]
     .into_iter()
-    .filter(|m| rule(route, m, None, query, scope).is_some())
+    .filter(|m| rule(route, m, None, requested, query, scope).is_some())
     .collect()
 }
 
@@ -299,7 +337,7 @@ fn refusal(e: ReviewError) -> Response {
 async fn visible_namespaces(
     auth: &AuthLayer,
     caller: &Credentials<'_>,
-    kind: Kind,
+    kind: &Resource,
     access: &Access,
 ) -> Result<NamespaceFilter, Response> {
     // Cluster-wide first: a caller allowed everywhere (by RBAC, or by another authorizer:
@@ -328,7 +366,7 @@ async fn visible_namespaces(
     // scaled to zero, a namespace just made) may hold some later. Namespaces are every
     // namespace, each being in itself.
     let holding = if access.verb == WATCH {
-        Kind::Namespace
+        NamespaceRecord::resource()
     } else {
         kind
     };
@@ -399,6 +437,10 @@ pub(super) async fn check(
         .strip_prefix(auth.prefix.as_str())
         .unwrap_or(&template);
     let name = params.iter().find(|(k, _)| *k == "name").map(|(_, v)| v);
+    let requested = params
+        .iter()
+        .find(|(k, _)| *k == "resource")
+        .and_then(|(_, v)| auth.workloads.source().registry().resource(v));
     let query = match axum::extract::Query::<AccessQuery>::try_from_uri(request.uri()) {
         Ok(query) => query.0,
         Err(e) => {
@@ -416,8 +458,8 @@ pub(super) async fn check(
     } else {
         request.method()
     };
-    let Some(rule) = rule(route, method, name, &query, scope) else {
-        let allowed = methods_with_rules(route, &query, scope);
+    let Some(rule) = rule(route, method, name, requested.as_ref(), &query, scope) else {
+        let allowed = methods_with_rules(route, requested.as_ref(), &query, scope);
         if !allowed.is_empty() {
             return method_not_allowed(request.method(), request.uri().path(), &allowed);
         }
@@ -452,7 +494,7 @@ pub(super) async fn check(
     }
     let namespaces = match &rule.per_namespace {
         None => NamespaceFilter::All,
-        Some((kind, access)) => match visible_namespaces(&auth, &caller, *kind, access).await {
+        Some((kind, access)) => match visible_namespaces(&auth, &caller, kind, access).await {
             Ok(namespaces) => namespaces,
             Err(refused) => return refused,
         },
@@ -589,7 +631,7 @@ mod tests {
     /// Each access as `verb resource[/sub][.group] [name] in namespace`; a filter by rights
     /// as `<kind>s where <access>`.
     fn shown(route: &str, method: Method, q: AccessQuery, scope: Option<&str>) -> Vec<String> {
-        let rule = rule(route, &method, Some("web"), &q, scope).unwrap();
+        let rule = rule(route, &method, Some("web"), None, &q, scope).unwrap();
         rule.required
             .iter()
             .map(ToString::to_string)
@@ -620,7 +662,7 @@ mod tests {
             .collect();
             assert!(!documented.is_empty(), "{path} documents no operation");
             assert_eq!(
-                methods_with_rules(path, &q, None),
+                methods_with_rules(path, None, &q, None),
                 documented,
                 "the methods with a rule on {path} are the ones it takes"
             );
@@ -715,19 +757,19 @@ mod tests {
             ["get ingresses.networking.k8s.io \"web\" in namespace \"shop\""]
         );
         assert!(
-            rule("/pods/{name}", &Method::PATCH, None, &ns(), None).is_none(),
+            rule("/pods/{name}", &Method::PATCH, None, None, &ns(), None).is_none(),
             "a route without a rule is refused"
         );
         assert_eq!(
-            methods_with_rules("/pods", &ns(), None),
+            methods_with_rules("/pods", None, &ns(), None),
             [Method::GET],
             "PUT /pods is a 405 naming GET"
         );
         assert_eq!(
-            methods_with_rules("/deployments/{name}", &ns(), None),
+            methods_with_rules("/deployments/{name}", None, &ns(), None),
             [Method::GET, Method::POST, Method::DELETE]
         );
-        assert!(methods_with_rules("/secrets", &ns(), None).is_empty());
+        assert!(methods_with_rules("/secrets", None, &ns(), None).is_empty());
     }
 
     #[test]

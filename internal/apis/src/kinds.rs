@@ -5,7 +5,7 @@
 
 use axum::Extension;
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use axum::routing::get;
 use serde::Serialize;
@@ -20,14 +20,16 @@ use utoipa::{IntoParams, PartialSchema, ToSchema};
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
 use super::AppState;
-use super::envelope::{ApiError, ApiPath, ApiQuery, ok_json, ok_page_json};
+use super::envelope::{ApiError, ApiPath, ApiQuery, ok, ok_json, ok_page_json};
 use super::routes::{
     ListParams, ObjectParams, OutputParams, list_request, off_the_workers, printed,
 };
 use super::watch;
 use biz::{
-    IngressRecord, Kind, NamespaceRecord, ReplicaSetRecord, Served, ServiceRecord, Visibility,
+    GenericRecord, IngressRecord, Kind, NamespaceRecord, Registry, ReplicaSetRecord, Resource,
+    Served, ServiceRecord, Typed, Visibility,
 };
+use k8sdao::Namespaced;
 
 /// The kinds served by the generic routes below, beside Deployments and Pods (whose routes
 /// add relations and writes, in routes.rs, and share these handlers).
@@ -47,6 +49,133 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .merge(kind_routes::<NamespaceRecord>())
 }
 
+/// The routes of every resource served by a generic record: looked up in the registry on
+/// each request, so a resource added while the server runs is served at once and a removed
+/// one is 404.
+pub(super) fn resource_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .route("/resources", get(resources))
+        .route(
+            "/{resource}",
+            get(
+                |State(s): State<AppState>,
+                 ApiPath(resource): ApiPath<String>,
+                 headers: HeaderMap,
+                 visibility: Option<Extension<Visibility>>,
+                 ApiQuery(q): ApiQuery<ListParams>| async move {
+                    let resource = served(&s, &resource)?;
+                    list::<GenericRecord>(s, resource, headers, visibility, q).await
+                },
+            ),
+        )
+        .route(
+            "/{resource}/{name}",
+            get(
+                |State(s): State<AppState>,
+                 ApiPath((resource, name)): ApiPath<(String, String)>,
+                 ApiQuery(q): ApiQuery<ObjectParams>| async move {
+                    let resource = served(&s, &resource)?;
+                    get_one::<GenericRecord>(s, &resource, name, q).await
+                },
+            ),
+        )
+        .route(
+            "/{resource}/{name}/output",
+            get(
+                |State(s): State<AppState>,
+                 ApiPath((resource, name)): ApiPath<(String, String)>,
+                 ApiQuery(q): ApiQuery<OutputParams>| async move {
+                    let resource = served(&s, &resource)?;
+                    let (format, body, metadata_only) = s
+                        .workloads
+                        .resource_output(
+                            &resource,
+                            q.namespace.as_deref(),
+                            &name,
+                            q.output_format.as_deref(),
+                        )
+                        .await?;
+                    let mut response = printed((format, body));
+                    if metadata_only {
+                        response.headers_mut().insert(
+                            header::WARNING,
+                            HeaderValue::from_static(METADATA_ONLY_WARNING),
+                        );
+                    }
+                    Ok::<_, ApiError>(response)
+                },
+            ),
+        )
+}
+
+/// What `/output` of a resource kept as metadata alone says beside it.
+const METADATA_ONLY_WARNING: &str =
+    "299 - \"kept as metadata only: k8sailor never reads this object's values\"";
+
+/// The resource served by a generic record that requests name `name`, or the 404 naming it
+/// and the closest served names.
+fn served(s: &AppState, name: &str) -> Result<Resource, ApiError> {
+    let registry = s.workloads.source().registry();
+    registry
+        .resource(name)
+        .filter(|r| r.typed().is_none())
+        .ok_or_else(|| not_served(registry, name))
+}
+
+/// How many names an unknown resource's 404 suggests.
+const SUGGESTIONS: usize = 3;
+
+fn not_served(registry: &Registry, name: &str) -> ApiError {
+    let mut names: Vec<(usize, String)> = registry
+        .resources()
+        .iter()
+        .map(|r| (strsim::levenshtein(name, &r.name), r.name.to_string()))
+        .collect();
+    names.sort();
+    let closest: Vec<String> = names
+        .into_iter()
+        .take(SUGGESTIONS)
+        .map(|(_, name)| name)
+        .collect();
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!(
+            "resource {name:?} is not served; the closest served: {} (GET /resources lists them all)",
+            closest.join(", ")
+        ),
+    )
+}
+
+/// One served resource, as `/resources` lists it.
+#[derive(Serialize)]
+struct ServedResource<'a, Column> {
+    /// As requests name it (`kubectl get <name>`).
+    name: &'a str,
+    kind: &'a str,
+    group: &'a str,
+    version: &'a str,
+    namespaced: bool,
+    /// kubectl's columns; a generic resource's answers hold one cell per column.
+    columns: &'a [Column],
+}
+
+/// What is served.
+async fn resources(State(s): State<AppState>) -> Response {
+    let resources = s.workloads.source().registry().resources();
+    let listed: Vec<ServedResource<'_, _>> = resources
+        .iter()
+        .map(|r| ServedResource {
+            name: &r.name,
+            kind: &r.kind,
+            group: &r.group,
+            version: &r.version,
+            namespaced: r.namespaced,
+            columns: r.printer.columns(),
+        })
+        .collect();
+    ok(listed)
+}
+
 /// Which of a kind's generic routes a route template is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum KindRoute {
@@ -55,22 +184,33 @@ pub(super) enum KindRoute {
     Output,
 }
 
-/// The kind whose generic route serves `route` (a template), and which route it is.
-pub(super) fn served_by(route: &str) -> Option<(Kind, KindRoute)> {
+/// The resource whose generic route serves `route` (a template), and which route it is:
+/// a typed kind's own route, or, for the `{resource}` routes, `requested` (the registry's
+/// resource the request names, if it is served).
+pub(super) fn served_by(
+    route: &str,
+    requested: Option<&Resource>,
+) -> Option<(Resource, KindRoute)> {
     let path = route.strip_prefix('/')?;
     let (resource, rest) = path.split_once('/').unwrap_or((path, ""));
-    let kind = SERVED.iter().copied().find(|k| k.resource() == resource)?;
+    let resource = if resource == "{resource}" {
+        requested.filter(|r| r.typed().is_none())?.clone()
+    } else {
+        let kind = SERVED.iter().copied().find(|k| k.resource() == resource)?;
+        biz::typed_resource(kind).clone()
+    };
     match rest {
-        "" => Some((kind, KindRoute::List)),
-        "{name}" => Some((kind, KindRoute::Object)),
-        "{name}/output" => Some((kind, KindRoute::Output)),
+        "" => Some((resource, KindRoute::List)),
+        "{name}" => Some((resource, KindRoute::Object)),
+        "{name}/output" => Some((resource, KindRoute::Output)),
         _ => None,
     }
 }
 
-/// A list, or with `watch=true` a watch, of kind `R`.
+/// A list, or with `watch=true` a watch, of `resource` (records `R`).
 pub(super) async fn list<R: Served>(
     s: AppState,
+    resource: Resource,
     headers: HeaderMap,
     visibility: Option<Extension<Visibility>>,
     q: ListParams,
@@ -78,29 +218,32 @@ pub(super) async fn list<R: Served>(
     let is_watch = watch::is_watch(q.watch.as_deref())?;
     let req = list_request(q, visibility, &headers)?;
     if is_watch {
-        let frames = s.workloads.watch::<R>(&req).await?;
-        let guard = s.metrics.watch_opened(R::KIND.name());
+        let frames = s.workloads.watch::<R>(&resource, &req).await?;
+        let guard = s.metrics.watch_opened(resource.kind.clone());
         return Ok(watch::respond(frames, &headers, &s, guard));
     }
     off_the_workers(s, move |s| async move {
-        Ok(ok_page_json(s.workloads.list::<R>(&req).await?))
+        Ok(ok_page_json(s.workloads.list::<R>(&resource, &req).await?))
     })
     .await
 }
 
-/// One object of kind `R`.
+/// One object of `resource` (records `R`).
 pub(super) async fn get_one<R: Served>(
     s: AppState,
+    resource: &Resource,
     name: String,
     q: ObjectParams,
 ) -> Result<Response, ApiError> {
     Ok(ok_json(
-        &s.workloads.get::<R>(q.namespace.as_deref(), &name).await?,
+        &s.workloads
+            .get::<R>(resource, q.namespace.as_deref(), &name)
+            .await?,
     ))
 }
 
 /// The object as kubectl prints it with `-o json|yaml`, read live.
-async fn output<R: Served<Object: Serialize>>(
+async fn output<R: Typed<Object: Serialize + Namespaced> + Served>(
     s: AppState,
     name: String,
     q: OutputParams,
@@ -114,7 +257,7 @@ async fn output<R: Served<Object: Serialize>>(
 
 fn kind_routes<R>() -> OpenApiRouter<AppState>
 where
-    R: Served<Dto: ToSchema, Object: Serialize>,
+    R: Served + Typed<Dto: ToSchema, Object: Serialize + Namespaced>,
 {
     let kind = R::KIND;
     let list_path = format!("/{}", kind.resource());
@@ -124,12 +267,14 @@ where
         |State(s): State<AppState>,
          headers: HeaderMap,
          visibility: Option<Extension<Visibility>>,
-         ApiQuery(q): ApiQuery<ListParams>| list::<R>(s, headers, visibility, q),
+         ApiQuery(q): ApiQuery<ListParams>| {
+            list::<R>(s, R::resource().clone(), headers, visibility, q)
+        },
     );
     let get_route = get(
         |State(s): State<AppState>,
          ApiPath(name): ApiPath<String>,
-         ApiQuery(q): ApiQuery<ObjectParams>| get_one::<R>(s, name, q),
+         ApiQuery(q): ApiQuery<ObjectParams>| get_one::<R>(s, R::resource(), name, q),
     );
     let output_route = get(
         |State(s): State<AppState>,
@@ -216,7 +361,7 @@ fn envelope(data: RefOr<Schema>, list: bool) -> RefOr<Schema> {
     RefOr::T(Schema::Object(object.build()))
 }
 
-fn list_operation<R: Served<Dto: ToSchema>>() -> OperationBuilder {
+fn list_operation<R: Typed<Dto: ToSchema>>() -> OperationBuilder {
     let kind = R::KIND;
     let dto = RefOr::Ref(Ref::from_schema_name(R::Dto::name()));
     let items = envelope(ArrayBuilder::new().items(dto).into(), true);
@@ -244,7 +389,7 @@ fn list_operation<R: Served<Dto: ToSchema>>() -> OperationBuilder {
         ))
 }
 
-fn get_operation<R: Served<Dto: ToSchema>>() -> OperationBuilder {
+fn get_operation<R: Typed<Dto: ToSchema>>() -> OperationBuilder {
     let kind = R::KIND;
     let ok = ResponseBuilder::new()
         .description(format!("The {}", kind.name()))
@@ -275,7 +420,7 @@ fn name_parameter(kind: Kind) -> utoipa::openapi::path::Parameter {
         .build()
 }
 
-fn output_operation<R: Served>() -> OperationBuilder {
+fn output_operation<R: Typed>() -> OperationBuilder {
     let kind = R::KIND;
     let ok = ResponseBuilder::new()
         .description(format!(

@@ -41,7 +41,7 @@ struct RouteLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabels {
-    kind: &'static str,
+    kind: std::borrow::Cow<'static, str>,
 }
 
 /// Counts one open watch answer and the events sent on it; the count drops with the guard,
@@ -365,7 +365,7 @@ impl Metrics {
     }
 
     /// Counts a watch answer of `kind` as open until the guard drops.
-    pub(super) fn watch_opened(&self, kind: &'static str) -> WatchGuard {
+    pub(super) fn watch_opened(&self, kind: std::borrow::Cow<'static, str>) -> WatchGuard {
         let labels = KindLabels { kind };
         let open = self.watches.get_or_create(&labels).clone();
         open.inc();

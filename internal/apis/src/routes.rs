@@ -17,7 +17,7 @@ use super::envelope::{
 use super::{AppState, kinds, watch};
 use biz::{
     CreateDeployment, CreateIngress, CreateService, DeploymentRecord, EventDto, IngressDto, Kind,
-    ListRequest, OutputFormat, ServiceDto, Visibility,
+    ListRequest, OutputFormat, ServiceDto, Typed, Visibility,
 };
 
 /// Every API route: each is registered together with its OpenAPI description.
@@ -40,7 +40,8 @@ pub fn api() -> OpenApiRouter<AppState> {
             // Beside the generic GET of their path.
             .routes(routes!(create_service))
             .routes(routes!(create_ingress))
-            .merge(kinds::routes()),
+            .merge(kinds::routes())
+            .merge(kinds::resource_routes()),
     )
 }
 
@@ -136,7 +137,14 @@ async fn list_deployments(
     visibility: Option<Extension<Visibility>>,
     ApiQuery(q): ApiQuery<ListParams>,
 ) -> Result<Response, ApiError> {
-    kinds::list::<DeploymentRecord>(s, headers, visibility, q).await
+    kinds::list::<DeploymentRecord>(
+        s,
+        DeploymentRecord::resource().clone(),
+        headers,
+        visibility,
+        q,
+    )
+    .await
 }
 
 /// Caches holding at most this many objects are listed on the runtime's worker: a list over
@@ -181,7 +189,7 @@ async fn get_deployment(
     ApiPath(name): ApiPath<String>,
     ApiQuery(q): ApiQuery<ObjectParams>,
 ) -> Result<Response, ApiError> {
-    kinds::get_one::<DeploymentRecord>(s, name, q).await
+    kinds::get_one::<DeploymentRecord>(s, DeploymentRecord::resource(), name, q).await
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -294,7 +302,7 @@ async fn pods_of_deployment(
             .workloads
             .watch_pods_of_deployment(q.namespace.as_deref(), &name, resume.as_deref())
             .await?;
-        let guard = s.metrics.watch_opened(Kind::Pod.name());
+        let guard = s.metrics.watch_opened(Kind::Pod.name().into());
         return Ok(watch::respond(frames, &headers, &s, guard));
     }
     off_the_workers(s, move |s| async move {
@@ -389,7 +397,7 @@ async fn list_pods(
     let req = list_request(q, visibility, &headers)?;
     if is_watch {
         let frames = s.workloads.watch_pods(&req).await?;
-        let guard = s.metrics.watch_opened(Kind::Pod.name());
+        let guard = s.metrics.watch_opened(Kind::Pod.name().into());
         return Ok(watch::respond(frames, &headers, &s, guard));
     }
     off_the_workers(s, move |s| async move {

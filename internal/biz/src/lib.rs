@@ -23,7 +23,7 @@ pub use model::{
 /// The kinds' records, which name the kinds the generic reads take.
 pub use model::{
     DeploymentRecord, IngressRecord, NamespaceRecord, PodRecord, Record, ReplicaSetRecord,
-    ServiceRecord,
+    ServiceRecord, Typed,
 };
 pub use output::OutputFormat;
 pub use paging::{PageStore, SNAPSHOT_CAPACITY, SortSpec};
@@ -32,6 +32,9 @@ pub use watch::{WatchUpdate, WatchUpdates, WatchedView};
 pub use writes::{ContainerRequest, CreateDeployment};
 
 use k8sdao::{DaoError, HistoryError, ListQuery, ReadAt, WorkloadSource};
+pub use k8sdao::{GenericRecord, Registry, Resource};
+pub use model::typed_resource;
+
 pub use k8sdao::{Kind, NamespaceFilter};
 use paging::PageStores;
 
@@ -136,9 +139,9 @@ impl BizError {
             | BizError::Query(_)
             | BizError::OutputFormat(_) => Failure::Invalid,
             BizError::Source(dao) => match dao {
-                DaoError::NotFound { .. } | DaoError::NamespaceNotServed { .. } => {
-                    Failure::NotFound
-                }
+                DaoError::NotFound { .. }
+                | DaoError::NotServed { .. }
+                | DaoError::NamespaceNotServed { .. } => Failure::NotFound,
                 DaoError::NotSynced { .. } | DaoError::Unavailable(_) => Failure::Unavailable,
                 DaoError::WatchExpired(_) | DaoError::Version(HistoryError::Expired { .. }) => {
                     Failure::Gone
@@ -444,13 +447,17 @@ impl<S: WorkloadSource> Workloads<S> {
 
     /// Filters through the source, sorts, and cuts the page; a continue token's page is cut
     /// from the list at the token's version, kept or rebuilt.
-    async fn paged<R: Served>(&self, req: &ListRequest) -> Result<paging::PageSlice<R>, BizError> {
-        let store = self.pages.of::<R>();
-        let query = req.query(R::FIELDS)?;
+    async fn paged<R: Served>(
+        &self,
+        resource: &Resource,
+        req: &ListRequest,
+    ) -> Result<paging::PageSlice<R>, BizError> {
+        let store = self.pages.of::<R>(resource);
+        let query = req.query(resource.fields)?;
         let sort = SortSpec::parse(req.sort.as_deref())?;
         let limit = req.limit.filter(|l| *l > 0);
         let fingerprint = paging::fingerprint(
-            R::KIND,
+            resource,
             &[
                 query.namespace.as_deref().unwrap_or_default(),
                 &query.labels.to_string(),
@@ -468,7 +475,7 @@ impl<S: WorkloadSource> Workloads<S> {
                 paging::Continued::Kept(cursor) => cursor,
                 paging::Continued::Rebuild(cursor) => {
                     let items = self
-                        .sorted::<R>(&query, ReadAt::Version(cursor.version()), &sort)
+                        .sorted::<R>(resource, &query, ReadAt::Version(cursor.version()), &sort)
                         .await
                         .map_err(|e| match e {
                             BizError::Source(DaoError::Version(HistoryError::Expired {
@@ -482,7 +489,9 @@ impl<S: WorkloadSource> Workloads<S> {
             };
             return Ok(cursor.next(&sort, limit));
         }
-        let listing = self.sorted::<R>(&query, ReadAt::Newest, &sort).await?;
+        let listing = self
+            .sorted::<R>(resource, &query, ReadAt::Newest, &sort)
+            .await?;
         store.first(
             listing.items,
             &listing.resource_version,
@@ -495,11 +504,12 @@ impl<S: WorkloadSource> Workloads<S> {
     /// The list at `at`, sorted.
     async fn sorted<R: Served>(
         &self,
+        resource: &Resource,
         query: &ListQuery,
         at: ReadAt,
         sort: &SortSpec,
     ) -> Result<k8sdao::Listing<R>, BizError> {
-        let mut listing = self.source.list::<R>(query, at).await?;
+        let mut listing = self.source.list::<R>(resource, query, at).await?;
         // Sources list in (namespace, name) order already; sorting a sorted list is linear.
         listing
             .items
@@ -513,16 +523,17 @@ impl<S: WorkloadSource> Workloads<S> {
 
     /// The namespaces holding objects of `kind`: the only ones where an all-namespace list
     /// of it can find anything, so the only ones whose rights need deciding.
-    pub async fn namespaces_holding(&self, kind: Kind) -> Result<Vec<String>, BizError> {
-        Ok(self.source.namespaces_holding(kind).await?)
+    pub async fn namespaces_holding(&self, resource: &Resource) -> Result<Vec<String>, BizError> {
+        Ok(self.source.namespaces_holding(resource).await?)
     }
 
-    /// The objects of kind `R` the request selects, sorted and paged.
+    /// The objects of `resource` (records `R`) the request selects, sorted and paged.
     pub async fn list<R: Served>(
         &self,
+        resource: &Resource,
         req: &ListRequest,
     ) -> Result<Page<RecordView<R>>, BizError> {
-        let page = self.paged::<R>(req).await?;
+        let page = self.paged::<R>(resource, req).await?;
         Ok(Page {
             items: page.items.into_iter().map(RecordView).collect(),
             resource_version: page.resource_version,
@@ -534,11 +545,30 @@ impl<S: WorkloadSource> Workloads<S> {
 
     pub async fn get<R: Served>(
         &self,
+        resource: &Resource,
         namespace: Option<&str>,
         name: &str,
     ) -> Result<RecordView<R>, BizError> {
         let ns = object_namespace_of(namespace, name)?;
-        Ok(RecordView(self.source.get::<R>(ns, name).await?))
+        Ok(RecordView(self.source.get::<R>(resource, ns, name).await?))
+    }
+
+    /// The object of a generic resource as kubectl prints it with `-o json|yaml`, from the
+    /// cache (the object as the apiserver sent it, managedFields stripped); for a resource
+    /// kept as metadata alone (Secrets), its metadata, and `true`.
+    pub async fn resource_output(
+        &self,
+        resource: &Resource,
+        namespace: Option<&str>,
+        name: &str,
+        format: Option<&str>,
+    ) -> Result<(OutputFormat, String, bool), BizError> {
+        let format = OutputFormat::parse(format)?;
+        let ns = object_namespace_of(namespace, name)?;
+        let record = self.source.get::<GenericRecord>(resource, ns, name).await?;
+        let json = record.raw_json().map_err(BizError::Internal)?;
+        let printed = render_off_worker(format, json).await?;
+        Ok((format, printed, record.is_metadata_only()))
     }
 
     pub async fn pods_of_deployment(
@@ -558,7 +588,7 @@ impl<S: WorkloadSource> Workloads<S> {
     }
 
     pub async fn list_pods(&self, req: &ListRequest) -> Result<Page<PodView>, BizError> {
-        let page = self.paged::<PodRecord>(req).await?;
+        let page = self.paged::<PodRecord>(PodRecord::resource(), req).await?;
         Ok(Page {
             items: self.with_deployments(page.items).await?,
             resource_version: page.resource_version,
@@ -622,7 +652,10 @@ impl<S: WorkloadSource> Workloads<S> {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Arc<PodRecord>, BizError> {
-        Ok(self.get::<PodRecord>(namespace, name).await?.0)
+        Ok(self
+            .get::<PodRecord>(PodRecord::resource(), namespace, name)
+            .await?
+            .0)
     }
 
     async fn with_deployments(&self, pods: Vec<Arc<PodRecord>>) -> Result<Vec<PodView>, BizError> {

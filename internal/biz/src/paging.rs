@@ -19,7 +19,7 @@ use ring::digest;
 
 use super::BizError;
 use k8sdao::NamespaceFilter;
-use model::{Keyed, Kind, Record};
+use model::{Keyed, Record, Resource};
 
 /// How long a continue token stays valid: the apiserver's default compaction interval.
 pub const TOKEN_TTL: Duration = Duration::from_secs(5 * 60);
@@ -223,9 +223,15 @@ impl Token {
 
 /// Identifies a query (kind, namespace, selectors, sort) the same way in every process and
 /// every build, so that a token is honoured by any replica for the query that issued it.
-pub fn fingerprint(kind: Kind, parts: &[&str]) -> String {
+pub fn fingerprint(resource: &Resource, parts: &[&str]) -> String {
     let mut context = digest::Context::new(&digest::SHA256);
-    context.update(kind.name().as_bytes());
+    // A typed kind by its kind, as tokens issued before generic resources were served name
+    // it; every other resource by its name, unique among them.
+    let scope = match resource.typed() {
+        Some(kind) => kind.name(),
+        None => &resource.name,
+    };
+    context.update(scope.as_bytes());
     for part in parts {
         // Lengths first: ("a,", "b") and ("a", ",b") differ.
         context.update(&(part.len() as u64).to_be_bytes());
@@ -293,20 +299,20 @@ impl<R: Keyed> Default for PageStore<R> {
 /// One [`PageStore`] per kind, made when the kind is first listed with a limit.
 #[derive(Default)]
 pub(crate) struct PageStores {
-    stores: Mutex<HashMap<Kind, Arc<dyn Any + Send + Sync>>>,
+    stores: Mutex<HashMap<String, Arc<dyn Any + Send + Sync>>>,
 }
 
 impl PageStores {
-    pub(crate) fn of<R: Record>(&self) -> Arc<PageStore<R>> {
+    pub(crate) fn of<R: Record>(&self, resource: &Resource) -> Arc<PageStore<R>> {
         let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
         let store = stores
-            .entry(R::KIND)
+            .entry(resource.name.to_string())
             .or_insert_with(|| Arc::new(PageStore::<R>::default()))
             .clone();
         // Each entry is made above by its kind's record type, so it always is that type.
-        store
-            .downcast::<PageStore<R>>()
-            .unwrap_or_else(|_| unreachable!("the page store of {} has its own type", R::KIND))
+        store.downcast::<PageStore<R>>().unwrap_or_else(|_| {
+            unreachable!("the page store of {} has its own type", resource.name)
+        })
     }
 }
 
@@ -463,8 +469,8 @@ impl<R: Keyed> PageCursor<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::PodRecord;
     use model::fixtures::mk_pod;
+    use model::{PodRecord, ServiceRecord, Typed};
 
     fn pods(n: usize) -> Vec<Arc<PodRecord>> {
         (0..n)
@@ -646,10 +652,19 @@ mod tests {
 
     #[test]
     fn fingerprints_tell_queries_and_kinds_apart_and_never_change() {
-        let a = fingerprint(Kind::Pod, &["ns", "app=web", "", ""]);
-        assert_eq!(a, fingerprint(Kind::Pod, &["ns", "app=web", "", ""]));
-        assert_ne!(a, fingerprint(Kind::Service, &["ns", "app=web", "", ""]));
-        assert_ne!(a, fingerprint(Kind::Pod, &["ns", "app=we", "b", ""]));
+        let a = fingerprint(PodRecord::resource(), &["ns", "app=web", "", ""]);
+        assert_eq!(
+            a,
+            fingerprint(PodRecord::resource(), &["ns", "app=web", "", ""])
+        );
+        assert_ne!(
+            a,
+            fingerprint(ServiceRecord::resource(), &["ns", "app=web", "", ""])
+        );
+        assert_ne!(
+            a,
+            fingerprint(PodRecord::resource(), &["ns", "app=we", "b", ""])
+        );
         // Replicas of any build must agree: the value is part of every token issued.
         assert_eq!(a, "e5661a22002f0250");
     }

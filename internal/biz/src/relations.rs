@@ -9,7 +9,7 @@ use selector::LabelSelector;
 
 use super::{BizError, PodView, RecordView, Workloads, object_namespace_of};
 use k8sdao::{ListQuery, ReadAt, WorkloadSource};
-use model::{DeploymentRecord, IngressRecord, Labels, ServiceRecord};
+use model::{DeploymentRecord, IngressRecord, Labels, PodRecord, ServiceRecord, Typed};
 
 /// An equality selector of `labels`, the form a Service's selector has.
 fn equality_selector(labels: &Labels) -> Result<LabelSelector, BizError> {
@@ -32,7 +32,10 @@ impl<S: WorkloadSource> Workloads<S> {
         name: &str,
     ) -> Result<Vec<PodView>, BizError> {
         let ns = object_namespace_of(namespace, name)?;
-        let service = self.get::<ServiceRecord>(Some(ns), name).await?.0;
+        let service = self
+            .get::<ServiceRecord>(ServiceRecord::resource(), Some(ns), name)
+            .await?
+            .0;
         if service.selector.is_empty() {
             return Ok(Vec::new());
         }
@@ -41,7 +44,11 @@ impl<S: WorkloadSource> Workloads<S> {
             labels: equality_selector(&service.selector)?,
             ..Default::default()
         };
-        let pods = self.source.list(&query, ReadAt::Newest).await?.items;
+        let pods = self
+            .source
+            .list(PodRecord::resource(), &query, ReadAt::Newest)
+            .await?
+            .items;
         self.with_deployments(pods).await
     }
 
@@ -71,7 +78,7 @@ impl<S: WorkloadSource> Workloads<S> {
         };
         let ingresses = self
             .source
-            .list::<IngressRecord>(&query, ReadAt::Newest)
+            .list::<IngressRecord>(IngressRecord::resource(), &query, ReadAt::Newest)
             .await?
             .items;
         Ok(ingresses
@@ -87,14 +94,17 @@ impl<S: WorkloadSource> Workloads<S> {
         name: &str,
     ) -> Result<(String, Vec<Arc<ServiceRecord>>), BizError> {
         let ns = object_namespace_of(namespace, name)?;
-        let deployment = self.source.get::<DeploymentRecord>(ns, name).await?;
+        let deployment = self
+            .source
+            .get::<DeploymentRecord>(DeploymentRecord::resource(), ns, name)
+            .await?;
         let query = ListQuery {
             namespace: Some(ns.to_string()),
             ..Default::default()
         };
         let services = self
             .source
-            .list::<ServiceRecord>(&query, ReadAt::Newest)
+            .list::<ServiceRecord>(ServiceRecord::resource(), &query, ReadAt::Newest)
             .await?
             .items;
         Ok((

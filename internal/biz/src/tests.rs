@@ -37,11 +37,14 @@ fn names<T: JsonAnswer>(items: &Vec<T>) -> Vec<String> {
 async fn absent_or_empty_namespace_lists_all_namespaces() {
     let w = workloads(None);
     for ns in [None, Some("")] {
-        let page = w.list::<DeploymentRecord>(&list(ns, None)).await.unwrap();
+        let page = w
+            .list::<DeploymentRecord>(DeploymentRecord::resource(), &list(ns, None))
+            .await
+            .unwrap();
         assert_eq!(names(&page.items), ["web", "api"], "namespace {ns:?}");
     }
     let page = w
-        .list::<DeploymentRecord>(&list(Some("ns-b"), None))
+        .list::<DeploymentRecord>(DeploymentRecord::resource(), &list(Some("ns-b"), None))
         .await
         .unwrap();
     assert_eq!(names(&page.items), ["api"]);
@@ -74,7 +77,7 @@ async fn invalid_namespaces_and_names_are_rejected_with_the_rule() {
         assert!(err.to_string().contains("DNS-1123 label"), "{err}");
     }
     let err = w
-        .get::<DeploymentRecord>(Some("ns-a"), "No_Such")
+        .get::<DeploymentRecord>(DeploymentRecord::resource(), Some("ns-a"), "No_Such")
         .await
         .unwrap_err();
     assert!(
@@ -89,7 +92,10 @@ async fn label_selectors_filter_and_bad_ones_say_why() {
     let page = w.list_pods(&list(None, Some("app=web"))).await.unwrap();
     assert_eq!(names(&page.items), ["web-1a2b-x", "web-1a2b-y"]);
     let page = w
-        .list::<DeploymentRecord>(&list(None, Some("tier notin (frontend)")))
+        .list::<DeploymentRecord>(
+            DeploymentRecord::resource(),
+            &list(None, Some("tier notin (frontend)")),
+        )
         .await
         .unwrap();
     assert_eq!(names(&page.items), ["api"]);
@@ -103,13 +109,16 @@ async fn label_selectors_filter_and_bad_ones_say_why() {
 #[tokio::test]
 async fn single_objects_default_to_the_default_namespace_and_404_when_absent() {
     let w = workloads(None);
-    let err = w.get::<DeploymentRecord>(None, "web").await.unwrap_err();
+    let err = w
+        .get::<DeploymentRecord>(DeploymentRecord::resource(), None, "web")
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, BizError::Source(DaoError::NotFound { namespace, .. }) if namespace == "default"),
         "{err}"
     );
     let d = w
-        .get::<DeploymentRecord>(Some("ns-a"), "web")
+        .get::<DeploymentRecord>(DeploymentRecord::resource(), Some("ns-a"), "web")
         .await
         .unwrap();
     assert_eq!(json_of(&d)["ready"], "2/3");
@@ -163,10 +172,13 @@ async fn output_prints_like_kubectl() {
 #[tokio::test]
 async fn a_namespace_scoped_source_refuses_other_namespaces() {
     let w = workloads(Some("ns-a"));
-    let page = w.list::<DeploymentRecord>(&list(None, None)).await.unwrap();
+    let page = w
+        .list::<DeploymentRecord>(DeploymentRecord::resource(), &list(None, None))
+        .await
+        .unwrap();
     assert_eq!(names(&page.items), ["web"]);
     let err = w
-        .list::<DeploymentRecord>(&list(Some("ns-b"), None))
+        .list::<DeploymentRecord>(DeploymentRecord::resource(), &list(Some("ns-b"), None))
         .await
         .unwrap_err();
     assert!(
@@ -195,7 +207,7 @@ async fn field_selectors_select_on_the_apiserver_fields_and_reject_others() {
         .unwrap();
     assert_eq!(page.items.len(), 3);
     let page = w
-        .list::<DeploymentRecord>(&req("metadata.name=api"))
+        .list::<DeploymentRecord>(DeploymentRecord::resource(), &req("metadata.name=api"))
         .await
         .unwrap();
     assert_eq!(names(&page.items), ["api"]);
@@ -207,7 +219,7 @@ async fn field_selectors_select_on_the_apiserver_fields_and_reject_others() {
         );
     }
     let err = w
-        .list::<DeploymentRecord>(&req("spec.nodeName=x"))
+        .list::<DeploymentRecord>(DeploymentRecord::resource(), &req("spec.nodeName=x"))
         .await
         .unwrap_err();
     assert!(matches!(err, BizError::FieldSelector(_)), "{err}");
@@ -417,7 +429,7 @@ async fn a_list_with_a_resource_version_is_refused_it_belongs_to_watches() {
         ..Default::default()
     };
     let e = workloads(None)
-        .list::<DeploymentRecord>(&req)
+        .list::<DeploymentRecord>(DeploymentRecord::resource(), &req)
         .await
         .map(|_| ())
         .unwrap_err();

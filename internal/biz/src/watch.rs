@@ -9,7 +9,7 @@ use super::{
     BizError, JsonAnswer, ListRequest, PodView, RecordView, Workloads, object_namespace_of, read_at,
 };
 use k8sdao::{DaoError, ReadAt, Served, WatchEvent, WorkloadSource};
-use model::{PodRecord, Record};
+use model::{PodRecord, Record, Resource, Typed};
 
 /// An object as a watch answers it, whatever its kind.
 pub trait View: JsonAnswer + std::fmt::Debug + Send + Sync {
@@ -134,11 +134,18 @@ impl ListRequest {
 }
 
 impl<S: WorkloadSource + 'static> Workloads<S> {
-    /// The objects of kind `R` the request selects, then each change to that set.
-    pub async fn watch<R: Served>(&self, req: &ListRequest) -> Result<WatchUpdates, BizError> {
-        let query = req.watch_query(R::FIELDS)?;
+    /// The objects of `resource` the request selects, then each change to that set.
+    pub async fn watch<R: Served>(
+        &self,
+        resource: &Resource,
+        req: &ListRequest,
+    ) -> Result<WatchUpdates, BizError> {
+        let query = req.watch_query(resource.fields)?;
         let filtered = query.visible.is_restricted();
-        let events = self.source.watch::<R>(&query, req.watch_from()?).await?;
+        let events = self
+            .source
+            .watch::<R>(resource, &query, req.watch_from()?)
+            .await?;
         Ok(until_failed(events.then(move |event| {
             update(event, filtered, |record| async {
                 Ok(WatchedView(Box::new(RecordView(record))))
@@ -152,7 +159,7 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
         let query = req.watch_query(PodRecord::FIELDS)?;
         let events = self
             .source
-            .watch::<PodRecord>(&query, req.watch_from()?)
+            .watch::<PodRecord>(PodRecord::resource(), &query, req.watch_from()?)
             .await?;
         Ok(self.pod_updates(events, query.visible.is_restricted()))
     }
@@ -453,7 +460,7 @@ mod tests {
     async fn a_watcher_that_falls_behind_is_told_to_start_again_and_the_watch_ends() {
         let (workloads, caches) = workloads();
         let mut frames = workloads
-            .watch::<DeploymentRecord>(&request("ns-a", None))
+            .watch::<DeploymentRecord>(DeploymentRecord::resource(), &request("ns-a", None))
             .await
             .unwrap();
         assert_eq!(next(&mut frames).await, ("ADDED", "web".into()));
@@ -510,10 +517,13 @@ mod tests {
             .unwrap();
         assert!(matches!(err, BizError::Selector(_)), "{err}");
         let err = workloads
-            .watch::<DeploymentRecord>(&ListRequest {
-                field_selector: Some("spec.nodeName=n".into()),
-                ..Default::default()
-            })
+            .watch::<DeploymentRecord>(
+                DeploymentRecord::resource(),
+                &ListRequest {
+                    field_selector: Some("spec.nodeName=n".into()),
+                    ..Default::default()
+                },
+            )
             .await
             .err()
             .unwrap();

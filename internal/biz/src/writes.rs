@@ -10,7 +10,8 @@ use super::{
     BizError, DeploymentView, OutputFormat, RecordView, Workloads, check_name, object_namespace,
     object_namespace_of, render_off_worker,
 };
-use k8sdao::{Served, WorkloadWriter};
+use k8sdao::{Namespaced, Served, WorkloadWriter};
+use model::Typed;
 use model::{NewContainer, NewDeployment};
 
 /// The body of `POST /deployments/{name}`, as the original client sends it.
@@ -218,7 +219,7 @@ fn new_deployment(name: &str, body: &CreateDeployment) -> Result<NewDeployment, 
 impl<S: WorkloadWriter> Workloads<S> {
     /// The object as kubectl prints it with `-o json` or `-o yaml`, read live: what was just
     /// written is what it shows.
-    pub async fn object_output<R: Served<Object: serde::Serialize>>(
+    pub async fn object_output<R: Served + Typed<Object: serde::Serialize + Namespaced>>(
         &self,
         namespace: Option<&str>,
         name: &str,

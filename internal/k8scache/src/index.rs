@@ -53,6 +53,14 @@ impl Indexed for PodRecord {
     }
 }
 
+impl Indexed for model::GenericRecord {
+    fn terms(&self) -> Vec<Term> {
+        let mut terms: Vec<Term> = label_terms(&self.labels).collect();
+        terms.extend(self.owner.as_ref().map(|o| Term::Owner(o.uid.clone())));
+        terms
+    }
+}
+
 impl Indexed for ReplicaSetRecord {
     fn terms(&self) -> Vec<Term> {
         let mut terms: Vec<Term> = label_terms(&self.labels).collect();

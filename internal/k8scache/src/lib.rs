@@ -19,12 +19,17 @@ pub use index::{Index, Indexed, Term};
 
 use model::{
     DeploymentRecord, IngressRecord, Keyed, Kind, NamespaceRecord, ObjectKey, Owner, PodRecord,
-    Record, ReplicaSetRecord, ServiceRecord,
+    Record, ReplicaSetRecord, Resource, ServiceRecord, Typed,
 };
 
-/// A kind the caches hold: where its cache is among [`Caches`].
+mod generic;
+
+pub use generic::{AsGeneric, Registered};
+
+/// A record type the caches hold: where the cache of `resource` is among [`Caches`], if it
+/// is served (a typed kind's always is; its resource names nothing more).
 pub trait Cached: Record + Indexed + Sized {
-    fn cache(caches: &Caches) -> &Arc<Cache<Self>>;
+    fn cache(caches: &Caches, resource: &Resource) -> Option<Arc<Cache<Self>>>;
 }
 
 /// The caches of every kind: one field each, its [`Cached`] impl, its count and the
@@ -35,30 +40,40 @@ macro_rules! caches {
         #[derive(Debug)]
         pub struct Caches {
             $(pub $field: Arc<Cache<$record>>,)*
+            /// The caches of the resources served by generic records, by name.
+            generic: generic::Resources,
+            history: usize,
         }
 
         $(impl Cached for $record {
-            fn cache(caches: &Caches) -> &Arc<Cache<Self>> {
-                &caches.$field
+            fn cache(caches: &Caches, _resource: &Resource) -> Option<Arc<Cache<Self>>> {
+                Some(caches.$field.clone())
             }
         })*
 
         impl Caches {
             fn empty(history: usize) -> Caches {
-                Caches { $($field: Arc::new(Cache::new(history)),)* }
+                Caches {
+                    $($field: Arc::new(Cache::new(history)),)*
+                    generic: generic::Resources::default(),
+                    history,
+                }
             }
 
             /// Objects held, of every kind: a read lock per cache, nothing copied.
             pub fn len(&self) -> usize {
-                0 $(+ self.$field.len())*
+                0 $(+ self.$field.len())* + self.generic.len()
             }
 
-            /// The namespaces holding at least one object of `kind`, in order.
-            pub fn namespaces_holding(&self, kind: Kind) -> Vec<String> {
-                $(if kind == <$record as Record>::KIND {
+            /// The namespaces holding at least one object of `resource`, in order.
+            pub fn namespaces_holding(&self, resource: &Resource) -> Vec<String> {
+                $(if resource.typed() == Some(<$record as Typed>::KIND) {
                     return self.$field.read().index.namespaces();
                 })*
-                Vec::new()
+                self.generic
+                    .cache(resource)
+                    .map(|cache| cache.read().index.namespaces())
+                    .unwrap_or_default()
             }
         }
     };
@@ -409,9 +424,31 @@ impl Caches {
 }
 
 impl Caches {
-    /// The cache of records `R`.
-    pub fn of<R: Cached>(&self) -> &Arc<Cache<R>> {
-        R::cache(self)
+    /// The cache of `resource`'s records `R`, if it is served.
+    pub fn of<R: Cached>(&self, resource: &Resource) -> Option<Arc<Cache<R>>> {
+        R::cache(self, resource)
+    }
+
+    /// Starts keeping `resource` (a generic one) in a cache of its own, empty; the cache it
+    /// had if it was kept already.
+    pub fn serve(&self, resource: &Resource) -> Arc<Cache<model::GenericRecord>> {
+        self.generic.serve(resource, self.history)
+    }
+
+    /// Stops keeping the resource named `name`: its cache is dropped (freed once no reader
+    /// holds it) and its watchers' streams end. The resource it was, if it was kept.
+    pub fn stop(&self, name: &str) -> Option<Resource> {
+        self.generic.stop(name)
+    }
+
+    /// The generic resources kept, by name.
+    pub fn generic_resources(&self) -> Vec<Resource> {
+        self.generic.resources()
+    }
+
+    /// The generic resource named `name`, if it is kept.
+    pub fn generic_resource(&self, name: &str) -> Option<Resource> {
+        self.generic.resource(name)
     }
 
     pub fn is_empty(&self) -> bool {

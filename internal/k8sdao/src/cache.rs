@@ -14,7 +14,7 @@ use super::{
 use selector::{FieldOperator, Operator};
 
 use k8scache::{Cache, CacheState, Caches, Change, HistoryError, Index, Indexed, Term};
-use model::{DeploymentRecord, EventDto, Keyed, Kind, ObjectKey, PodRecord, Selectable};
+use model::{DeploymentRecord, EventDto, Keyed, ObjectKey, PodRecord, Resource, Selectable, Typed};
 
 /// The index terms a query requires: one group per equality-like requirement, any term of
 /// a group will do. Requirements that no index can answer (!=, notin, exists) are left to the
@@ -175,6 +175,10 @@ impl CacheSource {
         self.statuses.iter().all(|s| s.is_connected())
     }
 
+    pub(crate) fn caches(&self) -> Arc<Caches> {
+        self.caches.clone()
+    }
+
     pub fn cached_objects(&self) -> usize {
         self.caches.len()
     }
@@ -207,9 +211,23 @@ impl CacheSource {
         Ok(())
     }
 
-    async fn listing<R: Served>(&self, q: &ListQuery, at: ReadAt) -> Result<Listing<R>, DaoError> {
-        let cache = self.caches.of::<R>();
-        self.ready_at(cache, at).await?;
+    /// The cache of `resource`, if it is still served.
+    fn cache_of<R: Served>(&self, resource: &Resource) -> Result<Arc<Cache<R>>, DaoError> {
+        self.caches
+            .of::<R>(resource)
+            .ok_or_else(|| DaoError::NotServed {
+                resource: resource.name.to_string(),
+            })
+    }
+
+    async fn listing<R: Served>(
+        &self,
+        resource: &Resource,
+        q: &ListQuery,
+        at: ReadAt,
+    ) -> Result<Listing<R>, DaoError> {
+        let cache = self.cache_of::<R>(resource)?;
+        self.ready_at(&cache, at).await?;
         let state = cache.read();
         Ok(Listing {
             items: select_at(&state, q, at)?,
@@ -279,13 +297,17 @@ impl CacheSource {
         Ok(futures::stream::iter(initial).chain(changes).boxed())
     }
 
-    fn record<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
+    fn record<R: Served>(
+        &self,
+        resource: &Resource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<R>, DaoError> {
         self.ensure_synced()?;
-        self.caches
-            .of::<R>()
-            .get(&R::key_of(namespace, name))
+        self.cache_of::<R>(resource)?
+            .get(&resource.key_of(namespace, name))
             .ok_or_else(|| DaoError::NotFound {
-                kind: R::KIND,
+                kind: resource.to_string(),
                 namespace: namespace.to_string(),
                 name: name.to_string(),
             })
@@ -295,7 +317,7 @@ impl CacheSource {
 impl CacheSource {
     /// Whether the cache shows `effect` on the object: true as soon as it does, false if it
     /// still does not after `timeout`. Writes are rare, so polling costs nothing that matters.
-    pub(super) async fn settle<R: Served>(
+    pub(super) async fn settle<R: Served + Typed>(
         &self,
         namespace: &str,
         name: &str,
@@ -303,14 +325,13 @@ impl CacheSource {
         timeout: std::time::Duration,
     ) -> bool {
         let key = R::key_of(namespace, name);
+        let Some(cache) = self.caches.of::<R>(R::resource()) else {
+            return true;
+        };
         // A version that is not a number compares as no version: never as recent as the write.
         let version = |rv: &str| rv.parse::<u64>().ok();
         let shows = || {
-            let current = self
-                .caches
-                .of::<R>()
-                .get(&key)
-                .map(|r| version(r.resource_version()));
+            let current = cache.get(&key).map(|r| version(r.resource_version()));
             match (effect, current) {
                 (WriteEffect::Unversioned, _) => true,
                 (WriteEffect::Gone, current) => current.is_none(),
@@ -332,22 +353,33 @@ impl CacheSource {
 }
 
 impl WorkloadSource for CacheSource {
-    async fn list<R: Served>(&self, q: &ListQuery, at: ReadAt) -> Result<Listing<R>, DaoError> {
-        self.listing(q, at).await
+    async fn list<R: Served>(
+        &self,
+        resource: &Resource,
+        q: &ListQuery,
+        at: ReadAt,
+    ) -> Result<Listing<R>, DaoError> {
+        self.listing(resource, q, at).await
     }
 
-    async fn get<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
-        self.record(namespace, name)
+    async fn get<R: Served>(
+        &self,
+        resource: &Resource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<R>, DaoError> {
+        self.record(resource, namespace, name)
     }
 
     async fn watch<R: Served>(
         &self,
+        resource: &Resource,
         q: &ListQuery,
         from: ReadAt,
     ) -> Result<WatchStream<R>, DaoError> {
         let query = q.clone();
         self.watch_with(
-            self.caches.of::<R>(),
+            &*self.cache_of::<R>(resource)?,
             from,
             |index| select(index, q),
             |_| move |change| watch_event(&query, change),
@@ -360,12 +392,13 @@ impl WorkloadSource for CacheSource {
         namespace: &str,
         name: &str,
     ) -> Result<Vec<Arc<PodRecord>>, DaoError> {
-        let deployment = self.record::<DeploymentRecord>(namespace, name)?;
+        let deployment =
+            self.record::<DeploymentRecord>(DeploymentRecord::resource(), namespace, name)?;
         Ok(self.caches.pods_of_deployment(&deployment))
     }
 
     async fn pod_events(&self, namespace: &str, name: &str) -> Result<Vec<EventDto>, DaoError> {
-        self.record::<PodRecord>(namespace, name)?;
+        self.record::<PodRecord>(PodRecord::resource(), namespace, name)?;
         match &self.events {
             Some(live) => live.events_of_pod(namespace, name).await,
             None => Err(DaoError::Unavailable(
@@ -374,9 +407,9 @@ impl WorkloadSource for CacheSource {
         }
     }
 
-    async fn namespaces_holding(&self, kind: Kind) -> Result<Vec<String>, DaoError> {
+    async fn namespaces_holding(&self, resource: &Resource) -> Result<Vec<String>, DaoError> {
         self.ensure_synced()?;
-        Ok(self.caches.namespaces_holding(kind))
+        Ok(self.caches.namespaces_holding(resource))
     }
 
     async fn deployments_of_pods(
@@ -391,7 +424,8 @@ impl WorkloadSource for CacheSource {
         namespace: &str,
         name: &str,
     ) -> Result<WatchStream<PodRecord>, DaoError> {
-        let deployment = self.record::<DeploymentRecord>(namespace, name)?;
+        let deployment =
+            self.record::<DeploymentRecord>(DeploymentRecord::resource(), namespace, name)?;
         let caches = self.caches.clone();
         self.watch_with(
             &self.caches.pods,

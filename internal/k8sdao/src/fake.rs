@@ -11,17 +11,17 @@ use futures::StreamExt;
 
 use super::cache::selects;
 use super::{
-    DaoError, Kind, ListQuery, Listing, ReadAt, Served, WatchEvent, WatchStream, WorkloadSource,
+    DaoError, ListQuery, Listing, ReadAt, Served, WatchEvent, WatchStream, WorkloadSource,
 };
 use k8scache::HistoryError;
-use model::{DeploymentRecord, EventDto, ObjectKey, PodRecord};
+use model::{DeploymentRecord, EventDto, ObjectKey, PodRecord, Resource, Typed};
 
 /// Records by kind, relations and events, as a test sets them.
 #[derive(Default)]
 pub struct FakeSource {
     /// Each kind's records (a `Vec<Arc<R>>` for the kind's record type), in key order.
-    records: HashMap<Kind, Box<dyn Any + Send + Sync>>,
-    namespaces: HashMap<Kind, BTreeSet<String>>,
+    records: HashMap<String, Box<dyn Any + Send + Sync>>,
+    namespaces: HashMap<String, BTreeSet<String>>,
     /// The Deployment controlling each pod that has one.
     deployment_of_pod: HashMap<ObjectKey, String>,
     events: HashMap<ObjectKey, Vec<EventDto>>,
@@ -46,14 +46,19 @@ fn check(at: ReadAt) -> Result<(), HistoryError> {
 }
 
 impl FakeSource {
-    /// Adds records of one kind.
+    /// Adds records of one resource.
     pub fn with<R: Served>(mut self, records: impl IntoIterator<Item = Arc<R>>) -> Self {
-        let mut all = self.records_of::<R>();
+        let records: Vec<Arc<R>> = records.into_iter().collect();
+        let Some(resource) = records.first().map(|r| r.resource_of().clone()) else {
+            return self;
+        };
+        let mut all = self.records_of::<R>(&resource);
         all.extend(records);
         all.sort_by(|a, b| a.key().cmp(b.key()));
         let namespaces = all.iter().map(|r| r.key().namespace.clone()).collect();
-        self.namespaces.insert(R::KIND, namespaces);
-        self.records.insert(R::KIND, Box::new(all));
+        let name = resource.name.to_string();
+        self.namespaces.insert(name.clone(), namespaces);
+        self.records.insert(name, Box::new(all));
         self
     }
 
@@ -69,35 +74,40 @@ impl FakeSource {
         self
     }
 
-    fn records_of<R: Served>(&self) -> Vec<Arc<R>> {
+    fn records_of<R: Served>(&self, resource: &Resource) -> Vec<Arc<R>> {
         self.records
-            .get(&R::KIND)
+            .get(resource.name.as_ref())
             .and_then(|any| any.downcast_ref::<Vec<Arc<R>>>())
             .cloned()
             .unwrap_or_default()
     }
 
-    fn selected<R: Served>(&self, q: &ListQuery) -> Vec<Arc<R>> {
-        self.records_of::<R>()
+    fn selected<R: Served>(&self, resource: &Resource, q: &ListQuery) -> Vec<Arc<R>> {
+        self.records_of::<R>(resource)
             .into_iter()
             .filter(|r| selects(q, r.as_ref()))
             .collect()
     }
 
-    fn record<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
-        let key = R::key_of(namespace, name);
-        self.records_of::<R>()
+    fn record<R: Served>(
+        &self,
+        resource: &Resource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<R>, DaoError> {
+        let key = resource.key_of(namespace, name);
+        self.records_of::<R>(resource)
             .into_iter()
             .find(|r| *r.key() == key)
             .ok_or_else(|| DaoError::NotFound {
-                kind: R::KIND,
+                kind: resource.to_string(),
                 namespace: namespace.to_string(),
                 name: name.to_string(),
             })
     }
 
     fn pods_controlled_by(&self, namespace: &str, name: &str) -> Vec<Arc<PodRecord>> {
-        self.records_of::<PodRecord>()
+        self.records_of::<PodRecord>(PodRecord::resource())
             .into_iter()
             .filter(|p| {
                 p.key.namespace == namespace
@@ -126,31 +136,42 @@ fn watch_of<R: Send + Sync + 'static>(records: Vec<Arc<R>>, from: ReadAt) -> Wat
 }
 
 impl WorkloadSource for FakeSource {
-    async fn list<R: Served>(&self, q: &ListQuery, at: ReadAt) -> Result<Listing<R>, DaoError> {
+    async fn list<R: Served>(
+        &self,
+        resource: &Resource,
+        q: &ListQuery,
+        at: ReadAt,
+    ) -> Result<Listing<R>, DaoError> {
         check(at)?;
         Ok(Listing {
-            items: self.selected(q),
+            items: self.selected(resource, q),
             resource_version: VERSION.to_string(),
         })
     }
 
-    async fn get<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
-        self.record(namespace, name)
+    async fn get<R: Served>(
+        &self,
+        resource: &Resource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<R>, DaoError> {
+        self.record(resource, namespace, name)
     }
 
     async fn watch<R: Served>(
         &self,
+        resource: &Resource,
         q: &ListQuery,
         from: ReadAt,
     ) -> Result<WatchStream<R>, DaoError> {
         check(from)?;
-        Ok(watch_of(self.selected(q), from))
+        Ok(watch_of(self.selected(resource, q), from))
     }
 
-    async fn namespaces_holding(&self, kind: Kind) -> Result<Vec<String>, DaoError> {
+    async fn namespaces_holding(&self, resource: &Resource) -> Result<Vec<String>, DaoError> {
         Ok(self
             .namespaces
-            .get(&kind)
+            .get(resource.name.as_ref())
             .map(|set| set.iter().cloned().collect())
             .unwrap_or_default())
     }
@@ -160,12 +181,12 @@ impl WorkloadSource for FakeSource {
         namespace: &str,
         name: &str,
     ) -> Result<Vec<Arc<PodRecord>>, DaoError> {
-        self.record::<DeploymentRecord>(namespace, name)?;
+        self.record::<DeploymentRecord>(DeploymentRecord::resource(), namespace, name)?;
         Ok(self.pods_controlled_by(namespace, name))
     }
 
     async fn pod_events(&self, namespace: &str, name: &str) -> Result<Vec<EventDto>, DaoError> {
-        self.record::<PodRecord>(namespace, name)?;
+        self.record::<PodRecord>(PodRecord::resource(), namespace, name)?;
         let key = ObjectKey::new(namespace, name);
         Ok(self.events.get(&key).cloned().unwrap_or_default())
     }
@@ -185,7 +206,7 @@ impl WorkloadSource for FakeSource {
         namespace: &str,
         name: &str,
     ) -> Result<WatchStream<PodRecord>, DaoError> {
-        self.record::<DeploymentRecord>(namespace, name)?;
+        self.record::<DeploymentRecord>(DeploymentRecord::resource(), namespace, name)?;
         Ok(watch_of(
             self.pods_controlled_by(namespace, name),
             ReadAt::Newest,

@@ -7,6 +7,7 @@ mod cache;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fake;
 mod live;
+mod registry;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use cache::CacheSource;
 pub use live::{ApiScope, LiveSource, Namespaced};
+pub use registry::Registry;
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -29,8 +31,9 @@ pub use k8scache::{HISTORY_CAPACITY, HistoryError};
 pub use model::Kind;
 use model::{
     DeploymentRecord, EventDto, IngressRecord, Keyed, NewDeployment, NewIngress, NewService,
-    ObjectKey, PodRecord, ServiceRecord,
+    ObjectKey, PodRecord, ServiceRecord, Typed,
 };
+pub use model::{GenericRecord, Resource};
 
 /// Which namespaces and labels a list covers.
 #[derive(Clone, Debug, Default)]
@@ -152,10 +155,14 @@ pub struct Listing<R> {
 pub enum DaoError {
     #[error("{kind} {name:?} not found in namespace {namespace:?}")]
     NotFound {
-        kind: Kind,
+        /// Lowercase, as the resource's Display gives it.
+        kind: String,
         namespace: String,
         name: String,
     },
+    /// The resource is not served (any more): its cache was stopped.
+    #[error("{resource} is not served")]
+    NotServed { resource: String },
     #[error("namespace {namespace:?} is not served: k8sailor watches namespace {served:?} only")]
     NamespaceNotServed { namespace: String, served: String },
     #[error("the cache is not synced yet: {}", kinds.join(", "))]
@@ -187,37 +194,64 @@ impl From<kube::Error> for DaoError {
     }
 }
 
-/// A kind both sources serve: the caches hold its records, and the live source reads its
-/// objects through kube's `Api` and projects them the same way.
-pub trait Served: Cached<Object: Namespaced> {}
-
-impl<R> Served for R where R: Cached<Object: Namespaced> {}
+/// A record type both sources serve: the caches hold its records, and the live source reads
+/// the objects of a typed kind through kube's `Api` and projects them the same way (generic
+/// resources are cache-only: live reads of them are refused).
+pub trait Served: Cached {
+    /// The resource a record is of.
+    fn resource_of(&self) -> &Resource;
+    /// A list of `resource` through the apiserver.
+    fn live_list(
+        live: &LiveSource,
+        resource: &Resource,
+        q: &ListQuery,
+        at: ReadAt,
+    ) -> impl Future<Output = Result<Listing<Self>, DaoError>> + Send;
+    /// One object of `resource` through the apiserver.
+    fn live_get(
+        live: &LiveSource,
+        resource: &Resource,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Arc<Self>, DaoError>> + Send;
+    /// A watch of `resource` through the apiserver.
+    fn live_watch(
+        live: &LiveSource,
+        resource: &Resource,
+        q: &ListQuery,
+        from: ReadAt,
+    ) -> impl Future<Output = Result<WatchStream<Self>, DaoError>> + Send;
+}
 
 /// The reads biz needs. Not-found is an error; an empty list is not.
 pub trait WorkloadSource: Send + Sync {
-    /// The objects of kind `R` that `q` selects at `at`, in (namespace, name) order.
+    /// The objects of `resource` (whose records are `R`) that `q` selects at `at`, in
+    /// (namespace, name) order.
     fn list<R: Served>(
         &self,
+        resource: &Resource,
         q: &ListQuery,
         at: ReadAt,
     ) -> impl Future<Output = Result<Listing<R>, DaoError>> + Send;
     fn get<R: Served>(
         &self,
+        resource: &Resource,
         namespace: &str,
         name: &str,
     ) -> impl Future<Output = Result<Arc<R>, DaoError>> + Send;
-    /// The objects of kind `R` that `q` selects, then each change to that set, until the
+    /// The objects of `resource` that `q` selects, then each change to that set, until the
     /// stream is dropped; from a version, only the changes after it.
     fn watch<R: Served>(
         &self,
+        resource: &Resource,
         q: &ListQuery,
         from: ReadAt,
     ) -> impl Future<Output = Result<WatchStream<R>, DaoError>> + Send;
-    /// The namespaces that hold at least one object of `kind`, in order: where an
+    /// The namespaces that hold at least one object of `resource`, in order: where an
     /// all-namespace list can find anything, so the only ones whose rights matter.
     fn namespaces_holding(
         &self,
-        kind: Kind,
+        resource: &Resource,
     ) -> impl Future<Output = Result<Vec<String>, DaoError>> + Send;
     /// Pods controlled, through their ReplicaSets, by the Deployment; NotFound if it is absent.
     fn pods_of_deployment(
@@ -287,7 +321,7 @@ pub trait WorkloadWriter: Send + Sync {
     ) -> impl Future<Output = Result<Vec<u8>, DaoError>> + Send;
     /// The object as the apiserver stores it now (managedFields left out), as JSON: what
     /// `/output` prints, read live whatever the source; NotFound if it is not there.
-    fn object_json<R: Served<Object: serde::Serialize>>(
+    fn object_json<R: Served + Typed<Object: serde::Serialize + Namespaced>>(
         &self,
         namespace: &str,
         name: &str,
@@ -347,6 +381,8 @@ pub struct Source {
     factory: Option<InformerFactory>,
     /// Writes go to the apiserver whatever the read source; None without a client (tests).
     writer: Option<LiveSource>,
+    /// What is served, by name.
+    registry: Registry,
 }
 
 /// The namespace a list request is about: the one asked for (empty is none), else the one
@@ -396,6 +432,7 @@ impl Source {
                     scope,
                     factory: None,
                     writer: Some(LiveSource::new(client)),
+                    registry: Registry::typed_only(),
                 },
                 Vec::new(),
             )),
@@ -405,6 +442,10 @@ impl Source {
                     .with_initial_list(initial_list);
                 let caches = Arc::new(Caches::new(history));
                 register(&caches, &factory, scope.as_deref())?;
+                registry::register_built_in(&caches, &factory, scope.as_deref(), &|row| {
+                    row.served_by != model::ServedBy::MetadataOnly
+                })?;
+                let registry = Registry::new(caches.clone(), registry::typed_resources());
                 factory.check_access().await?;
                 let tasks = factory.start(shutdown);
                 let source = CacheSource::new(caches, factory.statuses())
@@ -415,6 +456,7 @@ impl Source {
                         scope,
                         factory: Some(factory),
                         writer: Some(LiveSource::new(client)),
+                        registry,
                     },
                     tasks,
                 ))
@@ -425,6 +467,7 @@ impl Source {
     /// A cache-backed source over caches filled by hand (unit tests, benchmarks).
     pub fn from_cache(source: CacheSource, scope: Option<String>) -> Source {
         Source {
+            registry: Registry::new(source.caches(), registry::typed_resources()),
             backend: Backend::Cache(source),
             scope,
             factory: None,
@@ -440,7 +483,13 @@ impl Source {
             scope,
             factory: None,
             writer: None,
+            registry: Registry::typed_only(),
         }
+    }
+
+    /// What is served, by name.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
     }
 
     /// Waits until every informer has synced; immediate for the live source.
@@ -516,29 +565,40 @@ macro_rules! dispatch {
 }
 
 impl WorkloadSource for Source {
-    async fn list<R: Served>(&self, q: &ListQuery, at: ReadAt) -> Result<Listing<R>, DaoError> {
+    async fn list<R: Served>(
+        &self,
+        resource: &Resource,
+        q: &ListQuery,
+        at: ReadAt,
+    ) -> Result<Listing<R>, DaoError> {
         let q = self.scoped_query(q)?;
-        dispatch!(self, list::<R>(&q, at))
+        dispatch!(self, list::<R>(resource, &q, at))
     }
 
-    async fn get<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
+    async fn get<R: Served>(
+        &self,
+        resource: &Resource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<R>, DaoError> {
         self.scoped(Some(namespace))?;
-        dispatch!(self, get::<R>(namespace, name))
+        dispatch!(self, get::<R>(resource, namespace, name))
     }
 
     async fn watch<R: Served>(
         &self,
+        resource: &Resource,
         q: &ListQuery,
         from: ReadAt,
     ) -> Result<WatchStream<R>, DaoError> {
         let q = self.scoped_query(q)?;
-        dispatch!(self, watch::<R>(&q, from))
+        dispatch!(self, watch::<R>(resource, &q, from))
     }
 
-    async fn namespaces_holding(&self, kind: Kind) -> Result<Vec<String>, DaoError> {
+    async fn namespaces_holding(&self, resource: &Resource) -> Result<Vec<String>, DaoError> {
         match &self.scope {
             Some(served) => Ok(vec![served.clone()]),
-            None => dispatch!(self, namespaces_holding(kind)),
+            None => dispatch!(self, namespaces_holding(resource)),
         }
     }
 
@@ -585,7 +645,7 @@ impl Source {
 
     /// Read-your-writes: with the cache, waits (bounded) until it shows the write, so that the
     /// client's next read sees what it just did.
-    async fn settle<R: Served>(&self, namespace: &str, name: &str, effect: WriteEffect) {
+    async fn settle<R: Served + Typed>(&self, namespace: &str, name: &str, effect: WriteEffect) {
         if let Backend::Cache(cache) = &self.backend
             && !cache
                 .settle::<R>(namespace, name, effect, SETTLE_TIMEOUT)
@@ -657,7 +717,7 @@ impl WorkloadWriter for Source {
         Ok(created)
     }
 
-    async fn object_json<R: Served<Object: serde::Serialize>>(
+    async fn object_json<R: Served + Typed<Object: serde::Serialize + Namespaced>>(
         &self,
         namespace: &str,
         name: &str,

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
 use serde::Serialize;
 
-use crate::{Kind, Labels, METADATA_FIELDS, ObjectKey, Record, record_fields, rfc3339, to_json};
+use crate::{
+    Kind, Labels, METADATA_FIELDS, ObjectKey, Record, Typed, record_fields, rfc3339, to_json,
+};
 
 /// One path of a rule, and where it leads.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -145,14 +147,17 @@ impl IngressRecord {
 record_fields!(IngressRecord, metadata_selectable);
 
 impl Record for IngressRecord {
-    const KIND: Kind = Kind::Ingress;
-    const FIELDS: &'static [&'static str] = METADATA_FIELDS;
     type Object = Ingress;
-    type Dto = IngressDto;
     fn from_object(object: &Ingress) -> Arc<Self> {
         IngressRecord::from_ingress(object)
     }
     record_fields!();
+}
+
+impl Typed for IngressRecord {
+    const KIND: Kind = Kind::Ingress;
+    const FIELDS: &'static [&'static str] = METADATA_FIELDS;
+    type Dto = IngressDto;
 }
 
 #[cfg(test)]

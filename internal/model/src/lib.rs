@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -13,12 +13,21 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::Serialize;
 
+mod catalog;
+mod generic;
 mod ingress;
 mod key;
 mod kind;
 mod namespace;
+mod raw;
 mod replicaset;
+mod resource;
 mod service;
+
+pub use catalog::{BuiltIn, Object, Visitor, built_in, built_in_rows, typed_row, visit_built_in};
+pub use generic::{GenericObject, GenericRecord};
+pub use raw::Dictionary;
+pub use resource::{Resource, ResourceInfo, ServedBy};
 
 pub use ingress::{IngressDto, IngressPathDto, IngressRecord};
 pub use key::ObjectKey;
@@ -216,25 +225,49 @@ pub(crate) use record_fields;
 record_fields!(DeploymentRecord, metadata_selectable);
 record_fields!(PodRecord);
 
-/// What the cache keeps of one object of a kind, and what answers are copied from: built
-/// once per change from the typed object, so reads never touch the object.
+/// What the cache keeps of one object, and what answers are copied from: built once per
+/// change from the object, so reads never touch the object.
 pub trait Record: Keyed + Selectable + std::fmt::Debug + Sized + Send + Sync + 'static {
-    const KIND: Kind;
-    /// The field paths a field selector may name: the apiserver's for the kind.
-    const FIELDS: &'static [&'static str];
-    /// The typed object it is projected from.
+    /// The object it is projected from.
     type Object;
-    /// The answer's shape, as [`Record::json`] holds it.
-    type Dto: Serialize;
     fn from_object(object: &Self::Object) -> Arc<Self>;
     /// The key of the object `name` in `namespace` (as requests and deletions name it).
     fn key_of(namespace: &str, name: &str) -> ObjectKey {
         ObjectKey::new(namespace, name)
     }
     fn resource_version(&self) -> &str;
-    /// The answer (the kind's DTO) as JSON, serialized once per change: answers copy these
-    /// bytes rather than serialize on every read (serialization is what a LIST costs).
+    /// The answer as JSON, serialized once per change: answers copy these bytes rather than
+    /// serialize on every read (serialization is what a LIST costs).
     fn json(&self) -> &str;
+}
+
+/// A record of its own type for one kind: the six the original client knows, with their
+/// DTOs and relations. Every other kind is a [`GenericRecord`] of a [`Resource`].
+pub trait Typed: Record {
+    const KIND: Kind;
+    /// The field paths a field selector may name: the apiserver's for the kind.
+    const FIELDS: &'static [&'static str];
+    /// The answer's shape, as [`Record::json`] holds it.
+    type Dto: Serialize;
+    /// Its resource, from its catalog row.
+    fn resource() -> &'static Resource {
+        typed_resource(Self::KIND)
+    }
+}
+
+/// The resource of a typed kind, built once from its catalog row.
+pub fn typed_resource(kind: Kind) -> &'static Resource {
+    static TYPED: std::sync::LazyLock<Vec<(Kind, Resource)>> = std::sync::LazyLock::new(|| {
+        Kind::ALL
+            .iter()
+            .map(|kind| (*kind, typed_row(*kind).resource()))
+            .collect()
+    });
+    TYPED
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map(|(_, resource)| resource)
+        .unwrap_or_else(|| unreachable!("every typed kind has a resource: {kind:?}"))
 }
 
 /// The fields every kind can be selected by, as the apiserver allows for all of them.
@@ -257,17 +290,28 @@ pub trait Selectable {
 }
 
 impl Record for DeploymentRecord {
-    const KIND: Kind = Kind::Deployment;
-    const FIELDS: &'static [&'static str] = METADATA_FIELDS;
     type Object = Deployment;
-    type Dto = DeploymentDto;
     fn from_object(object: &Deployment) -> Arc<Self> {
         DeploymentRecord::from_deployment(object)
     }
     record_fields!();
 }
 
+impl Typed for DeploymentRecord {
+    const KIND: Kind = Kind::Deployment;
+    const FIELDS: &'static [&'static str] = METADATA_FIELDS;
+    type Dto = DeploymentDto;
+}
+
 impl Record for PodRecord {
+    type Object = Pod;
+    fn from_object(object: &Pod) -> Arc<Self> {
+        PodRecord::from_pod(object)
+    }
+    record_fields!();
+}
+
+impl Typed for PodRecord {
     const KIND: Kind = Kind::Pod;
     /// The apiserver's field selectors for Pods.
     const FIELDS: &'static [&'static str] = &[
@@ -286,12 +330,7 @@ impl Record for PodRecord {
         "spec.host",
         "status.podIPs",
     ];
-    type Object = Pod;
     type Dto = PodDto;
-    fn from_object(object: &Pod) -> Arc<Self> {
-        PodRecord::from_pod(object)
-    }
-    record_fields!();
 }
 
 impl Selectable for PodRecord {
@@ -533,11 +572,7 @@ impl PodRecord {
             nominated_node_name: text(&status.nominated_node_name),
         };
         // Serializing a typed Pod cannot fail: it has no maps with non-string keys.
-        let json = serde_json::to_vec(pod).unwrap_or_default();
-        let dictionary = RAW_DICTIONARY.get_or_init(|| json.clone().into_boxed_slice());
-        let raw = Bytes::from(lz4_flex::block::compress_prepend_size_with_dict(
-            &json, dictionary,
-        ));
+        let raw = RAW_DICTIONARY.compress(&serde_json::to_vec(pod).unwrap_or_default());
         Arc::new(PodRecord {
             key: ObjectKey::of(meta),
             owner: Owner::controller_of(meta),
@@ -551,21 +586,13 @@ impl PodRecord {
     }
 }
 
-/// Pods resemble each other (keys, defaults, volumes, conditions): compressed against the
-/// first Pod this process saw, a Pod's JSON takes about a quarter of what it takes compressed
-/// alone. Set once, so every record can always be decompressed.
-static RAW_DICTIONARY: OnceLock<Box<[u8]>> = OnceLock::new();
+/// The Pods' dictionary (see [`Dictionary`]).
+static RAW_DICTIONARY: Dictionary = Dictionary::new();
 
 impl PodRecord {
     /// The Pod's JSON as the apiserver sent it (managedFields stripped).
     pub fn raw_json(&self) -> Result<Vec<u8>, String> {
-        let corrupt =
-            |e: &dyn std::fmt::Display| format!("cached pod {} is corrupt: {e}", self.key);
-        let dictionary = RAW_DICTIONARY
-            .get()
-            .ok_or_else(|| corrupt(&"no dictionary"))?;
-        lz4_flex::block::decompress_size_prepended_with_dict(&self.raw, dictionary)
-            .map_err(|e| corrupt(&e))
+        RAW_DICTIONARY.decompress(&self.raw, &format_args!("pod {}", self.key))
     }
 }
 
@@ -573,6 +600,7 @@ impl PodRecord {
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures {
     use super::*;
+    pub use crate::generic::fixtures::mk_object;
     use k8s_openapi::api::apps::v1::ReplicaSet;
     use k8s_openapi::api::core::v1::Service;
     use k8s_openapi::api::networking::v1::Ingress;

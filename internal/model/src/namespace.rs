@@ -8,7 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Namespace;
 use serde::Serialize;
 
-use crate::{Kind, Labels, ObjectKey, Record, Selectable, record_fields, rfc3339, to_json};
+use crate::{Kind, Labels, ObjectKey, Record, Selectable, Typed, record_fields, rfc3339, to_json};
 
 /// The Namespace as the API shows it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -77,11 +77,7 @@ impl Selectable for NamespaceRecord {
 }
 
 impl Record for NamespaceRecord {
-    const KIND: Kind = Kind::Namespace;
-    /// The apiserver's field selectors for Namespaces.
-    const FIELDS: &'static [&'static str] = &["metadata.name", "status.phase"];
     type Object = Namespace;
-    type Dto = NamespaceDto;
     fn from_object(object: &Namespace) -> Arc<Self> {
         NamespaceRecord::from_namespace(object)
     }
@@ -90,6 +86,13 @@ impl Record for NamespaceRecord {
         ObjectKey::new(name, name)
     }
     record_fields!();
+}
+
+impl Typed for NamespaceRecord {
+    const KIND: Kind = Kind::Namespace;
+    /// The apiserver's field selectors for Namespaces.
+    const FIELDS: &'static [&'static str] = &["metadata.name", "status.phase"];
+    type Dto = NamespaceDto;
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use serde::Serialize;
 
 use crate::{
-    Kind, Labels, METADATA_FIELDS, ObjectKey, Owner, Record, record_fields, rfc3339, to_json,
+    Kind, Labels, METADATA_FIELDS, ObjectKey, Owner, Record, Typed, record_fields, rfc3339, to_json,
 };
 
 /// The ReplicaSet as the API shows it: kubectl's columns.
@@ -92,14 +92,17 @@ impl ReplicaSetRecord {
 record_fields!(ReplicaSetRecord, metadata_selectable);
 
 impl Record for ReplicaSetRecord {
-    const KIND: Kind = Kind::ReplicaSet;
-    const FIELDS: &'static [&'static str] = METADATA_FIELDS;
     type Object = ReplicaSet;
-    type Dto = ReplicaSetDto;
     fn from_object(object: &ReplicaSet) -> Arc<Self> {
         ReplicaSetRecord::from_replicaset(object)
     }
     record_fields!();
+}
+
+impl Typed for ReplicaSetRecord {
+    const KIND: Kind = Kind::ReplicaSet;
+    const FIELDS: &'static [&'static str] = METADATA_FIELDS;
+    type Dto = ReplicaSetDto;
 }
 
 #[cfg(test)]

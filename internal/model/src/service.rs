@@ -8,7 +8,8 @@ use k8s_openapi::api::core::v1::Service;
 use serde::Serialize;
 
 use crate::{
-    Kind, Labels, ObjectKey, Record, Selectable, metadata_field, record_fields, rfc3339, to_json,
+    Kind, Labels, ObjectKey, Record, Selectable, Typed, metadata_field, record_fields, rfc3339,
+    to_json,
 };
 
 /// The Service as the API shows it.
@@ -108,6 +109,14 @@ impl Selectable for ServiceRecord {
 }
 
 impl Record for ServiceRecord {
+    type Object = Service;
+    fn from_object(object: &Service) -> Arc<Self> {
+        ServiceRecord::from_service(object)
+    }
+    record_fields!();
+}
+
+impl Typed for ServiceRecord {
     const KIND: Kind = Kind::Service;
     /// The apiserver's field selectors for Services.
     const FIELDS: &'static [&'static str] = &[
@@ -116,12 +125,7 @@ impl Record for ServiceRecord {
         "spec.clusterIP",
         "spec.type",
     ];
-    type Object = Service;
     type Dto = ServiceDto;
-    fn from_object(object: &Service) -> Arc<Self> {
-        ServiceRecord::from_service(object)
-    }
-    record_fields!();
 }
 
 #[cfg(test)]

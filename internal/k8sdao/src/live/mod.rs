@@ -25,7 +25,7 @@ use super::{
     DaoError, Kind, ListQuery, Listing, NamespaceFilter, ReadAt, Served, WatchStream,
     WorkloadSource,
 };
-use model::{EventDto, PodRecord, Record};
+use model::{EventDto, GenericRecord, PodRecord, Record, Resource, Typed};
 
 /// Reads straight from the apiserver, each answer built with the same projections the cache
 /// uses, so both sources give identical records.
@@ -75,29 +75,135 @@ fn required<T>(
     })
 }
 
+/// What a live read of a generic resource answers: they are served from the cache only.
+fn cache_only(resource: &Resource) -> DaoError {
+    DaoError::Unavailable(format!(
+        "{} are served from the cache only, not with --source live",
+        resource.name
+    ))
+}
+
+/// A typed kind, read live through its k8s-openapi type.
+macro_rules! served_typed {
+    ($($record:ty),*) => {$(
+        impl Served for $record {
+            fn resource_of(&self) -> &Resource {
+                <$record as Typed>::resource()
+            }
+            async fn live_list(
+                live: &LiveSource,
+                _resource: &Resource,
+                q: &ListQuery,
+                at: ReadAt,
+            ) -> Result<Listing<Self>, DaoError> {
+                live.listing::<<$record as Record>::Object, $record>(q, at, project::<$record>)
+                    .await
+            }
+            async fn live_get(
+                live: &LiveSource,
+                _resource: &Resource,
+                namespace: &str,
+                name: &str,
+            ) -> Result<Arc<Self>, DaoError> {
+                let object = live
+                    .get_object::<<$record as Record>::Object>(
+                        <$record as Typed>::KIND,
+                        namespace,
+                        name,
+                    )
+                    .await?;
+                Ok(project(object))
+            }
+            async fn live_watch(
+                live: &LiveSource,
+                _resource: &Resource,
+                q: &ListQuery,
+                from: ReadAt,
+            ) -> Result<WatchStream<Self>, DaoError> {
+                live.watch_with::<<$record as Record>::Object, $record>(
+                    q,
+                    from,
+                    project::<$record>,
+                )
+                .await
+            }
+        }
+    )*};
+}
+
+served_typed!(
+    model::DeploymentRecord,
+    PodRecord,
+    model::ReplicaSetRecord,
+    model::ServiceRecord,
+    model::IngressRecord,
+    model::NamespaceRecord
+);
+
+impl Served for GenericRecord {
+    fn resource_of(&self) -> &Resource {
+        &self.resource
+    }
+    async fn live_list(
+        _live: &LiveSource,
+        resource: &Resource,
+        _q: &ListQuery,
+        _at: ReadAt,
+    ) -> Result<Listing<Self>, DaoError> {
+        Err(cache_only(resource))
+    }
+    async fn live_get(
+        _live: &LiveSource,
+        resource: &Resource,
+        _namespace: &str,
+        _name: &str,
+    ) -> Result<Arc<Self>, DaoError> {
+        Err(cache_only(resource))
+    }
+    async fn live_watch(
+        _live: &LiveSource,
+        resource: &Resource,
+        _q: &ListQuery,
+        _from: ReadAt,
+    ) -> Result<WatchStream<Self>, DaoError> {
+        Err(cache_only(resource))
+    }
+}
+
 /// Each trait method is one idea's: the work is in [`reads`], [`relay`] and [`membership`].
 impl WorkloadSource for LiveSource {
-    async fn list<R: Served>(&self, q: &ListQuery, at: ReadAt) -> Result<Listing<R>, DaoError> {
-        self.listing::<R::Object, R>(q, at, project::<R>).await
+    async fn list<R: Served>(
+        &self,
+        resource: &Resource,
+        q: &ListQuery,
+        at: ReadAt,
+    ) -> Result<Listing<R>, DaoError> {
+        R::live_list(self, resource, q, at).await
     }
 
-    async fn get<R: Served>(&self, namespace: &str, name: &str) -> Result<Arc<R>, DaoError> {
-        let object = self
-            .get_object::<R::Object>(R::KIND, namespace, name)
-            .await?;
-        Ok(project(object))
+    async fn get<R: Served>(
+        &self,
+        resource: &Resource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<R>, DaoError> {
+        R::live_get(self, resource, namespace, name).await
     }
 
     async fn watch<R: Served>(
         &self,
+        resource: &Resource,
         q: &ListQuery,
         from: ReadAt,
     ) -> Result<WatchStream<R>, DaoError> {
-        self.watch_with::<R::Object, R>(q, from, project::<R>).await
+        R::live_watch(self, resource, q, from).await
     }
 
-    async fn namespaces_holding(&self, kind: Kind) -> Result<Vec<String>, DaoError> {
-        self.namespaces_with(kind).await
+    async fn namespaces_holding(&self, resource: &Resource) -> Result<Vec<String>, DaoError> {
+        match resource.typed() {
+            Some(kind) => self.namespaces_with(kind).await,
+            None => Err(cache_only(resource)),
+        }
     }
 
     async fn pods_of_deployment(

@@ -15,7 +15,8 @@ use kube::api::PostParams;
 use super::LiveSource;
 use super::reads::Namespaced;
 use super::writes::written;
-use crate::{DaoError, Kind, Served, WriteEffect};
+use crate::{DaoError, Kind, WriteEffect};
+use model::Typed;
 use model::{NewIngress, NewService, NewServicePort, PortRef, ServiceShape};
 
 /// A kind created and printed raw.
@@ -155,7 +156,7 @@ impl LiveSource {
     }
 
     /// The object as it is now, printable.
-    pub(crate) async fn object_json<R: Served<Object: serde::Serialize>>(
+    pub(crate) async fn object_json<R: Typed<Object: serde::Serialize + Namespaced>>(
         &self,
         namespace: &str,
         name: &str,
@@ -278,7 +279,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            matches!(&err, DaoError::NotFound { kind: Kind::Ingress, name, .. } if name == "gone"),
+            matches!(&err, DaoError::NotFound { kind, name, .. } if name == "gone" && *kind == Kind::Ingress.to_string()),
             "{err}"
         );
         server.await.unwrap();

@@ -136,7 +136,7 @@ impl LiveSource {
             .get_opt(name)
             .await?
             .ok_or_else(|| DaoError::NotFound {
-                kind,
+                kind: kind.to_string(),
                 namespace: namespace.to_string(),
                 name: name.to_string(),
             })
@@ -192,7 +192,7 @@ mod tests {
     use super::super::mock::{list, source_with};
     use crate::{DaoError, Kind, ListQuery, WorkloadSource};
     use model::fixtures::mk_pod;
-    use model::{DeploymentRecord, PodRecord};
+    use model::{DeploymentRecord, PodRecord, Typed};
 
     #[tokio::test]
     async fn a_missing_object_is_not_found() {
@@ -203,15 +203,12 @@ mod tests {
             404,
             status,
         )]);
-        let err = source.get::<DeploymentRecord>("ns", "x").await.unwrap_err();
+        let err = source
+            .get::<DeploymentRecord>(DeploymentRecord::resource(), "ns", "x")
+            .await
+            .unwrap_err();
         assert!(
-            matches!(
-                err,
-                DaoError::NotFound {
-                    kind: Kind::Deployment,
-                    ..
-                }
-            ),
+            matches!(&err, DaoError::NotFound { kind, .. } if *kind == Kind::Deployment.to_string()),
             "{err}"
         );
         server.await.unwrap();
@@ -230,7 +227,10 @@ mod tests {
             labels: "tier notin (db), app=web".parse().unwrap(),
             ..Default::default()
         };
-        let listing = source.list::<PodRecord>(&q, ReadAt::Newest).await.unwrap();
+        let listing = source
+            .list::<PodRecord>(PodRecord::resource(), &q, ReadAt::Newest)
+            .await
+            .unwrap();
         assert_eq!(listing.resource_version, "77");
         assert_eq!(listing.items[0].key.name, "p");
         server.await.unwrap();
@@ -248,7 +248,7 @@ mod tests {
             ..Default::default()
         };
         let err = source
-            .list::<PodRecord>(&q, ReadAt::Newest)
+            .list::<PodRecord>(PodRecord::resource(), &q, ReadAt::Newest)
             .await
             .unwrap_err();
         assert_eq!(

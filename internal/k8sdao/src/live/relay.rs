@@ -251,6 +251,7 @@ mod tests {
     use hyper::body::Frame;
     use kube::Client;
     use kube::client::Body;
+    use model::Typed;
     use serde_json::{Value, json};
     use tower_test::mock;
 
@@ -325,7 +326,7 @@ mod tests {
             ),
         ]);
         let events: Vec<_> = source
-            .watch::<DeploymentRecord>(&web_query(), ReadAt::Newest)
+            .watch::<DeploymentRecord>(DeploymentRecord::resource(), &web_query(), ReadAt::Newest)
             .await
             .unwrap()
             .collect()
@@ -401,7 +402,7 @@ mod tests {
         });
         let source = LiveSource::new(Client::new(service, "default"));
         let watch = source
-            .watch::<DeploymentRecord>(&web_query(), ReadAt::Newest)
+            .watch::<DeploymentRecord>(DeploymentRecord::resource(), &web_query(), ReadAt::Newest)
             .await
             .unwrap();
         // Without the idle timeout the watch would wait on the silent request for ever.
@@ -445,7 +446,7 @@ mod tests {
             ),
         ]);
         let events: Vec<_> = source
-            .watch::<DeploymentRecord>(&web_query(), ReadAt::Newest)
+            .watch::<DeploymentRecord>(DeploymentRecord::resource(), &web_query(), ReadAt::Newest)
             .await
             .unwrap()
             .collect()

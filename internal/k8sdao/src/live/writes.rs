@@ -7,7 +7,8 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 
 use super::LiveSource;
-use crate::{DaoError, Kind, Served, WriteEffect};
+use crate::{DaoError, Kind, Namespaced, WriteEffect};
+use model::Typed;
 use model::{DeploymentRecord, NewDeployment};
 
 /// The labels of a Deployment we create, its selector and its Pods' labels alike.
@@ -94,7 +95,7 @@ fn unversioned(kind: Kind, meta: &kube::api::ObjectMeta) -> WriteEffect {
 fn write_error(e: kube::Error, kind: Kind, namespace: &str, name: &str) -> DaoError {
     match e {
         kube::Error::Api(status) if status.code == 404 => DaoError::NotFound {
-            kind,
+            kind: kind.to_string(),
             namespace: namespace.to_string(),
             name: name.to_string(),
         },
@@ -134,7 +135,7 @@ impl LiveSource {
     }
 
     /// A Pod on a node stays, Terminating, until its kubelet confirms; others go at once.
-    pub(crate) async fn delete<R: Served>(
+    pub(crate) async fn delete<R: Typed<Object: Namespaced>>(
         &self,
         namespace: &str,
         name: &str,
@@ -251,13 +252,7 @@ mod tests {
         );
         let err = source.delete::<PodRecord>("ns", "gone").await.unwrap_err();
         assert!(
-            matches!(
-                err,
-                DaoError::NotFound {
-                    kind: Kind::Pod,
-                    ..
-                }
-            ),
+            matches!(&err, DaoError::NotFound { kind, .. } if *kind == Kind::Pod.to_string()),
             "{err}"
         );
         server.await.unwrap();

@@ -1,0 +1,126 @@
+//! A served resource as a value: what the registry holds, requests are looked up in, and
+//! routes, access rules and errors read their names from. The built-in catalog's rows become
+//! these at start; a custom resource's is built when its CRD is seen.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use printers::Printer;
+
+use crate::{Dictionary, Kind, ObjectKey};
+
+/// Which record type serves a resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServedBy {
+    /// Its own typed record (the original client's DTOs and relations).
+    Typed(Kind),
+    /// [`crate::GenericRecord`]s of the whole object.
+    Generic,
+    /// [`crate::GenericRecord`]s of its metadata alone: the object's values are never read
+    /// (Secrets).
+    MetadataOnly,
+}
+
+/// What a served resource is.
+#[derive(Debug)]
+pub struct ResourceInfo {
+    /// As requests name it: the plural for a built-in kind (`configmaps`), the
+    /// group-qualified plural for a custom resource (`widgets.example.com`).
+    pub name: Cow<'static, str>,
+    pub kind: Cow<'static, str>,
+    /// Empty for the core group.
+    pub group: Cow<'static, str>,
+    pub version: Cow<'static, str>,
+    pub plural: Cow<'static, str>,
+    pub namespaced: bool,
+    /// The field paths a field selector may name: the apiserver's for the kind.
+    pub fields: &'static [&'static str],
+    pub printer: Printer,
+    pub served_by: ServedBy,
+    /// What its kept objects are compressed against.
+    pub dictionary: Dictionary,
+}
+
+/// A served resource; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Resource(Arc<ResourceInfo>);
+
+impl std::ops::Deref for Resource {
+    type Target = ResourceInfo;
+    fn deref(&self) -> &ResourceInfo {
+        &self.0
+    }
+}
+
+/// Two resources are the same resource by group and plural, as the apiserver tells them.
+impl PartialEq for Resource {
+    fn eq(&self, other: &Self) -> bool {
+        self.group == other.group && self.plural == other.plural
+    }
+}
+
+impl Eq for Resource {}
+
+impl Resource {
+    pub fn new(info: ResourceInfo) -> Self {
+        Resource(Arc::new(info))
+    }
+
+    /// The key of the object `name` in `namespace`, as requests and deletions name it: a
+    /// cluster-scoped object lives in itself, whatever namespace the request named, so every
+    /// namespace rule applies to it as to a Namespace.
+    pub fn key_of(&self, namespace: &str, name: &str) -> ObjectKey {
+        if self.namespaced {
+            ObjectKey::new(namespace, name)
+        } else {
+            ObjectKey::new(name, name)
+        }
+    }
+
+    /// `apiVersion` of its objects.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The typed kind serving it, if one does.
+    pub fn typed(&self) -> Option<Kind> {
+        match self.served_by {
+            ServedBy::Typed(kind) => Some(kind),
+            ServedBy::Generic | ServedBy::MetadataOnly => None,
+        }
+    }
+}
+
+/// Lowercase, as errors name it: `configmap "web" not found`.
+impl std::fmt::Display for Resource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.kind.to_lowercase())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::built_in;
+
+    #[test]
+    fn a_cluster_scoped_object_lives_in_itself() {
+        let nodes = built_in("nodes").unwrap().resource();
+        assert_eq!(nodes.key_of("default", "n1"), ObjectKey::new("n1", "n1"));
+        let config_maps = built_in("configmaps").unwrap().resource();
+        assert_eq!(
+            config_maps.key_of("default", "c"),
+            ObjectKey::new("default", "c")
+        );
+        assert_eq!(config_maps.api_version(), "v1");
+        assert_eq!(
+            built_in("statefulsets").unwrap().resource().api_version(),
+            "apps/v1"
+        );
+        assert_eq!(config_maps.to_string(), "configmap");
+    }
+}
