@@ -22,6 +22,7 @@ mod parity;
 mod queries;
 mod read_path;
 mod replicas;
+mod resources;
 mod revocation;
 mod selectors;
 mod services;

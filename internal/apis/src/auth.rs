@@ -628,6 +628,69 @@ mod tests {
         }
     }
 
+    /// A resource served by a generic record: its rules come from its catalog row, a
+    /// cluster-scoped one's across the cluster; one not served is left to the handler's 404.
+    #[test]
+    fn the_resource_routes_ask_for_the_named_resources_rights() {
+        let config_maps = k8sdao::built_in("configmaps").unwrap().resource();
+        let nodes = k8sdao::built_in("nodes").unwrap().resource();
+        let shown = |route: &str, resource: &Resource, q: AccessQuery| -> Vec<String> {
+            let rule = rule(route, &Method::GET, Some("web"), Some(resource), &q, None).unwrap();
+            rule.required
+                .iter()
+                .map(ToString::to_string)
+                .chain(
+                    rule.per_namespace
+                        .map(|(kind, access)| format!("{kind}s where {access}")),
+                )
+                .collect()
+        };
+        assert_eq!(
+            shown(
+                "/{resource}",
+                &config_maps,
+                query(Some("shop"), Some("true"))
+            ),
+            ["watch configmaps in namespace \"shop\""]
+        );
+        assert_eq!(
+            shown("/{resource}", &config_maps, query(None, None)),
+            ["configmaps where list configmaps in all namespaces"]
+        );
+        assert_eq!(
+            shown("/{resource}/{name}/output", &config_maps, query(None, None)),
+            ["get configmaps \"web\" in namespace \"default\""]
+        );
+        assert_eq!(
+            shown("/{resource}", &nodes, query(Some("shop"), None)),
+            ["list nodes in all namespaces"]
+        );
+        assert_eq!(
+            shown("/{resource}/{name}", &nodes, query(Some("shop"), None)),
+            ["get nodes \"web\" in all namespaces"]
+        );
+        let unknown = rule(
+            "/{resource}",
+            &Method::GET,
+            None,
+            None,
+            &query(None, None),
+            None,
+        );
+        assert!(unknown.is_some_and(|r| r.is_open()), "the 404 answers it");
+        assert!(
+            rule(
+                "/{resource}",
+                &Method::DELETE,
+                None,
+                Some(&nodes),
+                &query(None, None),
+                None
+            )
+            .is_none()
+        );
+    }
+
     /// Each access as `verb resource[/sub][.group] [name] in namespace`; a filter by rights
     /// as `<kind>s where <access>`.
     fn shown(route: &str, method: Method, q: AccessQuery, scope: Option<&str>) -> Vec<String> {
