@@ -281,6 +281,7 @@ async fn a_crd_created_after_start_is_served_with_its_columns_until_it_is_delete
     let group = unique_group("serve");
     let mut crds = Crds::new(&ns.client);
     let server = Server::start(&[]);
+    let denied = Server::start(&["--resources", &format!("*,-widgets.{group}")]);
     let widgets = route("widgets", &group);
     let list = format!("{widgets}?namespace={}", ns.name);
     let (status, before) = server.get(&list).await;
@@ -408,6 +409,9 @@ async fn a_crd_created_after_start_is_served_with_its_columns_until_it_is_delete
     );
     drop(watch);
     assert_eq!(informers_of(&server, &group).await, 1);
+    let (status, body) = denied.get(&list).await;
+    assert_eq!(status, 404, "--resources leaves it out: {body}");
+    assert_eq!(informers_of(&denied, &group).await, 0);
 
     // Deleted: no longer served, nor watched.
     crds.delete(&format!("widgets.{group}")).await;

@@ -14,7 +14,7 @@ use printers::Printer;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
-use crate::Registry;
+use crate::{Registry, ResourceSelection};
 
 /// A custom resource as the registry serves it: named `{plural}.{group}` as kubectl names it,
 /// its columns from the CRD's printer columns (NAME and AGE if they cannot be read), its
@@ -83,6 +83,8 @@ fn interned(fields: Vec<String>) -> &'static [&'static str] {
 /// The custom resources served now, each with its watch.
 struct Served {
     registry: Registry,
+    /// `--resources`: which custom resources to serve.
+    selection: ResourceSelection,
     factory: Arc<InformerFactory>,
     watches: HashMap<String, DynamicInformer>,
 }
@@ -91,6 +93,10 @@ impl Served {
     async fn serve(&mut self, custom: &CustomResource) {
         let resource = resource_of(custom);
         let name = resource.name.to_string();
+        if !self.selection.serves_custom(&name) {
+            tracing::debug!(resource = %name, "custom resource not selected by --resources");
+            return;
+        }
         // A changed CRD is served anew: its old cache holds records printed the old way.
         self.stop(&name).await;
         let cache = self.registry.serve(&resource);
@@ -123,12 +129,14 @@ impl Served {
 /// no watch.
 pub(crate) async fn follow(
     registry: Registry,
+    selection: ResourceSelection,
     factory: Arc<InformerFactory>,
     mut commands: UnboundedReceiver<Command>,
     shutdown: CancellationToken,
 ) {
     let mut served = Served {
         registry,
+        selection,
         factory,
         watches: HashMap::new(),
     };

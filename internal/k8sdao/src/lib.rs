@@ -493,6 +493,7 @@ impl Source {
                 if let Some(commands) = crds {
                     tasks.push(tokio::spawn(custom::follow(
                         registry.clone(),
+                        resources.clone(),
                         factory.clone(),
                         commands,
                         shutdown,
