@@ -151,7 +151,8 @@ settings! {
         initial_list: InitialList = InitialList::default(),
         /// Built-in resources served beside the six of the original client: names to serve
         /// (`*`: every built-in kind but Secrets), `-name`s not to, comma-separated; Secrets
-        /// (metadata only) only when named, e.g. `*,secrets` [default: *].
+        /// (metadata only) only when named, e.g. `*,secrets`; custom resources as
+        /// `widgets.example.com` (all with `*`) [default: *].
         #[arg(long, env = "K8SAILOR_RESOURCES")]
         resources: String = "*".to_string(),
         /// Longest wait for the caches to sync at start-up, e.g. 60s [default: 60s].

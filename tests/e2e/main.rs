@@ -8,6 +8,7 @@ mod access;
 mod auth_limits;
 mod cached_writes;
 mod contract;
+mod crds;
 mod demo;
 mod deploy;
 mod edge;

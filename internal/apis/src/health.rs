@@ -38,6 +38,10 @@ fn seconds_since(t: Option<SystemTime>) -> u64 {
 /// misconfiguration and is not ready.
 fn informer_check(s: &InformerState) -> Result<String, String> {
     let error = s.last_error.as_deref().unwrap_or("");
+    // A custom resource RBAC does not let us list is left out, not a fault of ours to fix.
+    if s.refused {
+        return Ok(format!("not served: {error}"));
+    }
     if !s.synced {
         return Err(if error.is_empty() {
             "not synced yet".to_string()
@@ -180,6 +184,7 @@ mod tests {
             last_error: code.map(|c| format!("ApiError {c}")),
             last_error_code: code,
             resource_version: None,
+            refused: false,
         }
     }
 
@@ -198,6 +203,12 @@ mod tests {
                 .unwrap_err()
                 .contains("refused")
         );
+        // A custom resource we may not list is named, and left out.
+        let refused = InformerState {
+            refused: true,
+            ..state(false, false, Some(403))
+        };
+        assert!(informer_check(&refused).unwrap().starts_with("not served"));
         assert_eq!(staleness(&[state(true, true, None)]), None);
         assert_eq!(
             staleness(&[state(true, true, None), state(true, false, None)]),

@@ -4,6 +4,7 @@
 //! to the live API; with the cache, [`Source`] answers once the cache shows the write.
 
 mod cache;
+mod custom;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fake;
 mod live;
@@ -378,7 +379,7 @@ enum Backend {
 pub struct Source {
     backend: Backend,
     scope: Option<String>,
-    factory: Option<InformerFactory>,
+    factory: Option<Arc<InformerFactory>>,
     /// Writes go to the apiserver whatever the read source; None without a client (tests).
     writer: Option<LiveSource>,
     /// What is served, by name.
@@ -467,11 +468,37 @@ impl Source {
                 registry::register_built_in(&caches, &factory, scope.as_deref(), &|row| {
                     allowed.contains(row.plural)
                 })?;
+                // Custom resources, after the built-in kinds, when we may follow their CRDs
+                // (cluster-scoped: a server scoped to one namespace follows none, as it serves
+                // no other cluster-scoped kind).
+                let crds = match (&scope, model::built_in("customresourcedefinitions")) {
+                    (None, Some(row)) => match registry::may_watch(&client, row, None).await {
+                        Ok(()) => Some(confk8s::CrdFollower::register(&factory)?),
+                        Err(reason) => {
+                            tracing::warn!("{reason}: no custom resource served");
+                            not_served.push(("custom-resources".to_string(), reason));
+                            None
+                        }
+                    },
+                    _ => None,
+                };
                 let registry = Registry::new(caches.clone(), registry::typed_resources())
                     .with_not_served(not_served);
-                let tasks = factory.start(shutdown);
+                let factory = Arc::new(factory);
+                let mut tasks = factory.start(shutdown.clone());
+                // The built-in kinds' statuses: reads wait for those alone; a custom
+                // resource's cache is served as it fills.
                 let source = CacheSource::new(caches, factory.statuses())
                     .with_events(LiveSource::new(client.clone()));
+                if let Some(commands) = crds {
+                    tasks.push(tokio::spawn(custom::follow(
+                        registry.clone(),
+                        resources.clone(),
+                        factory.clone(),
+                        commands,
+                        shutdown,
+                    )));
+                }
                 Ok((
                     Source {
                         backend: Backend::Cache(source),
@@ -527,10 +554,12 @@ impl Source {
         self.scope.as_deref()
     }
 
-    /// Each informer's health; empty for the live source.
+    /// Each informer's health, the custom resources' served now included; empty for the
+    /// live source.
     pub fn informer_states(&self) -> Vec<InformerState> {
-        match &self.backend {
-            Backend::Cache(c) => c.states(),
+        match (&self.factory, &self.backend) {
+            (Some(factory), _) => factory.statuses().iter().map(|s| s.state()).collect(),
+            (None, Backend::Cache(c)) => c.states(),
             _ => Vec::new(),
         }
     }

@@ -78,7 +78,9 @@ impl Registry {
 /// Which built-in resources are served besides the typed kinds (always served: the original
 /// client's routes): `--resources`, a comma-separated list of names to serve (`*`: every
 /// built-in kind but Secrets, the default) and of `-name`s not to. Secrets are served only
-/// when named, since listing them needs a right that also reads their values.
+/// when named, since listing them needs a right that also reads their values. A name with a
+/// dot that is no built-in kind's is a custom resource's (`widgets.example.com`): `*` or no
+/// name to serve serves every custom resource, `-widgets.example.com` not that one.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ResourceSelection {
     /// None: every built-in kind but Secrets.
@@ -86,6 +88,9 @@ pub struct ResourceSelection {
     /// Added to `*` by name (Secrets).
     also: BTreeSet<&'static str>,
     deny: BTreeSet<&'static str>,
+    /// None: every custom resource.
+    custom_allow: Option<BTreeSet<String>>,
+    custom_deny: BTreeSet<String>,
 }
 
 impl ResourceSelection {
@@ -94,6 +99,7 @@ impl ResourceSelection {
         let mut selection = ResourceSelection::default();
         let mut star = false;
         let mut allow = BTreeSet::new();
+        let mut custom_allow: Option<BTreeSet<String>> = None;
         for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             if item == "*" {
                 star = true;
@@ -103,6 +109,15 @@ impl ResourceSelection {
                 Some(name) => (true, name),
                 None => (false, item.strip_prefix('+').unwrap_or(item)),
             };
+            if model::built_in(name).is_none() && name.contains('.') {
+                let names = if deny {
+                    &mut selection.custom_deny
+                } else {
+                    custom_allow.get_or_insert_with(BTreeSet::new)
+                };
+                names.insert(name.to_string());
+                continue;
+            }
             let row = model::built_in(name).ok_or_else(|| {
                 let known: Vec<&str> = model::built_in_rows().iter().map(|r| r.plural).collect();
                 format!(
@@ -121,10 +136,12 @@ impl ResourceSelection {
                 allow.insert(row.plural);
             }
         }
-        if star || allow.is_empty() {
+        // Names to serve, of either sort, make a list of what alone is served.
+        if star || (allow.is_empty() && custom_allow.is_none()) {
             selection.also = allow;
         } else {
             selection.allow = Some(allow);
+            selection.custom_allow = Some(custom_allow.unwrap_or_default());
         }
         Ok(selection)
     }
@@ -137,6 +154,15 @@ impl ResourceSelection {
             .filter(|row| matches!(row.served_by, ServedBy::Typed(_)) || self.serves(row))
             .map(|row| (row.group, row.plural))
             .collect()
+    }
+
+    /// Whether the custom resource `name` (`widgets.example.com`) is served.
+    pub fn serves_custom(&self, name: &str) -> bool {
+        !self.custom_deny.contains(name)
+            && self
+                .custom_allow
+                .as_ref()
+                .is_none_or(|allow| allow.contains(name))
     }
 
     /// Whether the row is served.
@@ -337,6 +363,18 @@ mod tests {
             ["secrets"]
         );
         assert!(ResourceSelection::parse("-pods").is_err());
+        // Custom resources: all by default or with `*`, those named alone, those denied not.
+        let all = ResourceSelection::parse("").unwrap();
+        assert!(all.serves_custom("widgets.example.com"));
+        let star = ResourceSelection::parse("*,-gadgets.example.com").unwrap();
+        assert!(star.serves_custom("widgets.example.com"));
+        assert!(!star.serves_custom("gadgets.example.com"));
+        let named = ResourceSelection::parse("widgets.example.com").unwrap();
+        assert!(named.serves_custom("widgets.example.com"));
+        assert!(!named.serves_custom("gadgets.example.com"));
+        assert_eq!(served(&named), Vec::<&str>::new(), "no built-in kind named");
+        let built_in = ResourceSelection::parse("configmaps").unwrap();
+        assert!(!built_in.serves_custom("widgets.example.com"));
         let err = ResourceSelection::parse("configmap").unwrap_err();
         assert!(
             err.contains("\"configmap\"") && err.contains("configmaps"),

@@ -1,5 +1,5 @@
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -7,6 +7,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::NamespaceResourceScope;
+use kube::api::DynamicObject;
+use kube::discovery::{ApiResource, Scope};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
@@ -46,15 +48,14 @@ pub trait RelistBatch<K>: Send {
     fn commit(self: Box<Self>, version: &str);
 }
 
-/// The bounds a watched type needs; all our kinds are namespaced built-ins.
-pub trait Watched:
-    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
-{
-}
-impl<T> Watched for T where
-    T: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
-{
-}
+/// The bounds any watched object needs, a kind known at compile time or one known only at run
+/// time ([`DynamicObject`]).
+pub trait Watchable: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static {}
+impl<T> Watchable for T where T: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static {}
+
+/// A kind known at compile time: its group, version and plural come from the type.
+pub trait Watched: Watchable + Resource<DynamicType = ()> {}
+impl<T> Watched for T where T: Watchable + Resource<DynamicType = ()> {}
 
 /// Why the factory cannot serve its handlers; each message is one line.
 #[derive(Debug, thiserror::Error)]
@@ -142,7 +143,7 @@ trait AnyInformer: Send + Sync {
     fn spawn(self: Arc<Self>, shutdown: CancellationToken) -> JoinHandle<()>;
 }
 
-impl<T: Watched> AnyInformer for Informer<T> {
+impl<T: Watchable> AnyInformer for Informer<T> {
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -164,7 +165,7 @@ impl<T: Watched> AnyInformer for Informer<T> {
     }
 }
 
-impl<T: Watched> Informer<T> {
+impl<T: Watchable> Informer<T> {
     /// The watcher's events, its lists streamed or paged; errors retried with client-go's
     /// backoff.
     fn watch(&self, streaming: bool) -> EventStream<T> {
@@ -220,8 +221,15 @@ impl<T: Watched> Informer<T> {
                     continue;
                 }
                 Some(Err(error)) => {
-                    tracing::warn!(%kind, %error, "watch failed; retrying with backoff");
-                    self.status.error(error.to_string(), status_code(&error));
+                    let code = status_code(&error);
+                    // A refusal is said once; each retry until it is granted would say it again.
+                    let before = self.status.state();
+                    if before.is_denied() && before.last_error_code == code {
+                        tracing::debug!(%kind, %error, "watch still refused; retrying with backoff");
+                    } else {
+                        tracing::warn!(%kind, %error, "watch failed; retrying with backoff");
+                    }
+                    self.status.error(error.to_string(), code);
                     continue;
                 }
                 None => break,
@@ -306,8 +314,11 @@ pub struct InformerFactory {
     namespace: Option<String>,
     config: watcher::Config,
     initial_list: InitialList,
-    informers: Mutex<Registry>,
+    informers: Arc<Mutex<Registry>>,
     watches: Option<WatchSignals>,
+    /// Cancelled with the token given to [`InformerFactory::start`]: ends every watch, the
+    /// dynamic ones started at any time included.
+    stopping: CancellationToken,
 }
 
 #[derive(Default)]
@@ -315,6 +326,69 @@ struct Registry {
     by_type: HashMap<TypeId, Arc<dyn AnyInformer>>,
     order: Vec<TypeId>,
     started: bool,
+    /// The statuses of the dynamic watches running, by the id their handle holds.
+    dynamic: BTreeMap<u64, Arc<InformerStatus>>,
+    next_dynamic: u64,
+}
+
+/// What an access review said of one resource.
+enum Reviewed {
+    Allowed,
+    /// We may not list it: the reason, such as `list Pod (pods) in namespace default`.
+    Unlistable(String),
+    /// The review could not be made.
+    Unknown,
+}
+
+/// A watch started by [`InformerFactory::watch_dynamic`]. Dropping it ends the watch, removes
+/// its status from the factory's and drops its handler once the watch task has returned;
+/// [`stop`](Self::stop) also waits for that.
+#[must_use = "dropping the handle stops the watch"]
+pub struct DynamicInformer {
+    status: Arc<InformerStatus>,
+    id: u64,
+    registry: std::sync::Weak<Mutex<Registry>>,
+    watches: Option<WatchSignals>,
+    stop: CancellationToken,
+    /// None when RBAC refused the list and nothing was started.
+    task: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for DynamicInformer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DynamicInformer")
+            .field("kind", &self.status.kind())
+            .finish()
+    }
+}
+
+impl DynamicInformer {
+    /// The watch's health, as [`InformerFactory::statuses`] reports it.
+    pub fn status(&self) -> &Arc<InformerStatus> {
+        &self.status
+    }
+
+    /// Ends the watch and returns once its task has, so the handler has been dropped.
+    pub async fn stop(mut self) {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            // A task that panicked has ended all the same.
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for DynamicInformer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        if let Some(registry) = self.registry.upgrade() {
+            let mut registry = registry.lock().unwrap_or_else(|e| e.into_inner());
+            registry.dynamic.remove(&self.id);
+        }
+        if let Some(watches) = &self.watches {
+            watches.unsubscribe(&self.status);
+        }
+    }
 }
 
 impl InformerFactory {
@@ -329,8 +403,9 @@ impl InformerFactory {
             namespace,
             config,
             initial_list: InitialList::default(),
-            informers: Mutex::new(Registry::default()),
+            informers: Arc::new(Mutex::new(Registry::default())),
             watches: None,
+            stopping: CancellationToken::new(),
         }
     }
 
@@ -467,9 +542,6 @@ impl InformerFactory {
     /// reason until the permission is granted and the watch succeeds. If the review itself
     /// cannot be made, the watches' own errors will tell.
     pub async fn check_access(&self) -> Result<(), FactoryError> {
-        use k8s_openapi::api::authorization::v1::{
-            ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-        };
         let kinds: Vec<(Arc<InformerStatus>, (String, String), bool)> = {
             let registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
             registry
@@ -485,50 +557,12 @@ impl InformerFactory {
                 })
                 .collect()
         };
-        let reviews: Api<SelfSubjectAccessReview> = Api::all(self.client.clone());
-        let scope = match &self.namespace {
-            Some(ns) => format!("in namespace {ns}"),
-            None => "in all namespaces".to_string(),
-        };
         let mut unlistable = Vec::new();
-        for (status, (group, plural), cluster_scoped) in kinds {
-            let (namespace, scope) = if cluster_scoped {
-                (None, "across the cluster")
-            } else {
-                (self.namespace.clone(), scope.as_str())
-            };
-            let kind = status.kind().to_string();
-            for verb in ["list", "watch"] {
-                let review = SelfSubjectAccessReview {
-                    spec: SelfSubjectAccessReviewSpec {
-                        resource_attributes: Some(ResourceAttributes {
-                            verb: Some(verb.into()),
-                            group: Some(group.clone()),
-                            resource: Some(plural.clone()),
-                            namespace: namespace.clone(),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    },
-                    ..Default::default()
-                };
-                match reviews.create(&Default::default(), &review).await {
-                    Ok(answer) if answer.status.as_ref().is_some_and(|s| !s.allowed) => {
-                        let denied = format!("{verb} {kind} ({plural}) {scope}");
-                        if verb == "list" {
-                            unlistable.push(denied);
-                            break;
-                        }
-                        let reason = format!("forbidden by RBAC: cannot {denied}");
-                        tracing::error!(%kind, "{reason}: the cache will not follow changes and /readyz fails until it is granted");
-                        status.error(reason, Some(403));
-                    }
-                    Ok(_) => {}
-                    Err(error) => {
-                        tracing::warn!(%kind, verb, %error, "cannot review access; the watch will tell");
-                        return Ok(());
-                    }
-                }
+        for (status, resource, cluster_scoped) in kinds {
+            match self.review(&status, &resource, cluster_scoped).await {
+                Reviewed::Allowed => {}
+                Reviewed::Unlistable(denied) => unlistable.push(denied),
+                Reviewed::Unknown => return Ok(()),
             }
         }
         if unlistable.is_empty() {
@@ -538,24 +572,152 @@ impl InformerFactory {
         }
     }
 
-    /// Starts every registered watch; each stops when `shutdown` is cancelled.
+    /// Whether we may list and watch `resource`; a refused watch is logged and recorded in
+    /// `status`, a refused list is left to the caller.
+    async fn review(
+        &self,
+        status: &InformerStatus,
+        (group, plural): &(String, String),
+        cluster_scoped: bool,
+    ) -> Reviewed {
+        use k8s_openapi::api::authorization::v1::{
+            ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+        };
+        let reviews: Api<SelfSubjectAccessReview> = Api::all(self.client.clone());
+        let (namespace, scope) = match (&self.namespace, cluster_scoped) {
+            (_, true) => (None, "across the cluster".to_string()),
+            (Some(ns), false) => (Some(ns.clone()), format!("in namespace {ns}")),
+            (None, false) => (None, "in all namespaces".to_string()),
+        };
+        let kind = status.kind();
+        for verb in ["list", "watch"] {
+            let review = SelfSubjectAccessReview {
+                spec: SelfSubjectAccessReviewSpec {
+                    resource_attributes: Some(ResourceAttributes {
+                        verb: Some(verb.into()),
+                        group: Some(group.clone()),
+                        resource: Some(plural.clone()),
+                        namespace: namespace.clone(),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            match reviews.create(&Default::default(), &review).await {
+                Ok(answer) if answer.status.as_ref().is_some_and(|s| !s.allowed) => {
+                    let denied = format!("{verb} {kind} ({plural}) {scope}");
+                    if verb == "list" {
+                        return Reviewed::Unlistable(denied);
+                    }
+                    let reason = format!("forbidden by RBAC: cannot {denied}");
+                    tracing::error!(%kind, "{reason}: the cache will not follow changes and /readyz fails until it is granted");
+                    status.error(reason, Some(403));
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%kind, verb, %error, "cannot review access; the watch will tell");
+                    return Reviewed::Unknown;
+                }
+            }
+        }
+        Reviewed::Allowed
+    }
+
+    /// Starts a watch of a resource known only at run time (a custom resource), before or
+    /// after [`start`](Self::start), its changes delivered to `handler` as the typed watches'
+    /// are. Its status is among [`statuses`](Self::statuses) until the returned handle is
+    /// dropped or stopped, which ends the watch and drops `handler`. A resource RBAC does not
+    /// let us list is logged once, not watched, and reported as refused in its status; never
+    /// an error.
+    pub async fn watch_dynamic(
+        &self,
+        resource: ApiResource,
+        scope: Scope,
+        handler: Arc<dyn Handler<DynamicObject>>,
+    ) -> DynamicInformer {
+        let label = if resource.group.is_empty() {
+            resource.kind.clone()
+        } else {
+            format!("{}.{}", resource.kind, resource.group)
+        };
+        let status = Arc::new(InformerStatus::new(label));
+        let cluster_scoped = scope == Scope::Cluster;
+        let names = (resource.group.clone(), resource.plural.clone());
+        let mut informer = DynamicInformer {
+            status: status.clone(),
+            id: 0,
+            registry: Arc::downgrade(&self.informers),
+            watches: self.watches.clone(),
+            stop: self.stopping.child_token(),
+            task: None,
+        };
+        let refused = match self.review(&status, &names, cluster_scoped).await {
+            Reviewed::Unlistable(denied) => Some(denied),
+            Reviewed::Allowed | Reviewed::Unknown => None,
+        };
+        informer.id = {
+            let mut registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
+            registry.next_dynamic += 1;
+            let id = registry.next_dynamic;
+            registry.dynamic.insert(id, status.clone());
+            id
+        };
+        if let Some(denied) = refused {
+            let reason = format!("forbidden by RBAC: cannot {denied}");
+            tracing::error!(kind = %status.kind(), "{reason}: not served");
+            status.refuse(reason);
+            return informer;
+        }
+        if let Some(watches) = &self.watches {
+            watches.subscribe(&names.0, &names.1, status.clone());
+        }
+        let api: Api<DynamicObject> = match (&self.namespace, cluster_scoped) {
+            (Some(ns), false) => Api::namespaced_with(self.client.clone(), ns, &resource),
+            _ => Api::all_with(self.client.clone(), &resource),
+        };
+        let watch = Arc::new(Informer::<DynamicObject> {
+            resource: names,
+            cluster_scoped,
+            status,
+            handlers: Mutex::new(vec![handler]),
+            config: self.config.clone(),
+            initial_list: self.initial_list,
+            open: Box::new(move |config| crate::watcher::watch(api.clone(), config).boxed()),
+        });
+        informer.task = Some(watch.spawn(informer.stop.clone()));
+        informer
+    }
+
+    /// Starts every registered watch; each stops when `shutdown` is cancelled, and so do
+    /// the [dynamic](Self::watch_dynamic) ones.
     pub fn start(&self, shutdown: CancellationToken) -> Vec<JoinHandle<()>> {
         let mut registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
         registry.started = true;
+        let stopping = self.stopping.clone();
+        let link = tokio::spawn(async move {
+            tokio::select! {
+                _ = shutdown.cancelled() => stopping.cancel(),
+                _ = stopping.cancelled() => {}
+            }
+        });
         registry
             .order
             .iter()
-            .map(|id| registry.by_type[id].clone().spawn(shutdown.clone()))
+            .map(|id| registry.by_type[id].clone().spawn(self.stopping.clone()))
+            .chain([link])
             .collect()
     }
 
-    /// The status of each watch, in registration order.
+    /// The status of each watch: the typed ones in registration order, then the dynamic ones
+    /// running now, in the order they started.
     pub fn statuses(&self) -> Vec<Arc<InformerStatus>> {
         let registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
         registry
             .order
             .iter()
             .map(|id| registry.by_type[id].status().clone())
+            .chain(registry.dynamic.values().cloned())
             .collect()
     }
 
@@ -564,9 +726,10 @@ impl InformerFactory {
         let deadline = tokio::time::Instant::now() + timeout;
         let statuses = self.statuses();
         loop {
+            // A refused resource is not watched: it would never sync.
             let pending: Vec<String> = statuses
                 .iter()
-                .filter(|s| !s.is_synced())
+                .filter(|s| !s.is_synced() && !s.is_refused())
                 .map(|s| match s.state().last_error {
                     Some(error) => format!("{} ({error})", s.kind()),
                     None => s.kind().to_string(),
@@ -670,12 +833,12 @@ mod tests {
         versions: Mutex<Vec<String>>,
     }
     struct NamesBatch(Arc<Names>, Vec<String>);
-    impl Handler<ConfigMap> for Names {
-        fn on_deltas(&self, deltas: &[Delta<ConfigMap>]) {
+    impl<K: Watchable> Handler<K> for Names {
+        fn on_deltas(&self, deltas: &[Delta<K>]) {
             let mut names = self.names.lock().unwrap();
             names.extend(deltas.iter().map(|d| d.key().name));
         }
-        fn begin_relist(self: Arc<Self>) -> Box<dyn RelistBatch<ConfigMap>> {
+        fn begin_relist(self: Arc<Self>) -> Box<dyn RelistBatch<K>> {
             Box::new(NamesBatch(self, Vec::new()))
         }
         fn on_bookmark(&self, version: &str) {
@@ -685,8 +848,8 @@ mod tests {
                 .push(format!("bookmark {version}"));
         }
     }
-    impl RelistBatch<ConfigMap> for NamesBatch {
-        fn add(&mut self, delta: &Delta<ConfigMap>) {
+    impl<K: Watchable> RelistBatch<K> for NamesBatch {
+        fn add(&mut self, delta: &Delta<K>) {
             self.1.push(delta.key().name);
         }
         fn commit(self: Box<Self>, version: &str) {
@@ -705,10 +868,12 @@ mod tests {
     }
 
     /// A fake apiserver holding configmaps a and b at resourceVersion 10, serving streaming
-    /// lists or refusing them with the given status; answers until the test ends, and names
-    /// the requests it was sent (list, streaming list, refused streaming list, watch).
+    /// lists or refusing them with the given status, and allowing lists in access reviews
+    /// when `listable`; answers until the test ends, and names the requests it was sent
+    /// (list, streaming list, refused streaming list, watch, review).
     fn apiserver(
         refusal: Option<u16>,
+        listable: bool,
     ) -> (
         Client,
         Arc<Mutex<Vec<&'static str>>>,
@@ -725,7 +890,16 @@ mod tests {
                 let mut open_watches = Vec::new();
                 while let Some((request, send)) = handle.next_request().await {
                     let query = request.uri().query().unwrap_or_default().to_string();
-                    let (what, status, body) = if query.contains("sendInitialEvents=true") {
+                    let (what, status, body) = if request
+                        .uri()
+                        .path()
+                        .ends_with("selfsubjectaccessreviews")
+                    {
+                        let review = serde_json::json!({"apiVersion": "authorization.k8s.io/v1",
+                            "kind": "SelfSubjectAccessReview", "spec": {},
+                            "status": {"allowed": listable}});
+                        ("review", 201, review.to_string())
+                    } else if query.contains("sendInitialEvents=true") {
                         if let Some(code) = refusal {
                             let refusal = serde_json::json!({"kind": "Status", "apiVersion": "v1",
                                 "status": "Failure", "reason": "Refused", "code": code,
@@ -780,7 +954,7 @@ mod tests {
     }
 
     async fn run_against(refusal: Option<u16>, initial_list: InitialList, wait: Duration) -> Run {
-        let (client, asked, server) = apiserver(refusal);
+        let (client, asked, server) = apiserver(refusal, true);
         let factory = InformerFactory::new(client, None).with_initial_list(initial_list);
         let names = Arc::new(Names::default());
         factory.add_handler::<ConfigMap>(names.clone()).unwrap();
@@ -867,5 +1041,115 @@ mod tests {
             "{:?}",
             run.asked
         );
+    }
+
+    fn widgets() -> ApiResource {
+        ApiResource {
+            group: "example.com".into(),
+            version: "v1".into(),
+            api_version: "example.com/v1".into(),
+            kind: "Widget".into(),
+            plural: "widgets".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_dynamic_watch_runs_from_any_time_until_its_handle_goes() {
+        let (client, asked, server) = apiserver(None, true);
+        let factory = InformerFactory::new(client, None).with_initial_list(InitialList::Paged);
+        let shutdown = CancellationToken::new();
+        let tasks = factory.start(shutdown.clone());
+        let names = Arc::new(Names::default());
+        let handle = factory
+            .watch_dynamic(widgets(), Scope::Namespaced, names.clone())
+            .await;
+        factory.wait_for_sync(Duration::from_secs(5)).await.unwrap();
+        let kinds: Vec<String> = factory
+            .statuses()
+            .iter()
+            .map(|s| s.kind().to_string())
+            .collect();
+        assert_eq!(kinds, ["Widget.example.com"]);
+        assert_eq!(*names.names.lock().unwrap(), ["a", "b"]);
+        assert_eq!(names.versions.lock().unwrap()[0], "list 10");
+        assert_eq!(asked.lock().unwrap()[..3], ["review", "review", "list"]);
+
+        handle.stop().await;
+        assert!(factory.statuses().is_empty(), "its status is gone");
+        assert_eq!(Arc::strong_count(&names), 1, "its handler is dropped");
+        shutdown.cancel();
+        futures::future::join_all(tasks).await;
+        server.abort();
+    }
+
+    /// Waits (5 s at most) until the test holds the only reference to `names`.
+    async fn wait_until_only_owner(names: &Arc<Names>) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while Arc::strong_count(names) > 1 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn the_factory_shutdown_ends_dynamic_watches_and_a_drop_too() {
+        let (client, _, server) = apiserver(None, true);
+        let factory = InformerFactory::new(client, None).with_initial_list(InitialList::Paged);
+        let names = Arc::new(Names::default());
+        // Before start: it runs at once all the same.
+        let handle = factory
+            .watch_dynamic(widgets(), Scope::Cluster, names.clone())
+            .await;
+        let shutdown = CancellationToken::new();
+        let tasks = factory.start(shutdown.clone());
+        factory.wait_for_sync(Duration::from_secs(5)).await.unwrap();
+        shutdown.cancel();
+        futures::future::join_all(tasks).await;
+        wait_until_only_owner(&names).await;
+        assert_eq!(Arc::strong_count(&names), 1, "the shutdown ended the watch");
+        handle.stop().await;
+
+        let handle = factory
+            .watch_dynamic(widgets(), Scope::Cluster, names.clone())
+            .await;
+        drop(handle);
+        assert!(factory.statuses().is_empty());
+        wait_until_only_owner(&names).await;
+        assert_eq!(
+            Arc::strong_count(&names),
+            1,
+            "a dropped handle ends the watch"
+        );
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn a_dynamic_resource_we_may_not_list_is_reported_not_watched() {
+        let (client, asked, server) = apiserver(None, false);
+        let factory = InformerFactory::new(client, Some("ns".into()));
+        let names = Arc::new(Names::default());
+        let handle = factory
+            .watch_dynamic(widgets(), Scope::Namespaced, names.clone())
+            .await;
+        let state = handle.status().state();
+        assert!(state.refused && state.is_denied(), "{state:?}");
+        assert_eq!(
+            state.last_error.as_deref(),
+            Some("forbidden by RBAC: cannot list Widget.example.com (widgets) in namespace ns")
+        );
+        assert_eq!(factory.statuses().len(), 1, "reported");
+        // Never synced, and not waited for.
+        factory
+            .wait_for_sync(Duration::from_millis(100))
+            .await
+            .unwrap();
+        assert_eq!(
+            *asked.lock().unwrap(),
+            ["review"],
+            "nothing listed or watched"
+        );
+        assert_eq!(Arc::strong_count(&names), 1, "no handler kept");
+        drop(handle);
+        assert!(factory.statuses().is_empty());
+        server.abort();
     }
 }

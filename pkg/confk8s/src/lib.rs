@@ -1,6 +1,7 @@
 //! Kubernetes plumbing that any kube-rs service can reuse: a client built from a kubeconfig file
 //! and context or from the in-cluster environment, a shared informer factory that runs one
-//! watch per resource kind however many handlers register for it, and delegated
+//! watch per resource kind however many handlers register for it, watches of resources known
+//! only at run time (custom resources, followed from their CRDs with [`CrdFollower`]), and delegated
 //! authentication and authorization of a service's callers ([`Reviewer`]).
 //!
 //! ```no_run
@@ -33,6 +34,7 @@
 #![warn(missing_docs)]
 
 mod client;
+mod crds;
 mod delta;
 mod informer;
 mod policy;
@@ -43,8 +45,12 @@ mod status;
 mod watcher;
 
 pub use client::{ClientError, ClientOptions, ConfigSource, Connection, connect, load_config};
+pub use crds::{Command, CrdEvent, CrdFollower, Crds, CustomResource};
 pub use delta::{Delta, DeltaTracker, ObjectKey, Step, strip_noise};
-pub use informer::{FactoryError, Handler, InformerFactory, InitialList, RelistBatch, Watched};
+pub use informer::{
+    DynamicInformer, FactoryError, Handler, InformerFactory, InitialList, RelistBatch, Watchable,
+    Watched,
+};
 pub use policy::{Policy, PolicyMode};
 pub use rbac::Namespaces;
 pub use review::{

@@ -42,6 +42,14 @@ impl WatchSignals {
             });
     }
 
+    /// The watch reporting to `status` has ended.
+    pub(crate) fn unsubscribe(&self, status: &Arc<InformerStatus>) {
+        self.0
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|w| !Arc::ptr_eq(&w.status, status));
+    }
+
     /// The apiserver accepted a watch of `path`: its informer is connected again.
     fn accepted(&self, path: &str) {
         for w in self.0.read().unwrap_or_else(|e| e.into_inner()).iter() {

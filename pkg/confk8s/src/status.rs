@@ -9,6 +9,7 @@ pub struct InformerStatus {
     synced: AtomicBool,
     connected: AtomicBool,
     streaming: AtomicBool,
+    refused: AtomicBool,
     added: AtomicU64,
     updated: AtomicU64,
     deleted: AtomicU64,
@@ -66,6 +67,9 @@ pub struct InformerState {
     pub last_error_code: Option<u16>,
     /// See [`InformerStatus::resource_version`].
     pub resource_version: Option<String>,
+    /// RBAC does not let us list it, so nothing watches it (see `last_error`): a resource
+    /// served only where allowed, such as a custom resource, reported and never synced.
+    pub refused: bool,
 }
 
 impl InformerState {
@@ -83,6 +87,7 @@ impl InformerStatus {
             synced: AtomicBool::new(false),
             connected: AtomicBool::new(false),
             streaming: AtomicBool::new(false),
+            refused: AtomicBool::new(false),
             added: AtomicU64::new(0),
             updated: AtomicU64::new(0),
             deleted: AtomicU64::new(0),
@@ -101,6 +106,11 @@ impl InformerStatus {
     /// later outages: the cache still holds that list.
     pub fn is_synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)
+    }
+
+    /// Whether RBAC refused the list, so that nothing watches it.
+    pub fn is_refused(&self) -> bool {
+        self.refused.load(Ordering::Acquire)
     }
 
     /// Lock-free, for checks on every request.
@@ -132,6 +142,12 @@ impl InformerStatus {
         inner.last_error = Some(message);
         inner.last_error_code = code;
         inner.disconnected_since.get_or_insert_with(SystemTime::now);
+    }
+
+    /// RBAC refuses the list: nothing will watch it.
+    pub(crate) fn refuse(&self, reason: String) {
+        self.error(reason, Some(403));
+        self.refused.store(true, Ordering::Release);
     }
 
     pub(crate) fn counted<K>(&self, deltas: &[crate::Delta<K>], objects: usize) {
@@ -180,6 +196,7 @@ impl InformerStatus {
             last_error: inner.last_error.clone(),
             last_error_code: inner.last_error_code,
             resource_version: inner.resource_version.clone(),
+            refused: self.is_refused(),
         }
     }
 }
