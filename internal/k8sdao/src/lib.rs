@@ -7,6 +7,7 @@ mod cache;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fake;
 mod live;
+mod logs;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use cache::CacheSource;
 pub use live::{ApiScope, LiveSource, Namespaced};
+pub use logs::{LogLines, LogOptions, LogSource, MAX_LOG_LINE_BYTES};
 
 use std::collections::{BTreeSet, HashSet};
 
