@@ -542,3 +542,56 @@ async fn with_delegated_auth_logs_need_the_callers_own_get_pods_log() {
         BTreeSet::from(["web".to_string()])
     );
 }
+
+/// The server's count of open log streams, from /metrics.
+async fn open_log_streams(server: &Server) -> u64 {
+    let (_, metrics) = server.probe("/metrics").await;
+    metrics
+        .lines()
+        .find(|l| l.starts_with("k8sailor_api_watches{") && l.contains("kind=\"pods/log\""))
+        .and_then(|l| l.rsplit(' ').next())
+        .map_or(0, |v| v.parse().unwrap())
+}
+
+#[tokio::test]
+async fn a_followed_log_ends_when_its_client_goes_and_at_shutdown() {
+    let ns = TestNamespace::new("logs-end").await;
+    ns.api::<Pod>()
+        .create(
+            &PostParams::default(),
+            &running_pod("web", &["app"], json!({})),
+        )
+        .await
+        .unwrap();
+    let server = Server::start(&[]);
+    wait_running(&server, &ns.name, "web").await;
+    let path = format!(
+        "/pods/web/logs?namespace={}&tailLines=1&follow=true",
+        ns.name
+    );
+    let mut followed = Lines::open(&server, &path, &[], None).await;
+    followed.next().await;
+    assert_eq!(open_log_streams(&server).await, 1);
+    // The client goes: its stream, and the upstream request with it, is dropped.
+    drop(followed);
+    eventually(SOON, "the stream dropped", || async {
+        (open_log_streams(&server).await == 0).then_some(())
+    })
+    .await;
+
+    // Shutdown ends a followed log, as it ends watches: the body ends cleanly.
+    let mut followed = Lines::open(&server, &path, &[], None).await;
+    followed.next().await;
+    server.signal("-TERM");
+    let end = tokio::time::timeout(SOON, async {
+        loop {
+            match followed.response.chunk().await {
+                Ok(Some(_)) => continue,
+                other => return other.map(|_| ()),
+            }
+        }
+    })
+    .await
+    .expect("the stream ends at shutdown");
+    assert!(end.is_ok(), "the stream broke instead of ending: {end:?}");
+}
