@@ -347,7 +347,15 @@ async fn events_until(
     let mut seen = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     while !done(&seen) {
-        assert!(Instant::now() < deadline, "not within 60s; saw {seen:?}");
+        assert!(
+            Instant::now() < deadline,
+            "not within 60s; joined {:?}, left {:?}, cut {:?}, refused {:?}, lines from {:?}",
+            pods_with(&seen, "joined"),
+            pods_with(&seen, "left"),
+            pods_with(&seen, "cut"),
+            pods_with(&seen, "refused"),
+            pods_with(&seen, "line"),
+        );
         let (event, data) = stream.next_event().await;
         seen.push((event, serde_json::from_str(&data).unwrap()));
     }
