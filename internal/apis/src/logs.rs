@@ -217,12 +217,11 @@ pub(super) fn pod_log_access(namespace: Option<&str>, pod: Option<&str>) -> Acce
 fn merged_response(
     s: &AppState,
     headers: &HeaderMap,
-    follow: bool,
     log: MergedLog,
     limits: LogLimits,
 ) -> Response {
     let events = until_shutdown(s, log.events);
-    let mut response = if follow && watch::accepts_event_stream(headers) {
+    let mut response = if log.follow && watch::accepts_event_stream(headers) {
         sse_response(s, events.map(|event| sse_event(&event)))
     } else {
         text_response(events.filter_map(|event| std::future::ready(text_line(&event))))
@@ -327,12 +326,7 @@ async fn selected_pods_log(
             gate,
         )
         .await?;
-    Ok(merged_response(&s, &headers, is_follow(&req), log, limits))
-}
-
-/// Checked by biz already: here only which answer to write.
-fn is_follow(req: &LogRequest) -> bool {
-    matches!(req.follow.as_deref(), Some("true" | "1"))
+    Ok(merged_response(&s, &headers, log, limits))
 }
 
 async fn workload_log<R: PodSelecting>(
@@ -349,7 +343,7 @@ async fn workload_log<R: PodSelecting>(
         .workloads
         .workload_log::<R>(&name, &req, limits.max_streams, gate)
         .await?;
-    Ok(merged_response(&s, &headers, is_follow(&req), log, limits))
+    Ok(merged_response(&s, &headers, log, limits))
 }
 
 #[utoipa::path(get, path = "/deployments/{name}/logs", tag = "deployments",

@@ -399,6 +399,8 @@ pub enum MergedEvent {
 /// A merged log, and the selector that picks its pods.
 pub struct MergedLog {
     pub selector: String,
+    /// Whether it stays open (follow=true), or ends once the pods there were read.
+    pub follow: bool,
     pub events: BoxStream<'static, MergedEvent>,
 }
 
@@ -494,6 +496,7 @@ impl<S: WorkloadSource + LogSource + 'static> Workloads<S> {
         };
         Ok(MergedLog {
             selector: selector.to_string(),
+            follow: merge.follow,
             events: merge.boxed(),
         })
     }
