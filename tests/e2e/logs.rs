@@ -603,3 +603,53 @@ async fn a_followed_log_ends_when_its_client_goes_and_at_shutdown() {
     .expect("the stream ends at shutdown");
     assert!(end.is_ok(), "the stream broke instead of ending: {end:?}");
 }
+
+/// The server process's resident memory, in KiB.
+fn resident_kib(server: &Server) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id()))
+        .expect("the server's /proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// A client that stops reading a 25 MB log costs the server a bounded amount of memory: the
+/// upstream is read only as fast as the client reads, so what waits is in the sockets'
+/// buffers, not in k8sailor.
+#[tokio::test]
+async fn a_client_that_stops_reading_does_not_grow_the_servers_memory() {
+    let ns = TestNamespace::new("logs-slow").await;
+    ns.api::<Pod>()
+        .create(
+            &PostParams::default(),
+            &running_pod("big", &["flood"], json!({})),
+        )
+        .await
+        .unwrap();
+    let server = Server::start(&[]);
+    wait_running(&server, &ns.name, "big").await;
+    let path = format!("/pods/big/logs?namespace={}", ns.name);
+    // Warm up: the same route once, read a little.
+    let mut warm = Lines::open(&server, &path, &[], None).await;
+    warm.next().await;
+    drop(warm);
+    let before = resident_kib(&server);
+    let mut stalled = Lines::open(&server, &path, &[], None).await;
+    assert!(stalled.next().await.starts_with("flood: "));
+    // The client reads nothing more for a while; the server could have read it all by then.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let during = resident_kib(&server);
+    let grown = during.saturating_sub(before);
+    eprintln!("a stalled 25 MB log: the server's RSS {before} KiB, then {during} KiB");
+    assert!(
+        grown < 8 * 1024,
+        "a stalled reader grew the server by {grown} KiB (from {before} to {during})"
+    );
+    // Yet far more than that was there to be read: the stalled client reads on.
+    let mut bytes = 0;
+    while bytes < 16 * 1024 * 1024 {
+        bytes += stalled.next().await.len() + 1;
+    }
+}
