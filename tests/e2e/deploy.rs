@@ -368,6 +368,8 @@ fn the_shipped_cluster_role_only_reads_what_k8sailor_needs() {
         "apps/replicasets:list",
         "apps/replicasets:watch",
         "/events:list",
+        // The /logs routes relay pods/log.
+        "/pods/log:get",
         "rbac.authorization.k8s.io/roles:list",
         "rbac.authorization.k8s.io/roles:watch",
         "rbac.authorization.k8s.io/rolebindings:list",
