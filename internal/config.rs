@@ -10,7 +10,9 @@ use confk8s::{ClientOptions, InitialList, TokenReviewLimits};
 use serde::Deserialize;
 
 use crate::connections::ConnectionLimits;
-use apis::{AllowedHosts, AllowedOrigins, AuthMode, BodyLimits, FairShares, HttpOptions};
+use apis::{
+    AllowedHosts, AllowedOrigins, AuthMode, BodyLimits, FairShares, HttpOptions, LogLimits,
+};
 use k8sdao::SourceKind;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8088";
@@ -259,6 +261,11 @@ settings! {
         /// comment, so proxies do not close it as idle [default: 15s].
         #[arg(long, env = "K8SAILOR_WATCH_KEEP_ALIVE")]
         watch_keep_alive: String = "15s".to_string(),
+        /// Pods one merged log (/deployments/{name}/logs, /pods/logs, ...) follows at once;
+        /// more are said to be cut in the stream and join as followed ones leave
+        /// [default: 50].
+        #[arg(long, env = "K8SAILOR_MAX_LOG_STREAMS")]
+        max_log_streams: usize = biz::DEFAULT_MAX_LOG_STREAMS,
     }
 }
 
@@ -453,6 +460,13 @@ impl Settings {
                 request_timeout: parse_duration("requestTimeout", &layer.request_timeout)?,
                 auth,
                 dashboard: layer.dashboard,
+                logs: LogLimits {
+                    max_streams: positive::<_, NonZeroUsize>(
+                        "maxLogStreams",
+                        layer.max_log_streams,
+                    )?
+                    .get(),
+                },
                 body: BodyLimits {
                     max_bytes: positive::<_, NonZeroUsize>("maxBodyBytes", layer.max_body_bytes)?
                         .get(),

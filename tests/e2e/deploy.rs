@@ -407,6 +407,8 @@ fn the_shipped_cluster_role_only_reads_what_k8sailor_needs() {
         "scheduling.k8s.io/priorityclasses:watch",
         "apiextensions.k8s.io/customresourcedefinitions:list",
         "apiextensions.k8s.io/customresourcedefinitions:watch",
+        // The /logs routes relay pods/log.
+        "/pods/log:get",
         "rbac.authorization.k8s.io/roles:list",
         "rbac.authorization.k8s.io/roles:watch",
         "rbac.authorization.k8s.io/rolebindings:list",

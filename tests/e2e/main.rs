@@ -17,6 +17,7 @@ mod fairness;
 mod ingresses;
 mod initial_list;
 mod kinds;
+mod logs;
 mod operations;
 mod parity;
 mod printers;

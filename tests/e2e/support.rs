@@ -33,7 +33,9 @@ pub fn cluster() -> &'static Cluster {
         let dir = repo()
             .join("target")
             .join(format!("e2e-cluster-{}", std::process::id()));
-        Cluster::up(&dir, &[])
+        // kwok's nodes without a scheduler: pods that name one run and log (tests/e2e/logs.rs),
+        // every other pod stays Pending, as the other tests expect.
+        Cluster::up(&dir, &["--log-nodes"])
     });
     match cluster {
         Ok(c) => c,

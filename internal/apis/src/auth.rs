@@ -269,6 +269,20 @@ fn rule(
         ("/ingresses/{name}", "POST") => {
             vec![access("create", &INGRESSES, object_ns, None)]
         }
+        // A merged log's pods are checked as they join (`logs::pod_log_access`).
+        ("/pods/{name}/logs", "GET") => vec![
+            access("get", CORE, "pods", object_ns, name),
+            super::logs::pod_log_access(object_ns, name),
+        ],
+        ("/pods/logs", "GET") => vec![access("list", CORE, "pods", object_ns, None)],
+        ("/deployments/{name}/logs", "GET") => vec![
+            access("get", APPS, "deployments", object_ns, name),
+            access("list", CORE, "pods", object_ns, None),
+        ],
+        ("/replicasets/{name}/logs", "GET") => vec![
+            access("get", APPS, "replicasets", object_ns, name),
+            access("list", CORE, "pods", object_ns, None),
+        ],
         _ => return None,
     };
     Some(Rule::all(required))
@@ -511,6 +525,11 @@ pub(super) async fn check(
         },
     };
     let from = caller.from;
+    // For the reviews a merged log makes as pods join it.
+    request.extensions_mut().insert(super::logs::Reviewed {
+        token: Arc::from(token.as_str()),
+        from,
+    });
     let visibility = Visibility {
         namespaces: namespaces.clone(),
     };

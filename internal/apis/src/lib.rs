@@ -11,6 +11,7 @@ mod fairness;
 mod health;
 mod host_check;
 mod kinds;
+mod logs;
 mod metrics;
 mod routes;
 mod watch;
@@ -40,6 +41,7 @@ pub use envelope::{ApiError, Envelope};
 pub use fairness::{Caller, ConnectionCounts, FairShares, Fairness, Holding};
 pub use health::Health;
 pub use host_check::{AllowedHosts, HostError};
+pub use logs::LogLimits;
 pub use metrics::Metrics;
 
 use biz::Workloads;
@@ -60,6 +62,8 @@ pub struct HttpOptions {
     pub auth: AuthMode,
     /// Serve the built-in dashboard at `/`.
     pub dashboard: bool,
+    /// What one merged log may follow.
+    pub logs: LogLimits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -246,10 +250,9 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
         axum::middleware::from_fn_with_state(p, per_request)
     };
     // Inside auth, so a request is counted against the user it authenticated as.
-    let api = routes::api().route_layer(axum::middleware::from_fn_with_state(
-        state.fairness.clone(),
-        fairness::share,
-    ));
+    let api = routes::api().merge(logs::routes(opts.logs)).route_layer(
+        axum::middleware::from_fn_with_state(state.fairness.clone(), fairness::share),
+    );
     let mount = mount_point(&opts.prefix)?;
     let api = match opts.auth {
         AuthMode::None => api,
@@ -304,9 +307,13 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
             opts.body,
             edge::bounded,
         ))
-        .layer(CompressionLayer::new().quality(COMPRESSION).compress_when(
-            DefaultPredicate::new().and(NotForContentType::const_new(watch::NDJSON)),
-        ))
+        .layer(
+            CompressionLayer::new().quality(COMPRESSION).compress_when(
+                DefaultPredicate::new()
+                    .and(NotForContentType::const_new(watch::NDJSON))
+                    .and(NotForContentType::const_new(logs::LOG_TEXT)),
+            ),
+        )
         .layer(CatchPanicLayer::custom(edge::panicked));
     // The request log line is a debug event: with debug off the layer would only cost time.
     let app = if tracing::enabled!(target: "tower_http::trace::on_response", Level::DEBUG) {

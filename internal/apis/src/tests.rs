@@ -28,6 +28,9 @@ fn options(origins: &[&str]) -> HttpOptions {
         },
         auth: AuthMode::None,
         dashboard: true,
+        logs: crate::LogLimits {
+            max_streams: biz::DEFAULT_MAX_LOG_STREAMS,
+        },
     }
 }
 
@@ -524,6 +527,10 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/k8sailor/v0/ingresses/{name}"),
     ("get", "/k8sailor/v0/namespaces"),
     ("get", "/k8sailor/v0/namespaces/{name}"),
+    ("get", "/k8sailor/v0/pods/{name}/logs"),
+    ("get", "/k8sailor/v0/pods/logs"),
+    ("get", "/k8sailor/v0/deployments/{name}/logs"),
+    ("get", "/k8sailor/v0/replicasets/{name}/logs"),
     ("get", "/livez"),
     ("get", "/readyz"),
     ("get", "/metrics"),

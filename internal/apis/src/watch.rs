@@ -112,7 +112,7 @@ fn parse_quality(value: &str) -> Option<u16> {
 /// Server-Sent Events when `Accept` prefers them to JSON lines: a higher quality, or the same
 /// with a more specific range (`text/event-stream, */*`). A quality of 0 means "not
 /// acceptable"; without a preference, JSON lines.
-fn accepts_event_stream(headers: &HeaderMap) -> bool {
+pub(super) fn accepts_event_stream(headers: &HeaderMap) -> bool {
     let accept: Vec<&str> = headers
         .get_all(header::ACCEPT)
         .iter()

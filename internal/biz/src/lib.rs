@@ -2,6 +2,7 @@
 //! become answers. Reads go through the [`WorkloadSource`] trait only.
 
 mod ingresses;
+mod logs;
 mod output;
 mod paging;
 mod relations;
@@ -16,6 +17,9 @@ use selector::{FieldSelector, LabelSelector};
 
 pub use ingresses::{CreateIngress, IngressBackendRequest, IngressRuleRequest, IngressTlsRequest};
 pub use k8sdao::Served;
+pub use logs::{
+    DEFAULT_MAX_LOG_STREAMS, LogRequest, MergedEvent, MergedLog, PodGate, PodLog, PodSelecting,
+};
 /// The answers' shapes, for whoever describes them (apis' OpenAPI).
 pub use model::{
     DeploymentDto, EventDto, IngressDto, NamespaceDto, PodDto, ReplicaSetDto, ServiceDto,

@@ -9,6 +9,7 @@ mod custom;
 pub mod fake;
 mod live;
 mod registry;
+mod logs;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 pub use cache::CacheSource;
 pub use live::{ApiScope, LiveSource, Namespaced};
 pub use registry::{Registry, ResourceSelection};
+pub use logs::{LogLines, LogOptions, LogSource, MAX_LOG_LINE_BYTES};
 
 use std::collections::{BTreeSet, HashSet};
 

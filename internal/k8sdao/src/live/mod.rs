@@ -5,6 +5,7 @@
 //! through its ReplicaSets), [`writes`] and [`objects`] (Services and Ingresses, created and
 //! printed raw).
 
+mod logs;
 mod membership;
 mod objects;
 mod reads;

@@ -1,0 +1,387 @@
+//! Logs: a pod's container log, and the merged log of a workload's or a selector's pods,
+//! relayed from the apiserver line by line. As plain text (a merged line prefixed
+//! `[pod/NAME/CONTAINER] `, as `kubectl logs --prefix` writes it), or with `follow=true` and an
+//! `Accept` preferring `text/event-stream`, as Server-Sent Events: a pod's lines one `data:`
+//! each; a merged log's as `line` events of `{"pod","container","line"}`, and what happens to
+//! the set of pods as `joined`, `left`, `cut`, `refused` and `ended` events. A stream ends
+//! when its log does, when the client goes (the upstream requests are closed with it), and
+//! at shutdown, as watches do.
+
+use std::convert::Infallible;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use confk8s::Access;
+use futures::{Stream, StreamExt};
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::envelope::{ApiError, ApiPath, ApiQuery, ErrorEnvelope};
+use super::{AppState, watch};
+use biz::{
+    DeploymentRecord, LogRequest, MergedEvent, MergedLog, PodGate, PodSelecting, ReplicaSetRecord,
+};
+
+/// The content type of a log as text; never compressed (see [`super::router`]): a compressor
+/// holds lines back until it has enough of them.
+pub const LOG_TEXT: &str = "text/plain; charset=utf-8";
+
+/// How many pods one merged log follows at once (`--max-log-streams`).
+#[derive(Clone, Copy, Debug)]
+pub struct LogLimits {
+    pub max_streams: usize,
+}
+
+/// The log routes; `limits` bound what each merged log may follow.
+pub(super) fn routes(limits: LogLimits) -> OpenApiRouter<AppState> {
+    let router: OpenApiRouter<AppState> = OpenApiRouter::new()
+        .routes(routes!(pod_log))
+        .routes(routes!(selected_pods_log))
+        .routes(routes!(deployment_log))
+        .routes(routes!(replicaset_log));
+    router.layer(Extension(limits))
+}
+
+/// The caller a delegated access check reviewed, for the checks a merged log makes as pods
+/// join (set by auth; absent without authentication).
+#[derive(Clone)]
+pub(super) struct Reviewed {
+    pub token: Arc<str>,
+    pub from: IpAddr,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub(super) struct LogParams {
+    /// The namespace; default `default`.
+    namespace: Option<String>,
+    /// A pod's log: the container (default: the pod's
+    /// `kubectl.kubernetes.io/default-container`, else its only one). A merged log: only
+    /// this container of each pod (default: all of `spec.containers`).
+    container: Option<String>,
+    /// `true`: the log of the container's previous run (it restarted).
+    previous: Option<String>,
+    /// Only the last lines, 0 to 100000 (per container).
+    tail_lines: Option<String>,
+    /// Only lines newer than this many seconds, 1 to 316224000.
+    since_seconds: Option<String>,
+    /// `true`: each line begins with its RFC 3339 timestamp.
+    timestamps: Option<String>,
+    /// `true`: the stream stays open and sends lines as they are written (a merged log:
+    /// pods join as their containers start and leave when they go).
+    follow: Option<String>,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub(super) struct SelectedParams {
+    /// The pods whose logs are merged, kubectl syntax; required.
+    label_selector: Option<String>,
+}
+
+impl LogParams {
+    fn request(self) -> LogRequest {
+        LogRequest {
+            namespace: self.namespace,
+            container: self.container,
+            previous: self.previous,
+            tail_lines: self.tail_lines,
+            since_seconds: self.since_seconds,
+            timestamps: self.timestamps,
+            follow: self.follow,
+        }
+    }
+}
+
+/// A line as SSE data carries it: text, without the carriage return a CRLF line leaves.
+fn text_of(line: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line))
+}
+
+/// Ends with the server's shutdown, and counts itself as an open stream while it lasts.
+fn until_shutdown<S: Stream + Send + 'static>(
+    s: &AppState,
+    stream: S,
+) -> impl Stream<Item = S::Item> + Send + 'static {
+    let guard = s.metrics.watch_opened("pods/log");
+    stream
+        .take_until(s.streams.clone().cancelled_owned())
+        .inspect(move |_| guard.sent())
+}
+
+fn text_response<S>(chunks: S) -> Response
+where
+    S: Stream<Item = Bytes> + Send + 'static,
+{
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(LOG_TEXT)),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        Body::from_stream(chunks.map(Ok::<_, Infallible>)),
+    )
+        .into_response()
+}
+
+fn sse_response<S>(s: &AppState, events: S) -> Response
+where
+    S: Stream<Item = Event> + Send + 'static,
+{
+    Sse::new(events.map(Ok::<_, Infallible>))
+        .keep_alive(KeepAlive::new().interval(s.keep_alive))
+        .into_response()
+}
+
+#[utoipa::path(get, path = "/pods/{name}/logs", tag = "pods",
+    params(("name" = String, Path, description = "Pod name"), LogParams),
+    responses(
+        (status = 200, description = "The container's log as text; with `follow=true`, its lines as they come, as text or (Accept: text/event-stream) one `data:` event a line",
+            content((String = "text/plain"), (String = "text/event-stream"))),
+        (status = 400, description = "Invalid option; the pod has no such container (the answer lists its containers) or several (choose one); the container has not started, or has no previous run", body = ErrorEnvelope),
+        (status = 404, description = "No such pod", body = ErrorEnvelope),
+        (status = 503, description = "Caches not synced yet, or the apiserver unreachable", body = ErrorEnvelope),
+    ))]
+async fn pod_log(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<LogParams>,
+) -> Result<Response, ApiError> {
+    let log = s.workloads.pod_log(&name, &q.request()).await?;
+    // A failure after the first line can only end the stream: the status is sent.
+    let lines = log
+        .lines
+        .take_while(|line| {
+            if let Err(e) = line {
+                tracing::debug!(error = %e, "a log stream ends early");
+            }
+            std::future::ready(line.is_ok())
+        })
+        .filter_map(|line| std::future::ready(line.ok()));
+    let lines = until_shutdown(&s, lines);
+    if log.follow && watch::accepts_event_stream(&headers) {
+        return Ok(sse_response(
+            &s,
+            lines.map(|line: Bytes| Event::default().data(text_of(&line))),
+        ));
+    }
+    Ok(text_response(lines.map(|line: Bytes| {
+        let mut chunk = Vec::with_capacity(line.len() + 1);
+        chunk.extend_from_slice(&line);
+        chunk.push(b'\n');
+        Bytes::from(chunk)
+    })))
+}
+
+/// The per-pod check of a merged log with `--auth delegated`: the caller's own
+/// `get pods/log` on each pod as it joins.
+fn gate(s: &AppState, namespace: Option<&str>, reviewed: Option<Reviewed>) -> Option<PodGate> {
+    let (reviewer, caller) = (s.reviewer.clone()?, reviewed?);
+    let namespace = biz::namespace_of_object(namespace).to_string();
+    Some(Arc::new(move |pod: String| {
+        let (reviewer, caller, namespace) = (reviewer.clone(), caller.clone(), namespace.clone());
+        Box::pin(async move {
+            let access = pod_log_access(Some(&namespace), Some(&pod));
+            reviewer
+                .review(&caller.token, caller.from, &access)
+                .await
+                .is_ok()
+        })
+    }))
+}
+
+/// `get pods/log`, the right to read a pod's log: the one rule for the routes' checks
+/// (auth.rs) and the per-pod ones.
+pub(super) fn pod_log_access(namespace: Option<&str>, pod: Option<&str>) -> Access {
+    Access {
+        verb: "get",
+        group: "",
+        resource: "pods",
+        subresource: "log",
+        namespace: namespace.map(str::to_string),
+        name: pod.map(str::to_string),
+    }
+}
+
+fn merged_response(
+    s: &AppState,
+    headers: &HeaderMap,
+    log: MergedLog,
+    limits: LogLimits,
+) -> Response {
+    let events = until_shutdown(s, log.events);
+    let mut response = if log.follow && watch::accepts_event_stream(headers) {
+        sse_response(s, events.map(|event| sse_event(&event)))
+    } else {
+        text_response(events.filter_map(|event| std::future::ready(text_line(&event))))
+    };
+    let h = response.headers_mut();
+    if let Ok(selector) = HeaderValue::from_str(&log.selector) {
+        h.insert("k8sailor-log-selector", selector);
+    }
+    h.insert(
+        "k8sailor-max-log-streams",
+        HeaderValue::from(limits.max_streams),
+    );
+    response
+}
+
+/// A merged event as a line of text: lines prefixed as `kubectl logs --prefix` does, the
+/// set's changes that lose lines (a pod cut, refused, the end) as `[k8sailor] ` notices.
+fn text_line(event: &MergedEvent) -> Option<Bytes> {
+    let text = match event {
+        MergedEvent::Line {
+            pod,
+            container,
+            line,
+        } => {
+            let mut out = Vec::with_capacity(line.len() + pod.len() + container.len() + 10);
+            out.extend_from_slice(format!("[pod/{pod}/{container}] ").as_bytes());
+            out.extend_from_slice(line);
+            out.push(b'\n');
+            return Some(Bytes::from(out));
+        }
+        MergedEvent::Joined { .. } | MergedEvent::Left { .. } => return None,
+        MergedEvent::Cut { pod, limit } => format!(
+            "[k8sailor] pod/{pod} is not followed: {limit} pods are (--max-log-streams); it joins when one leaves\n"
+        ),
+        MergedEvent::Refused { pod, reason } => {
+            format!("[k8sailor] pod/{pod} is not followed: {reason}\n")
+        }
+        MergedEvent::Ended { reason } => format!("[k8sailor] the log ends: {reason}\n"),
+    };
+    Some(Bytes::from(text))
+}
+
+fn sse_event(event: &MergedEvent) -> Event {
+    let (name, data) = match event {
+        MergedEvent::Line {
+            pod,
+            container,
+            line,
+        } => (
+            "line",
+            serde_json::json!({"pod": &**pod, "container": &**container, "line": text_of(line)}),
+        ),
+        MergedEvent::Joined { pod, container } => (
+            "joined",
+            serde_json::json!({"pod": &**pod, "container": &**container}),
+        ),
+        MergedEvent::Left {
+            pod,
+            container,
+            reason,
+        } => (
+            "left",
+            serde_json::json!({"pod": &**pod, "container": &**container, "reason": reason}),
+        ),
+        MergedEvent::Cut { pod, limit } => (
+            "cut",
+            serde_json::json!({"pod": &**pod, "maxLogStreams": limit}),
+        ),
+        MergedEvent::Refused { pod, reason } => (
+            "refused",
+            serde_json::json!({"pod": &**pod, "reason": reason}),
+        ),
+        MergedEvent::Ended { reason } => ("ended", serde_json::json!({"reason": reason})),
+    };
+    Event::default().event(name).data(data.to_string())
+}
+
+#[utoipa::path(get, path = "/pods/logs", tag = "pods",
+    params(SelectedParams, LogParams),
+    responses(
+        (status = 200, description = "The logs of the pods the selector picks, merged: text lines prefixed `[pod/NAME/CONTAINER] `, or (follow=true, Accept: text/event-stream) `line`, `joined`, `left`, `cut`, `refused` and `ended` events. At most --max-log-streams pods at once (header `k8sailor-max-log-streams`); a pod cut is said in the stream",
+            content((String = "text/plain"), (String = "text/event-stream"))),
+        (status = 400, description = "Invalid option or selector, or none", body = ErrorEnvelope),
+        (status = 503, description = "Caches not synced yet", body = ErrorEnvelope),
+    ))]
+async fn selected_pods_log(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Extension(limits): Extension<LogLimits>,
+    reviewed: Option<Extension<Reviewed>>,
+    ApiQuery(selected): ApiQuery<SelectedParams>,
+    ApiQuery(q): ApiQuery<LogParams>,
+) -> Result<Response, ApiError> {
+    let req = q.request();
+    let gate = gate(&s, req.namespace.as_deref(), reviewed.map(|r| r.0));
+    let log = s
+        .workloads
+        .selected_pods_log(
+            selected.label_selector.as_deref(),
+            &req,
+            limits.max_streams,
+            gate,
+        )
+        .await?;
+    Ok(merged_response(&s, &headers, log, limits))
+}
+
+async fn workload_log<R: PodSelecting>(
+    s: AppState,
+    headers: HeaderMap,
+    limits: LogLimits,
+    reviewed: Option<Extension<Reviewed>>,
+    name: String,
+    q: LogParams,
+) -> Result<Response, ApiError> {
+    let req = q.request();
+    let gate = gate(&s, req.namespace.as_deref(), reviewed.map(|r| r.0));
+    let log = s
+        .workloads
+        .workload_log::<R>(&name, &req, limits.max_streams, gate)
+        .await?;
+    Ok(merged_response(&s, &headers, log, limits))
+}
+
+#[utoipa::path(get, path = "/deployments/{name}/logs", tag = "deployments",
+    params(("name" = String, Path, description = "Deployment name"), LogParams),
+    responses(
+        (status = 200, description = "The logs of the pods its selector picks, merged, as on /pods/logs",
+            content((String = "text/plain"), (String = "text/event-stream"))),
+        (status = 400, description = "Invalid option", body = ErrorEnvelope),
+        (status = 404, description = "No such Deployment", body = ErrorEnvelope),
+        (status = 503, description = "Caches not synced yet, or the apiserver unreachable", body = ErrorEnvelope),
+    ))]
+async fn deployment_log(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Extension(limits): Extension<LogLimits>,
+    reviewed: Option<Extension<Reviewed>>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<LogParams>,
+) -> Result<Response, ApiError> {
+    workload_log::<DeploymentRecord>(s, headers, limits, reviewed, name, q).await
+}
+
+#[utoipa::path(get, path = "/replicasets/{name}/logs", tag = "replicasets",
+    params(("name" = String, Path, description = "ReplicaSet name"), LogParams),
+    responses(
+        (status = 200, description = "The logs of the pods its selector picks, merged, as on /pods/logs",
+            content((String = "text/plain"), (String = "text/event-stream"))),
+        (status = 400, description = "Invalid option", body = ErrorEnvelope),
+        (status = 404, description = "No such ReplicaSet", body = ErrorEnvelope),
+        (status = 503, description = "Caches not synced yet, or the apiserver unreachable", body = ErrorEnvelope),
+    ))]
+async fn replicaset_log(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Extension(limits): Extension<LogLimits>,
+    reviewed: Option<Extension<Reviewed>>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<LogParams>,
+) -> Result<Response, ApiError> {
+    workload_log::<ReplicaSetRecord>(s, headers, limits, reviewed, name, q).await
+}

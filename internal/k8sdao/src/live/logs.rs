@@ -1,0 +1,88 @@
+//! A container's log through kube's `pods/log` request, as a stream of lines.
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::LogParams;
+
+use super::LiveSource;
+use crate::DaoError;
+use crate::logs::{LogLines, LogOptions, MAX_LOG_LINE_BYTES, lines};
+
+impl LiveSource {
+    pub(crate) async fn log_lines(
+        &self,
+        namespace: &str,
+        pod: &str,
+        options: &LogOptions,
+    ) -> Result<LogLines, DaoError> {
+        let params = LogParams {
+            container: Some(options.container.clone()),
+            follow: options.follow,
+            previous: options.previous,
+            since_seconds: options.since_seconds,
+            tail_lines: options.tail_lines,
+            timestamps: options.timestamps,
+            ..LogParams::default()
+        };
+        let reader = self
+            .api::<Pod>(Some(namespace))
+            .log_stream(pod, &params)
+            .await?;
+        Ok(lines(Box::pin(reader), MAX_LOG_LINE_BYTES))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+    use serde_json::json;
+
+    use super::super::mock::{source_answering, source_with};
+    use crate::DaoError;
+    use crate::logs::LogOptions;
+
+    #[tokio::test]
+    async fn a_log_is_asked_for_with_every_option_and_read_as_lines() {
+        let (source, server) = source_answering(vec![(
+            "/api/v1/namespaces/shop/pods/web-1/log?&container=app&follow=true&previous=true&sinceSeconds=60&tailLines=2&timestamps=true".into(),
+            200,
+            b"first\nsecond\n".to_vec(),
+        )]);
+        let options = LogOptions {
+            container: "app".into(),
+            previous: true,
+            tail_lines: Some(2),
+            since_seconds: Some(60),
+            timestamps: true,
+            follow: true,
+        };
+        let lines: Vec<_> = source
+            .log_lines("shop", "web-1", &options)
+            .await
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        assert_eq!(lines, ["first", "second"]);
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_apiservers_refusal_is_an_error_before_any_line() {
+        let (source, server) = source_with(vec![(
+            "/api/v1/namespaces/shop/pods/gone/log",
+            404,
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                "message": "pods \"gone\" not found", "reason": "NotFound", "code": 404}),
+        )]);
+        let options = LogOptions {
+            container: "app".into(),
+            ..LogOptions::default()
+        };
+        match source.log_lines("shop", "gone", &options).await {
+            Err(DaoError::Api { code: 404, .. }) => {}
+            Err(other) => panic!("expected the apiserver's 404, got {other}"),
+            Ok(_) => panic!("expected the apiserver's 404, got a stream"),
+        }
+        server.await.unwrap();
+    }
+}
