@@ -18,6 +18,7 @@ mod initial_list;
 mod kinds;
 mod operations;
 mod parity;
+mod printers;
 mod queries;
 mod read_path;
 mod replicas;
