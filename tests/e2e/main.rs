@@ -16,6 +16,7 @@ mod fairness;
 mod ingresses;
 mod initial_list;
 mod kinds;
+mod kubeapi;
 mod operations;
 mod parity;
 mod printers;
