@@ -149,6 +149,11 @@ settings! {
         /// apiserver allows, else in pages), streaming or paged [default: auto].
         #[arg(long, env = "K8SAILOR_INITIAL_LIST", value_parser = one_of(InitialList::ALL, InitialList::name))]
         initial_list: InitialList = InitialList::default(),
+        /// Built-in resources served beside the six of the original client: names to serve
+        /// (`*`: every built-in kind but Secrets), `-name`s not to, comma-separated; Secrets
+        /// (metadata only) only when named, e.g. `*,secrets` [default: *].
+        #[arg(long, env = "K8SAILOR_RESOURCES")]
+        resources: String = "*".to_string(),
         /// Longest wait for the caches to sync at start-up, e.g. 60s [default: 60s].
         #[arg(long, env = "K8SAILOR_SYNC_TIMEOUT")]
         sync_timeout: String = "60s".to_string(),
@@ -297,6 +302,8 @@ pub struct Settings {
     pub change_history: usize,
     /// How the informers get their lists.
     pub initial_list: InitialList,
+    /// The built-in resources served besides the typed kinds.
+    pub resources: k8sdao::ResourceSelection,
     pub sync_timeout: Duration,
     /// After SIGTERM, how long to keep serving with readiness failing.
     pub shutdown_delay: Duration,
@@ -464,6 +471,12 @@ impl Settings {
             source: layer.source,
             change_history: layer.change_history,
             initial_list: layer.initial_list,
+            resources: k8sdao::ResourceSelection::parse(&layer.resources).map_err(|reason| {
+                ConfigError::Invalid {
+                    key: "resources",
+                    reason,
+                }
+            })?,
             sync_timeout: parse_duration("syncTimeout", &layer.sync_timeout)?,
             watch_keep_alive: timeout("watchKeepAlive", &layer.watch_keep_alive)?,
             shutdown_delay: parse_duration("shutdownDelay", &layer.shutdown_delay)?,
@@ -515,6 +528,48 @@ mod tests {
         same(SourceKind::ALL, SourceKind::name);
         same(AuthMode::ALL, AuthMode::name);
         same(InitialList::ALL, InitialList::name);
+    }
+
+    /// config/rbac.yaml grants list and watch on exactly what `--resources` serves by default
+    /// (the RBAC kinds, which delegated auth follows, are among them).
+    #[test]
+    fn the_shipped_cluster_role_lets_k8sailor_watch_exactly_what_it_serves_by_default() {
+        use k8s_openapi::api::rbac::v1::ClusterRole;
+        use std::collections::BTreeSet;
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/rbac.yaml"))
+                .unwrap();
+        let role: ClusterRole = text
+            .split("\n---\n")
+            .find_map(|doc| {
+                let doc: ClusterRole = serde_saphyr::from_str(doc).ok()?;
+                (doc.metadata.name.as_deref() == Some("k8sailor-reader")).then_some(doc)
+            })
+            .expect("the reader ClusterRole");
+        let granted: BTreeSet<(String, String)> = role
+            .rules
+            .iter()
+            .flatten()
+            .filter(|r| r.verbs.iter().any(|v| v == "list") && r.verbs.iter().any(|v| v == "watch"))
+            .flat_map(|r| {
+                let groups = r.api_groups.clone().unwrap_or_default();
+                let resources = r.resources.clone().unwrap_or_default();
+                groups.into_iter().flat_map(move |g| {
+                    resources
+                        .clone()
+                        .into_iter()
+                        .map(move |res| (g.clone(), res))
+                })
+            })
+            .collect();
+        let served: BTreeSet<(String, String)> = Settings::resolve(SettingsLayer::default())
+            .unwrap()
+            .resources
+            .served_resources()
+            .into_iter()
+            .map(|(g, r)| (g.to_string(), r.to_string()))
+            .collect();
+        assert_eq!(granted, served);
     }
 
     #[test]

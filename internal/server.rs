@@ -76,6 +76,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         settings.namespace.clone(),
         settings.change_history,
         settings.initial_list,
+        &settings.resources,
         watches.clone(),
     )
     .await?;

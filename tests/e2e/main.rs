@@ -23,6 +23,7 @@ mod printers;
 mod queries;
 mod read_path;
 mod replicas;
+mod resources;
 mod revocation;
 mod selectors;
 mod services;

@@ -32,6 +32,7 @@ use biz::{
     Visibility, Workloads, namespace_of_list, namespace_of_object,
 };
 use k8sdao::Source;
+use k8sdao::catalog::{BuiltIn, DEPLOYMENTS, EVENTS, INGRESSES, PODS, SERVICES};
 
 /// SubjectAccessReviews one filtered list may have under way at once: a cold cache with
 /// thousands of namespaces is answered in a few round trips' time per batch, without a burst
@@ -81,12 +82,19 @@ struct AccessQuery {
 }
 
 // The API groups, as the kinds name them.
-const APPS: &str = Kind::Deployment.group();
-const CORE: &str = Kind::Pod.group();
-const NETWORKING: &str = Kind::Ingress.group();
 const WATCH: &str = "watch";
 
+/// An access to the resource of a catalog row: its names are the row's.
 fn access(
+    verb: &'static str,
+    row: &'static BuiltIn,
+    namespace: Option<&str>,
+    name: Option<&str>,
+) -> Access {
+    access_to(verb, row.group, row.plural, namespace, name)
+}
+
+fn access_to(
     verb: &'static str,
     group: &'static str,
     resource: &'static str,
@@ -182,18 +190,21 @@ fn rule(
         if !served.namespaced && served.typed() != Some(Kind::Namespace) {
             // Nodes, PersistentVolumes, ...: rights across the cluster, as the apiserver asks.
             return Some(Rule::all(vec![match kind_route {
-                KindRoute::List => access(list_verb, group, resource, None, None),
-                KindRoute::Object | KindRoute::Output => access("get", group, resource, None, name),
+                KindRoute::List => access_to(list_verb, group, resource, None, None),
+                KindRoute::Object | KindRoute::Output => {
+                    access_to("get", group, resource, None, name)
+                }
             }]));
         }
         // A Namespace's rights are those in it, as the apiserver asks for a named one.
         let object_ns = if served.namespaced { object_ns } else { name };
         return Some(match kind_route {
-            KindRoute::List => {
-                Rule::list(&served, access(list_verb, group, resource, list_ns, None))
-            }
+            KindRoute::List => Rule::list(
+                &served,
+                access_to(list_verb, group, resource, list_ns, None),
+            ),
             KindRoute::Object | KindRoute::Output => {
-                Rule::all(vec![access("get", group, resource, object_ns, name)])
+                Rule::all(vec![access_to("get", group, resource, object_ns, name)])
             }
         });
     }
@@ -207,56 +218,56 @@ fn rule(
         ("/deployments", "GET") => {
             return Some(Rule::list(
                 DeploymentRecord::resource(),
-                access(list_verb, APPS, "deployments", list_ns, None),
+                access(list_verb, &DEPLOYMENTS, list_ns, None),
             ));
         }
         ("/deployments/{name}", "GET") => {
-            vec![access("get", APPS, "deployments", object_ns, name)]
+            vec![access("get", &DEPLOYMENTS, object_ns, name)]
         }
         ("/deployments/{name}", "POST") => {
-            vec![access("create", APPS, "deployments", object_ns, None)]
+            vec![access("create", &DEPLOYMENTS, object_ns, None)]
         }
         ("/deployments/{name}", "DELETE") => {
-            vec![access("delete", APPS, "deployments", object_ns, name)]
+            vec![access("delete", &DEPLOYMENTS, object_ns, name)]
         }
         ("/deployments/{name}/replicas", "PUT") => vec![Access {
             subresource: "scale",
-            ..access("patch", APPS, "deployments", object_ns, name)
+            ..access("patch", &DEPLOYMENTS, object_ns, name)
         }],
         ("/deployments/{name}/pods", "GET") => vec![
-            access("get", APPS, "deployments", object_ns, name),
-            access(list_verb, CORE, "pods", object_ns, None),
+            access("get", &DEPLOYMENTS, object_ns, name),
+            access(list_verb, &PODS, object_ns, None),
         ],
         ("/deployments/{name}/services", "GET") => vec![
-            access("get", APPS, "deployments", object_ns, name),
-            access("list", CORE, "services", object_ns, None),
+            access("get", &DEPLOYMENTS, object_ns, name),
+            access("list", &SERVICES, object_ns, None),
         ],
         ("/deployments/{name}/ingresses", "GET") => vec![
-            access("get", APPS, "deployments", object_ns, name),
-            access("list", CORE, "services", object_ns, None),
-            access("list", NETWORKING, "ingresses", object_ns, None),
+            access("get", &DEPLOYMENTS, object_ns, name),
+            access("list", &SERVICES, object_ns, None),
+            access("list", &INGRESSES, object_ns, None),
         ],
         ("/services/{name}/pods", "GET") => vec![
-            access("get", CORE, "services", object_ns, name),
-            access("list", CORE, "pods", object_ns, None),
+            access("get", &SERVICES, object_ns, name),
+            access("list", &PODS, object_ns, None),
         ],
         ("/pods", "GET") => {
             return Some(Rule::list(
                 PodRecord::resource(),
-                access(list_verb, CORE, "pods", list_ns, None),
+                access(list_verb, &PODS, list_ns, None),
             ));
         }
         ("/pods/{name}" | "/pods/{name}/output", "GET") => {
-            vec![access("get", CORE, "pods", object_ns, name)]
+            vec![access("get", &PODS, object_ns, name)]
         }
-        ("/pods/{name}", "DELETE") => vec![access("delete", CORE, "pods", object_ns, name)],
+        ("/pods/{name}", "DELETE") => vec![access("delete", &PODS, object_ns, name)],
         ("/pods/{name}/event" | "/pods/{name}/events", "GET") => vec![
-            access("get", CORE, "pods", object_ns, name),
-            access("list", CORE, "events", object_ns, None),
+            access("get", &PODS, object_ns, name),
+            access("list", &EVENTS, object_ns, None),
         ],
-        ("/services/{name}", "POST") => vec![access("create", CORE, "services", object_ns, None)],
+        ("/services/{name}", "POST") => vec![access("create", &SERVICES, object_ns, None)],
         ("/ingresses/{name}", "POST") => {
-            vec![access("create", NETWORKING, "ingresses", object_ns, None)]
+            vec![access("create", &INGRESSES, object_ns, None)]
         }
         _ => return None,
     };
@@ -626,6 +637,69 @@ mod tests {
             namespace: namespace.map(str::to_string),
             watch: watch.map(str::to_string),
         }
+    }
+
+    /// A resource served by a generic record: its rules come from its catalog row, a
+    /// cluster-scoped one's across the cluster; one not served is left to the handler's 404.
+    #[test]
+    fn the_resource_routes_ask_for_the_named_resources_rights() {
+        let config_maps = k8sdao::built_in("configmaps").unwrap().resource();
+        let nodes = k8sdao::built_in("nodes").unwrap().resource();
+        let shown = |route: &str, resource: &Resource, q: AccessQuery| -> Vec<String> {
+            let rule = rule(route, &Method::GET, Some("web"), Some(resource), &q, None).unwrap();
+            rule.required
+                .iter()
+                .map(ToString::to_string)
+                .chain(
+                    rule.per_namespace
+                        .map(|(kind, access)| format!("{kind}s where {access}")),
+                )
+                .collect()
+        };
+        assert_eq!(
+            shown(
+                "/{resource}",
+                &config_maps,
+                query(Some("shop"), Some("true"))
+            ),
+            ["watch configmaps in namespace \"shop\""]
+        );
+        assert_eq!(
+            shown("/{resource}", &config_maps, query(None, None)),
+            ["configmaps where list configmaps in all namespaces"]
+        );
+        assert_eq!(
+            shown("/{resource}/{name}/output", &config_maps, query(None, None)),
+            ["get configmaps \"web\" in namespace \"default\""]
+        );
+        assert_eq!(
+            shown("/{resource}", &nodes, query(Some("shop"), None)),
+            ["list nodes in all namespaces"]
+        );
+        assert_eq!(
+            shown("/{resource}/{name}", &nodes, query(Some("shop"), None)),
+            ["get nodes \"web\" in all namespaces"]
+        );
+        let unknown = rule(
+            "/{resource}",
+            &Method::GET,
+            None,
+            None,
+            &query(None, None),
+            None,
+        );
+        assert!(unknown.is_some_and(|r| r.is_open()), "the 404 answers it");
+        assert!(
+            rule(
+                "/{resource}",
+                &Method::DELETE,
+                None,
+                Some(&nodes),
+                &query(None, None),
+                None
+            )
+            .is_none()
+        );
     }
 
     /// Each access as `verb resource[/sub][.group] [name] in namespace`; a filter by rights

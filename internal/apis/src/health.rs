@@ -118,6 +118,13 @@ pub async fn readyz(State(state): State<AppState>, RawQuery(query): RawQuery) ->
         Ok("ok".to_string())
     };
     checks.push(("shutdown".to_string(), shutdown));
+    // Selected but refused by RBAC at start: told, not failed (the rest is served).
+    for (resource, reason) in state.workloads.source().registry().not_served() {
+        checks.push((
+            format!("resource-{resource}"),
+            Ok(format!("not served: {reason}")),
+        ));
+    }
     if let Some(reviewer) = &state.reviewer {
         checks.push((
             "authorization".to_string(),

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use cache::CacheSource;
 pub use live::{ApiScope, LiveSource, Namespaced};
-pub use registry::Registry;
+pub use registry::{Registry, ResourceSelection};
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -33,7 +33,7 @@ use model::{
     DeploymentRecord, EventDto, IngressRecord, Keyed, NewDeployment, NewIngress, NewService,
     ObjectKey, PodRecord, ServiceRecord, Typed,
 };
-pub use model::{GenericRecord, Resource};
+pub use model::{GenericRecord, Resource, built_in, catalog};
 
 /// Which namespaces and labels a list covers.
 #[derive(Clone, Debug, Default)]
@@ -422,6 +422,7 @@ impl Source {
         scope: Option<String>,
         history: usize,
         initial_list: InitialList,
+        resources: &ResourceSelection,
         shutdown: CancellationToken,
     ) -> Result<(Source, Vec<JoinHandle<()>>), FactoryError> {
         let client = connection.client;
@@ -442,11 +443,32 @@ impl Source {
                     .with_initial_list(initial_list);
                 let caches = Arc::new(Caches::new(history));
                 register(&caches, &factory, scope.as_deref())?;
-                registry::register_built_in(&caches, &factory, scope.as_deref(), &|row| {
-                    row.served_by != model::ServedBy::MetadataOnly
-                })?;
-                let registry = Registry::new(caches.clone(), registry::typed_resources());
+                // The typed kinds first: one RBAC refuses is fatal, as it always was.
                 factory.check_access().await?;
+                let mut not_served = Vec::new();
+                let mut allowed = BTreeSet::new();
+                for row in model::built_in_rows() {
+                    if matches!(row.served_by, model::ServedBy::Typed(_))
+                        || !resources.serves(row)
+                        || (scope.is_some() && !row.namespaced)
+                    {
+                        continue;
+                    }
+                    match registry::may_watch(&client, row, scope.as_deref()).await {
+                        Ok(()) => {
+                            allowed.insert(row.plural);
+                        }
+                        Err(reason) => {
+                            tracing::warn!(resource = row.plural, "{reason}: not served");
+                            not_served.push((row.plural.to_string(), reason));
+                        }
+                    }
+                }
+                registry::register_built_in(&caches, &factory, scope.as_deref(), &|row| {
+                    allowed.contains(row.plural)
+                })?;
+                let registry = Registry::new(caches.clone(), registry::typed_resources())
+                    .with_not_served(not_served);
                 let tasks = factory.start(shutdown);
                 let source = CacheSource::new(caches, factory.statuses())
                     .with_events(LiveSource::new(client.clone()));

@@ -2,6 +2,7 @@
 //! name requests use. Built-in kinds are registered at start, from the catalog; a resource can
 //! be added or removed while the server runs (custom resources), its cache with it.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use confk8s::{FactoryError, InformerFactory};
@@ -16,11 +17,27 @@ pub struct Registry {
     caches: Arc<Caches>,
     /// The typed kinds served, in catalog order.
     typed: Vec<Resource>,
+    /// The resources selected but not served, and why (RBAC refused them at start).
+    not_served: Vec<(String, String)>,
 }
 
 impl Registry {
     pub fn new(caches: Arc<Caches>, typed: Vec<Resource>) -> Self {
-        Registry { caches, typed }
+        Registry {
+            caches,
+            typed,
+            not_served: Vec::new(),
+        }
+    }
+
+    pub(crate) fn with_not_served(mut self, not_served: Vec<(String, String)>) -> Self {
+        self.not_served = not_served;
+        self
+    }
+
+    /// The resources selected but not served, each with the reason.
+    pub fn not_served(&self) -> &[(String, String)] {
+        &self.not_served
     }
 
     /// The typed kinds alone (the live source, tests).
@@ -55,6 +72,82 @@ impl Registry {
     /// freed once its informer is stopped and no read holds it. The resource it was.
     pub fn stop(&self, name: &str) -> Option<Resource> {
         self.caches.stop(name)
+    }
+}
+
+/// Which built-in resources are served besides the typed kinds (always served: the original
+/// client's routes): `--resources`, a comma-separated list of names to serve (`*`: every
+/// built-in kind but Secrets, the default) and of `-name`s not to. Secrets are served only
+/// when named, since listing them needs a right that also reads their values.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResourceSelection {
+    /// None: every built-in kind but Secrets.
+    allow: Option<BTreeSet<&'static str>>,
+    /// Added to `*` by name (Secrets).
+    also: BTreeSet<&'static str>,
+    deny: BTreeSet<&'static str>,
+}
+
+impl ResourceSelection {
+    /// Parses `--resources`; an unknown name is an error naming the known ones.
+    pub fn parse(spec: &str) -> Result<ResourceSelection, String> {
+        let mut selection = ResourceSelection::default();
+        let mut star = false;
+        let mut allow = BTreeSet::new();
+        for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            if item == "*" {
+                star = true;
+                continue;
+            }
+            let (deny, name) = match item.strip_prefix('-') {
+                Some(name) => (true, name),
+                None => (false, item.strip_prefix('+').unwrap_or(item)),
+            };
+            let row = model::built_in(name).ok_or_else(|| {
+                let known: Vec<&str> = model::built_in_rows().iter().map(|r| r.plural).collect();
+                format!(
+                    "unknown resource {name:?}: expected one of {}",
+                    known.join(", ")
+                )
+            })?;
+            if deny && matches!(row.served_by, ServedBy::Typed(_)) {
+                return Err(format!(
+                    "{name} are always served: the original client's routes read them"
+                ));
+            }
+            if deny {
+                selection.deny.insert(row.plural);
+            } else {
+                allow.insert(row.plural);
+            }
+        }
+        if star || allow.is_empty() {
+            selection.also = allow;
+        } else {
+            selection.allow = Some(allow);
+        }
+        Ok(selection)
+    }
+
+    /// The (group, plural) of each built-in resource served, typed kinds included: what
+    /// k8sailor must be allowed to list and watch.
+    pub fn served_resources(&self) -> Vec<(&'static str, &'static str)> {
+        model::built_in_rows()
+            .iter()
+            .filter(|row| matches!(row.served_by, ServedBy::Typed(_)) || self.serves(row))
+            .map(|row| (row.group, row.plural))
+            .collect()
+    }
+
+    /// Whether the row is served.
+    pub fn serves(&self, row: &BuiltIn) -> bool {
+        if self.deny.contains(row.plural) {
+            return false;
+        }
+        match &self.allow {
+            Some(allow) => allow.contains(row.plural),
+            None => row.served_by != ServedBy::MetadataOnly || self.also.contains(row.plural),
+        }
     }
 }
 
@@ -146,5 +239,108 @@ impl Visitor for Register<'_> {
         if self.result.is_ok() {
             self.result = added;
         }
+    }
+}
+
+/// Whether RBAC lets k8sailor list and watch the row's resource where it would watch it
+/// (SelfSubjectAccessReview); the reason if not. A review that cannot be made counts as
+/// allowed: the watch's own error will tell.
+pub(crate) async fn may_watch(
+    client: &kube::Client,
+    row: &BuiltIn,
+    scope: Option<&str>,
+) -> Result<(), String> {
+    use k8s_openapi::api::authorization::v1::{
+        ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+    };
+    let reviews: kube::Api<SelfSubjectAccessReview> = kube::Api::all(client.clone());
+    let namespace = scope.filter(|_| row.namespaced);
+    for verb in ["list", "watch"] {
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some(verb.into()),
+                    group: Some(row.group.into()),
+                    resource: Some(row.plural.into()),
+                    namespace: namespace.map(str::to_string),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        match reviews.create(&Default::default(), &review).await {
+            Ok(answer) if answer.status.as_ref().is_some_and(|s| !s.allowed) => {
+                let scope = match namespace {
+                    Some(ns) => format!("in namespace {ns}"),
+                    None if row.namespaced => "in all namespaces".to_string(),
+                    None => "across the cluster".to_string(),
+                };
+                return Err(format!(
+                    "forbidden by RBAC: cannot {verb} {} {scope}",
+                    row.plural
+                ));
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(resource = row.plural, verb, %error, "cannot review access; the watch will tell");
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn served(selection: &ResourceSelection) -> Vec<&'static str> {
+        model::built_in_rows()
+            .iter()
+            .filter(|row| selection.serves(row))
+            .map(|row| row.plural)
+            .collect()
+    }
+
+    #[test]
+    fn by_default_every_built_in_kind_but_secrets_is_served() {
+        let all = served(&ResourceSelection::default());
+        assert_eq!(all.len(), model::built_in_rows().len() - 1);
+        assert!(!all.contains(&"secrets"));
+        assert_eq!(
+            ResourceSelection::parse("").unwrap(),
+            ResourceSelection::default()
+        );
+        assert_eq!(
+            ResourceSelection::parse("*").unwrap(),
+            ResourceSelection::default()
+        );
+    }
+
+    #[test]
+    fn names_allow_minus_names_deny_and_secrets_must_be_named() {
+        let with_secrets = served(&ResourceSelection::parse("*,secrets").unwrap());
+        assert!(with_secrets.contains(&"secrets") && with_secrets.contains(&"nodes"));
+        let also = served(&ResourceSelection::parse("*,secrets,-nodes").unwrap());
+        assert!(also.contains(&"secrets") && also.contains(&"configmaps"));
+        assert!(!also.contains(&"nodes"));
+        assert_eq!(
+            served(&ResourceSelection::parse("nodes, configmaps").unwrap()),
+            ["configmaps", "nodes"]
+        );
+        let denied = served(&ResourceSelection::parse("-events,-nodes").unwrap());
+        assert!(!denied.contains(&"events") && !denied.contains(&"secrets"));
+        assert_eq!(denied.len(), model::built_in_rows().len() - 3);
+        assert_eq!(
+            served(&ResourceSelection::parse("secrets").unwrap()),
+            ["secrets"]
+        );
+        assert!(ResourceSelection::parse("-pods").is_err());
+        let err = ResourceSelection::parse("configmap").unwrap_err();
+        assert!(
+            err.contains("\"configmap\"") && err.contains("configmaps"),
+            "{err}"
+        );
     }
 }

@@ -93,7 +93,7 @@ pub trait Visitor {
 macro_rules! catalog {
     ($($row:ident: $scope:ident $object:ty, $served:expr, $printer:ident, $fields:expr
         $(, short: $short:expr)? $(, categories: $categories:expr)?;)*) => {
-        $(static $row: BuiltIn = BuiltIn {
+        $(pub static $row: BuiltIn = BuiltIn {
             kind: <$object as k8s_openapi::Resource>::KIND,
             group: <$object as k8s_openapi::Resource>::GROUP,
             version: <$object as k8s_openapi::Resource>::VERSION,

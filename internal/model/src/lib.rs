@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::Serialize;
 
-mod catalog;
+pub mod catalog;
 mod generic;
 mod ingress;
 mod key;

@@ -1,0 +1,529 @@
+//! Every built-in kind through the one generic pipeline (issue 19): kinds of different
+//! shapes (namespaced, cluster-scoped, Events, Jobs) created, listed with label and field
+//! selectors, paged, watched, got, printed and deleted; `/resources`; an unknown resource;
+//! Secrets kept as metadata only; and what k8sailor lists, kind by kind, against the
+//! apiserver's own list at the same resourceVersion.
+
+use std::collections::BTreeSet;
+
+use kube::Api;
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+    VersionMatch,
+};
+use serde_json::{Value, json};
+
+use crate::deploy::{ClusterScoped, ShippedRbac, TempDir, account_with_rules, token_kubeconfig};
+use crate::support::{SOON, Server, TestNamespace, cluster, eventually, names};
+use crate::watch::{Watch, summary};
+
+/// A served resource as `/resources` lists it, as a kube `ApiResource`.
+fn api_resource(served: &Value) -> ApiResource {
+    let group = served["group"].as_str().unwrap();
+    let version = served["version"].as_str().unwrap();
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: if group.is_empty() {
+            version.into()
+        } else {
+            format!("{group}/{version}")
+        },
+        kind: served["kind"].as_str().unwrap().into(),
+        plural: served["name"].as_str().unwrap().into(),
+    }
+}
+
+/// What `/resources` says of `name`.
+async fn served(server: &Server, name: &str) -> Value {
+    let (status, all) = server.get("/resources").await;
+    assert_eq!(status, 200, "{all}");
+    all["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("{name} is served: {all}"))
+        .clone()
+}
+
+/// One kind's case: its objects `a`, `b` (labelled `tier=web`) and `c` (`tier=db`) as JSON,
+/// and a field selector of the kind's own allow-list with the names it selects.
+struct Case {
+    resource: &'static str,
+    object: fn(name: &str, tier: &str, ns: &str) -> Value,
+    field: (&'static str, &'static [&'static str]),
+}
+
+fn meta(name: &str, tier: &str) -> Value {
+    json!({"name": name, "labels": {"tier": tier}})
+}
+
+const CASES: &[Case] = &[
+    Case {
+        resource: "configmaps",
+        object: |name, tier, _| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(name, tier),
+                   "data": {"key": format!("value-of-{name}")}})
+        },
+        field: ("metadata.name%3Db", &["b"]),
+    },
+    Case {
+        resource: "events",
+        object: |name, tier, ns| {
+            json!({"apiVersion": "v1", "kind": "Event", "metadata": meta(name, tier),
+                   "involvedObject": {"kind": "Pod", "name": format!("pod-{name}"), "namespace": ns},
+                   "reason": if name == "c" { "Killing" } else { "Started" },
+                   "type": "Normal", "message": "m", "source": {"component": "kubelet"}})
+        },
+        field: ("reason%3DStarted,source%3Dkubelet", &["a", "b"]),
+    },
+    Case {
+        resource: "statefulsets",
+        object: |name, tier, _| {
+            json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta(name, tier),
+                   "spec": {"replicas": 0, "serviceName": name,
+                            "selector": {"matchLabels": {"app": name}},
+                            "template": {"metadata": {"labels": {"app": name}},
+                                         "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}})
+        },
+        field: ("metadata.name!%3Db", &["a", "c"]),
+    },
+    Case {
+        resource: "jobs",
+        object: |name, tier, _| {
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta(name, tier),
+                   "spec": {"suspend": true, "template": {"spec": {"restartPolicy": "Never",
+                            "containers": [{"name": "c", "image": "busybox:1.36"}]}}}})
+        },
+        field: ("status.successful%3D0", &["a", "b", "c"]),
+    },
+];
+
+#[tokio::test]
+async fn namespaced_kinds_are_listed_selected_paged_watched_got_printed_and_deleted() {
+    let ns = TestNamespace::new("resources").await;
+    let server = Server::start(&["--namespace", &ns.name]);
+    for case in CASES {
+        let served = served(&server, case.resource).await;
+        assert_eq!(served["namespaced"], true, "{served}");
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(ns.client.clone(), &ns.name, &api_resource(&served));
+        for (name, tier) in [("a", "web"), ("b", "web"), ("c", "db")] {
+            let object: DynamicObject =
+                serde_json::from_value((case.object)(name, tier, &ns.name)).unwrap();
+            api.create(&PostParams::default(), &object)
+                .await
+                .unwrap_or_else(|e| panic!("create {} {name}: {e}", case.resource));
+        }
+        let resource = case.resource;
+        let base = format!("/{resource}?namespace={}", ns.name);
+        // Only the test's objects (a namespace has a ConfigMap of its own, kube-root-ca.crt).
+        let list = format!("{base}&labelSelector=tier");
+        eventually(SOON, "the three objects listed", || async {
+            (server.names(&list).await? == ["a", "b", "c"]).then_some(())
+        })
+        .await;
+
+        let (_, web) = server
+            .get(&format!("{base}&labelSelector=tier%3Dweb"))
+            .await;
+        assert_eq!(names(&web), ["a", "b"], "{resource}: {web}");
+        let (field, selected) = case.field;
+        let (status, by_field) = server.get(&format!("{list}&fieldSelector={field}")).await;
+        assert_eq!(status, 200, "{resource}: {by_field}");
+        assert_eq!(names(&by_field), selected, "{resource} {field}");
+        let (status, bad) = server
+            .get(&format!("{list}&fieldSelector=spec.nodeName%3Dx"))
+            .await;
+        assert_eq!(status, 400, "{resource}: {bad}");
+        assert!(
+            bad["error"]
+                .as_str()
+                .unwrap()
+                .contains("field label not supported"),
+            "{bad}"
+        );
+        let (_, sorted) = server.get(&format!("{list}&sort=-name")).await;
+        assert_eq!(names(&sorted), ["c", "b", "a"], "{resource}");
+        let (_, first) = server.get(&format!("{list}&limit=2")).await;
+        assert_eq!(names(&first), ["a", "b"], "{resource}");
+        let token = first["metadata"]["continue"].as_str().expect("a token");
+        let (_, rest) = server
+            .get(&format!("{list}&limit=2&continue={token}"))
+            .await;
+        assert_eq!(names(&rest), ["c"], "{resource}");
+
+        let (status, one) = server
+            .get(&format!("/{resource}/c?namespace={}", ns.name))
+            .await;
+        assert_eq!(status, 200, "{resource}: {one}");
+        let data = &one["data"];
+        assert_eq!(
+            (&data["name"], &data["namespace"]),
+            (&json!("c"), &json!(ns.name))
+        );
+        assert_eq!(data["labels"], json!({"tier": "db"}));
+        assert!(data["uid"].as_str().is_some_and(|u| !u.is_empty()), "{one}");
+        assert_eq!(
+            data["cells"].as_array().map(Vec::len),
+            served["columns"].as_array().map(Vec::len),
+            "one cell per column: {one} {served}"
+        );
+        let (status, missing) = server
+            .get(&format!("/{resource}/nope?namespace={}", ns.name))
+            .await;
+        assert_eq!(status, 404, "{resource}: {missing}");
+
+        let (status, output) = server
+            .get(&format!("/{resource}/c/output?namespace={}", ns.name))
+            .await;
+        assert_eq!(status, 200, "{resource}: {output}");
+        assert_eq!(output["metadata"]["name"], "c", "{output}");
+        assert_eq!(output["kind"], served["kind"], "{output}");
+        assert!(output["metadata"]["managedFields"].is_null(), "{output}");
+        let (status, yaml) = server
+            .get_text(&format!(
+                "/{resource}/c/output?namespace={}&outputFormat=yaml",
+                ns.name
+            ))
+            .await;
+        assert_eq!(status, 200, "{yaml}");
+        assert!(yaml.contains("name: c"), "{yaml}");
+
+        let mut watch = Watch::open(
+            &server,
+            &format!("{base}&labelSelector=tier%3Dweb&watch=true"),
+            false,
+        )
+        .await;
+        let mut initial = vec![summary(&watch.next().await), summary(&watch.next().await)];
+        initial.sort();
+        assert_eq!(
+            initial,
+            [("ADDED".into(), "a".into()), ("ADDED".into(), "b".into())],
+            "{resource}"
+        );
+        assert_eq!(watch.next().await["type"], "BOOKMARK");
+        let relabel = json!({"metadata": {"labels": {"tier": "db"}}});
+        api.patch("a", &PatchParams::default(), &Patch::Merge(&relabel))
+            .await
+            .expect("relabel a");
+        api.delete("b", &DeleteParams::background())
+            .await
+            .expect("delete b");
+        let mut changes = Vec::new();
+        while changes.len() < 2 {
+            let change = summary(&watch.next().await);
+            // Controllers write statuses (a Job's, a StatefulSet's): MODIFIED, skipped.
+            if change.0 != "MODIFIED" {
+                changes.push(change);
+            }
+        }
+        changes.sort();
+        assert_eq!(
+            changes,
+            [
+                ("DELETED".into(), "a".into()),
+                ("DELETED".into(), "b".into())
+            ],
+            "{resource}: a leaves the selection, b is deleted"
+        );
+        eventually(SOON, "b gone from the list", || async {
+            (server.names(&list).await? == ["a", "c"]).then_some(())
+        })
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn nodes_are_served_across_the_cluster() {
+    // Nodes of this test alone, told apart by a label of its own.
+    let ns = TestNamespace::new("resources-nodes").await;
+    let server = Server::start(&[]);
+    let served = served(&server, "nodes").await;
+    assert_eq!(served["namespaced"], false, "{served}");
+    let api: Api<DynamicObject> = Api::all_with(ns.client.clone(), &api_resource(&served));
+    let node = |suffix: &str| format!("{}-{suffix}", ns.name);
+    for (suffix, unschedulable) in [("a", false), ("b", false), ("c", true)] {
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": node(suffix), "labels": {"e2e": ns.name}},
+            "spec": {"unschedulable": unschedulable}}))
+        .unwrap();
+        api.create(&PostParams::default(), &object)
+            .await
+            .expect("create a node");
+    }
+    let list = format!("/nodes?labelSelector=e2e%3D{}", ns.name);
+    let all = [node("a"), node("b"), node("c")];
+    eventually(SOON, "the three nodes listed", || async {
+        (server.names(&list).await? == all).then_some(())
+    })
+    .await;
+    let (_, unschedulable) = server
+        .get(&format!("{list}&fieldSelector=spec.unschedulable%3Dtrue"))
+        .await;
+    assert_eq!(names(&unschedulable), [node("c")], "{unschedulable}");
+    let (status, bad) = server
+        .get(&format!("{list}&fieldSelector=metadata.namespace%3Dx"))
+        .await;
+    assert_eq!(status, 400, "no namespace on a Node: {bad}");
+    let (status, one) = server.get(&format!("/nodes/{}", node("a"))).await;
+    assert_eq!(status, 200, "{one}");
+    assert_eq!(one["data"]["name"], node("a"));
+    let (status, output) = server.get(&format!("/nodes/{}/output", node("c"))).await;
+    assert_eq!(status, 200, "{output}");
+    assert_eq!(output["spec"]["unschedulable"], true, "{output}");
+
+    let mut watch = Watch::open(&server, &format!("{list}&watch=true"), false).await;
+    for _ in 0..3 {
+        assert_eq!(watch.next().await["type"], "ADDED");
+    }
+    assert_eq!(watch.next().await["type"], "BOOKMARK");
+    api.delete(&node("b"), &DeleteParams::background())
+        .await
+        .expect("delete a node");
+    loop {
+        let change = summary(&watch.next().await);
+        if change.0 != "MODIFIED" {
+            assert_eq!(change, ("DELETED".into(), node("b")));
+            break;
+        }
+    }
+    for suffix in ["a", "c"] {
+        let _ = api.delete(&node(suffix), &DeleteParams::background()).await;
+    }
+}
+
+#[tokio::test]
+async fn resources_lists_what_is_served_and_an_unknown_one_is_a_404_naming_the_closest() {
+    let ns = TestNamespace::new("resources-list").await;
+    let server = Server::start(&["--namespace", &ns.name]);
+    let (status, all) = server.get("/resources").await;
+    assert_eq!(status, 200, "{all}");
+    let listed: BTreeSet<&str> = all["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "pods",
+        "deployments",
+        "namespaces",
+        "configmaps",
+        "statefulsets",
+        "jobs",
+        "events",
+        "cronjobs",
+        "endpointslices",
+    ] {
+        assert!(listed.contains(name), "{name} in {listed:?}");
+    }
+    assert!(
+        !listed.contains("secrets"),
+        "Secrets only when named: {listed:?}"
+    );
+    assert!(
+        !listed.contains("nodes"),
+        "no cluster-scoped kind when scoped to a namespace: {listed:?}"
+    );
+    let jobs = served(&server, "jobs").await;
+    assert_eq!(
+        (&jobs["kind"], &jobs["group"], &jobs["version"]),
+        (&json!("Job"), &json!("batch"), &json!("v1"))
+    );
+    assert_eq!(jobs["columns"][0]["format"], "name", "{jobs}");
+
+    let (status, unknown) = server.get("/configmap").await;
+    assert_eq!(status, 404, "{unknown}");
+    let error = unknown["error"].as_str().unwrap();
+    assert!(
+        error.contains("\"configmap\"") && error.contains("configmaps"),
+        "{error}"
+    );
+    let (status, _) = server.get("/secrets?namespace=x").await;
+    assert_eq!(status, 404, "Secrets are not served by default");
+}
+
+#[tokio::test]
+async fn a_secrets_value_appears_in_no_answer() {
+    let ns = TestNamespace::new("resources-secrets").await;
+    let value = format!("s3cr3t-{}", ns.name);
+    let secret: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": "token", "labels": {"app": "web"}},
+        "stringData": {"password": value}}))
+    .unwrap();
+    let secrets = ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: "Secret".into(),
+        plural: "secrets".into(),
+    };
+    Api::<DynamicObject>::namespaced_with(ns.client.clone(), &ns.name, &secrets)
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("create the secret");
+    let server = Server::start(&["--namespace", &ns.name, "--resources", "*,secrets"]);
+    let list = format!("/secrets?namespace={}", ns.name);
+    eventually(SOON, "the secret listed", || async {
+        (server.names(&list).await? == ["token"]).then_some(())
+    })
+    .await;
+    let encoded = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(&value)
+    };
+    let mut answers = Vec::new();
+    for path in [
+        list.clone(),
+        format!("{list}&labelSelector=app%3Dweb"),
+        format!("/secrets/token?namespace={}", ns.name),
+        format!("/secrets/token/output?namespace={}", ns.name),
+        format!(
+            "/secrets/token/output?namespace={}&outputFormat=yaml",
+            ns.name
+        ),
+    ] {
+        let (status, body) = server.get_text(&path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        answers.push(body);
+    }
+    let mut watch = Watch::open(&server, &format!("{list}&watch=true"), false).await;
+    let added = watch.next().await;
+    assert_eq!(summary(&added), ("ADDED".into(), "token".into()));
+    answers.push(added.to_string());
+    for answer in &answers {
+        assert!(
+            !answer.contains(&value) && !answer.contains(&encoded),
+            "a value in {answer}"
+        );
+    }
+    let output: Value = serde_json::from_str(&answers[3]).unwrap();
+    assert_eq!(output["metadata"]["name"], "token", "{output}");
+    assert!(
+        output.get("data").is_none() && output.get("type").is_none(),
+        "{output}"
+    );
+    let response = server
+        .http
+        .get(format!(
+            "{}/secrets/token/output?namespace={}",
+            server.base, ns.name
+        ))
+        .send()
+        .await
+        .unwrap();
+    let warning = response.headers()["warning"].to_str().unwrap().to_string();
+    assert!(warning.contains("metadata only"), "{warning}");
+}
+
+/// For each served resource, the names, namespaces and resourceVersions k8sailor lists are
+/// the apiserver's at the list's own resourceVersion.
+#[tokio::test]
+async fn every_served_kind_lists_what_the_apiserver_lists_at_the_same_version() {
+    let server = Server::start(&[]);
+    let client = cluster().client().await;
+    let (_, all) = server.get("/resources").await;
+    let resources = all["data"].as_array().unwrap().clone();
+    assert!(resources.len() >= 30, "{all}");
+    for served in &resources {
+        let name = served["name"].as_str().unwrap();
+        let namespaced = served["namespaced"] == true;
+        let (status, listed) = server.get(&format!("/{name}")).await;
+        assert_eq!(status, 200, "{name}: {listed}");
+        let version = listed["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name}: a version: {listed}"))
+            .to_string();
+        let ours: BTreeSet<(String, String, String)> = listed["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| {
+                let namespace = if namespaced {
+                    item["namespace"].as_str().unwrap().to_string()
+                } else {
+                    String::new()
+                };
+                (
+                    namespace,
+                    item["name"].as_str().unwrap().to_string(),
+                    item["resourceVersion"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &api_resource(served));
+        let params = ListParams::default()
+            .at(&version)
+            .matching(VersionMatch::Exact);
+        let theirs: BTreeSet<(String, String, String)> = api
+            .list(&params)
+            .await
+            .unwrap_or_else(|e| panic!("{name} at {version}: {e}"))
+            .items
+            .into_iter()
+            .map(|o| {
+                (
+                    o.metadata.namespace.unwrap_or_default(),
+                    o.metadata.name.unwrap_or_default(),
+                    o.metadata.resource_version.unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert_eq!(ours, theirs, "{name} at {version}");
+    }
+}
+
+/// A selected kind RBAC refuses is not served, said so in `/readyz?verbose`, and the rest are.
+#[tokio::test]
+async fn a_kind_rbac_refuses_is_named_not_served_and_the_rest_are_served() {
+    let ns = TestNamespace::new("resources-refused").await;
+    let rbac = ShippedRbac::load();
+    let mut rules = rbac.rules();
+    let core = rules
+        .iter_mut()
+        .find(|r| {
+            r.api_groups.as_deref() == Some(&[String::new()])
+                && r.resources
+                    .as_deref()
+                    .is_some_and(|res| res.contains(&"configmaps".to_string()))
+        })
+        .expect("a rule for core configmaps in config/rbac.yaml");
+    core.resources
+        .as_mut()
+        .unwrap()
+        .retain(|r| r != "configmaps");
+    let mut cleanup = ClusterScoped::default();
+    let token = account_with_rules(&ns, &rbac, rules, &mut cleanup).await;
+    let dir = TempDir::new("refused");
+    let kubeconfig = token_kubeconfig(&dir, &token);
+    let server = Server::start_with(&kubeconfig, &[]).unwrap_or_else(|e| panic!("it starts: {e}"));
+    let (status, verbose) = server.probe("/readyz?verbose").await;
+    assert_eq!(status, 200, "{verbose}");
+    assert!(
+        verbose.contains(
+            "[+]resource-configmaps not served: forbidden by RBAC: cannot list configmaps in all namespaces"
+        ),
+        "{verbose}"
+    );
+    let (status, missing) = server.get("/configmaps").await;
+    assert_eq!(status, 404, "{missing}");
+    let (status, nodes) = server.get("/nodes").await;
+    assert_eq!(status, 200, "{nodes}");
+    let (status, pods) = server.get(&format!("/pods?namespace={}", ns.name)).await;
+    assert_eq!(status, 200, "{pods}");
+    assert_eq!(
+        server
+            .logs()
+            .lines()
+            .filter(|l| l.contains("configmaps"))
+            .count(),
+        1,
+        "logged once: {}",
+        server.logs()
+    );
+}
