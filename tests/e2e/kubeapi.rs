@@ -325,6 +325,14 @@ async fn errors_are_the_apiservers() {
             "kubectl {args:?}\n{err_k}\n{err_a}"
         );
     }
+    for args in [
+        &["get", "configmap", "nope", "-n", ns][..],
+        &["get", "roles.rbac.authorization.k8s.io", "nope", "-n", ns],
+    ] {
+        let (_, _, err_a) = s.apiserver.run(args);
+        let (_, _, err_k) = s.k8sailor.run(args);
+        assert_eq!(err_k, err_a, "kubectl {args:?}");
+    }
     let (_, _, err) = s.k8sailor.run(&["get", "configmap", "nope", "-n", ns]);
     assert!(
         err.contains("(NotFound): configmaps \"nope\" not found"),
