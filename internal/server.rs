@@ -41,6 +41,14 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
     let connection = confk8s::connect(&settings.client).await?;
     tracing::info!(config = %connection.source, source = ?settings.source, namespace = ?settings.namespace, "connected to the Kubernetes API");
 
+    // The Kubernetes API's `/version` is the apiserver's, read once.
+    let kube_version = match connection.client.apiserver_version().await {
+        Ok(info) => Some(info),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the apiserver's version: /version will be 503");
+            None
+        }
+    };
     let watches = CancellationToken::new();
     let (reviewer, policy_tasks) = match settings.http.auth {
         AuthMode::None => (None, Vec::new()),
@@ -99,6 +107,9 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         settings.fair_shares,
         settings.watch_keep_alive,
     );
+    if let Some(version) = kube_version {
+        state.keep_kube_version(&version);
+    }
     let (health, streams) = (state.health.clone(), state.streams.clone());
     let connection_counts = state.fairness.connections.clone();
     let health_app = apis::health_router(state.clone(), &settings.http);

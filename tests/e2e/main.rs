@@ -18,6 +18,7 @@ mod ingresses;
 mod initial_list;
 mod kinds;
 mod logs;
+mod kubeapi;
 mod operations;
 mod parity;
 mod printers;

@@ -116,7 +116,7 @@ fn access_to(
     clippy::ptr_arg,
     reason = "the variant is what tells a static name from one built at run time"
 )]
-fn static_name(name: &Cow<'static, str>) -> Option<&'static str> {
+pub(super) fn static_name(name: &Cow<'static, str>) -> Option<&'static str> {
     match name {
         Cow::Borrowed(name) => Some(name),
         Cow::Owned(_) => None,
@@ -288,7 +288,7 @@ fn rule(
     Some(Rule::all(required))
 }
 
-fn bearer_token(request: &Request) -> Option<&str> {
+pub(super) fn bearer_token(request: &Request) -> Option<&str> {
     let value = request
         .headers()
         .get(header::AUTHORIZATION)?
@@ -423,7 +423,7 @@ struct Credentials<'a> {
 
 /// The client's address as the connection gave it; unspecified when served without one
 /// (in-process tests), which then share one budget.
-fn client_address(request: &Request) -> IpAddr {
+pub(super) fn client_address(request: &Request) -> IpAddr {
     request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()

@@ -12,6 +12,7 @@ mod health;
 mod host_check;
 mod kinds;
 mod logs;
+mod kubeapi;
 mod metrics;
 mod routes;
 mod watch;
@@ -93,6 +94,8 @@ pub struct Shared {
     pub fairness: Arc<Fairness>,
     /// How often a quiet stream of Server-Sent Events gets a keep-alive comment.
     pub keep_alive: Duration,
+    /// The apiserver's `/version`, read once at start: the Kubernetes API's `/version`.
+    pub kube_version: std::sync::OnceLock<serde_json::Value>,
 }
 
 impl std::ops::Deref for AppState {
@@ -118,7 +121,16 @@ impl AppState {
             reviewer,
             fairness,
             keep_alive,
+            kube_version: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// Keeps the apiserver's `/version` answer, for the Kubernetes API's `/version`.
+    pub fn keep_kube_version(&self, version: &impl serde::Serialize) {
+        // The first answer kept is the one served; the server keeps it once, at start.
+        if let Ok(version) = serde_json::to_value(version) {
+            let _ = self.kube_version.set(version);
+        }
     }
 
     /// When a watch opened now ends: at shutdown, or after its randomised lifetime
@@ -291,6 +303,15 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
         })
         .fallback(edge::method_not_allowed),
     );
+    // The Kubernetes API, at the root; its reads are authorized as the apiserver would.
+    let kube = match opts.auth {
+        AuthMode::None => kubeapi::routes(),
+        AuthMode::Delegated => kubeapi::routes().route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            kubeapi::check,
+        )),
+    };
+    let app = app.merge(kube.route_layer(per_request_layer(true)));
     // Outside the API router, so no token is asked for the page: it holds no data.
     let app = if opts.dashboard {
         app.merge(dashboard::routes(mount).route_layer(per_request_layer(false)))
@@ -311,7 +332,8 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
             CompressionLayer::new().quality(COMPRESSION).compress_when(
                 DefaultPredicate::new()
                     .and(NotForContentType::const_new(watch::NDJSON))
-                    .and(NotForContentType::const_new(logs::LOG_TEXT)),
+                    .and(NotForContentType::const_new(logs::LOG_TEXT))
+                    .and(|_, _, _: &_, extensions: &_| !kubeapi::is_streamed(extensions)),
             ),
         )
         .layer(CatchPanicLayer::custom(edge::panicked));

@@ -37,7 +37,7 @@ pub use writes::{ContainerRequest, CreateDeployment};
 
 use k8sdao::{DaoError, HistoryError, ListQuery, ReadAt, WorkloadSource};
 pub use k8sdao::{GenericRecord, Registry, Resource};
-pub use model::typed_resource;
+pub use model::{ServedBy, typed_resource};
 
 pub use k8sdao::{Kind, NamespaceFilter};
 use paging::PageStores;

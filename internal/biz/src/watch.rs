@@ -140,17 +140,27 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
         resource: &Resource,
         req: &ListRequest,
     ) -> Result<WatchUpdates, BizError> {
-        let query = req.watch_query(resource.fields)?;
-        let filtered = query.visible.is_restricted();
-        let events = self
-            .source
-            .watch::<R>(resource, &query, req.watch_from()?)
-            .await?;
+        let filtered = req.visibility.namespaces.is_restricted();
+        let events = self.watch_records::<R>(resource, req).await?;
         Ok(until_failed(events.then(move |event| {
             update(event, filtered, |record| async {
                 Ok(WatchedView(Box::new(RecordView(record))))
             })
         })))
+    }
+
+    /// The events of [`Workloads::watch`] with the records themselves, for answers built from
+    /// more of a record than its view (the Kubernetes API's objects and Table rows).
+    pub async fn watch_records<R: Served>(
+        &self,
+        resource: &Resource,
+        req: &ListRequest,
+    ) -> Result<k8sdao::WatchStream<R>, BizError> {
+        let query = req.watch_query(resource.fields)?;
+        Ok(self
+            .source
+            .watch::<R>(resource, &query, req.watch_from()?)
+            .await?)
     }
 
     /// The Pods the request selects, then each change to that set; each Pod names its

@@ -25,6 +25,9 @@ pub struct BuiltIn {
     pub fields: &'static [&'static str],
     pub printer: fn() -> Printer,
     pub served_by: ServedBy,
+    /// The short names and categories the apiserver's discovery lists for the kind.
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
 }
 
 impl BuiltIn {
@@ -40,6 +43,8 @@ impl BuiltIn {
             fields: self.fields,
             printer: (self.printer)(),
             served_by: self.served_by,
+            short_names: self.short_names.iter().map(|n| (*n).into()).collect(),
+            categories: self.categories.iter().map(|c| (*c).into()).collect(),
             dictionary: Dictionary::new(),
         })
     }
@@ -86,7 +91,8 @@ pub trait Visitor {
 }
 
 macro_rules! catalog {
-    ($($row:ident: $scope:ident $object:ty, $served:expr, $printer:ident, $fields:expr;)*) => {
+    ($($row:ident: $scope:ident $object:ty, $served:expr, $printer:ident, $fields:expr
+        $(, short: $short:expr)? $(, categories: $categories:expr)?;)*) => {
         $(pub static $row: BuiltIn = BuiltIn {
             kind: <$object as k8s_openapi::Resource>::KIND,
             group: <$object as k8s_openapi::Resource>::GROUP,
@@ -96,6 +102,8 @@ macro_rules! catalog {
             fields: $fields,
             printer: printers::builtin::$printer,
             served_by: $served,
+            short_names: catalog!(@or $($short)?),
+            categories: catalog!(@or $($categories)?),
         };)*
 
         /// Every row, in the order `/resources` lists them.
@@ -106,6 +114,8 @@ macro_rules! catalog {
             $(catalog!(@visit visitor, $scope, $object, &$row);)*
         }
     };
+    (@or $given:expr) => { $given };
+    (@or) => { &[] };
     (@namespaced Namespaced) => { true };
     (@namespaced Cluster) => { false };
     (@visit $v:ident, Namespaced, $object:ty, $row:expr) => { $v.namespaced::<$object>($row) };
@@ -124,59 +134,82 @@ use k8s_openapi::api::{
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 
 catalog! {
-    PODS: Namespaced core::Pod, ServedBy::Typed(Kind::Pod), pod, PodRecord::FIELDS;
+    PODS: Namespaced core::Pod, ServedBy::Typed(Kind::Pod), pod, PodRecord::FIELDS,
+        short: &["po"], categories: &["all"];
     DEPLOYMENTS: Namespaced apps::Deployment, ServedBy::Typed(Kind::Deployment), deployment,
-        DeploymentRecord::FIELDS;
-    STATEFUL_SETS: Namespaced apps::StatefulSet, Generic, stateful_set, METADATA_FIELDS;
-    DAEMON_SETS: Namespaced apps::DaemonSet, Generic, daemon_set, METADATA_FIELDS;
+        DeploymentRecord::FIELDS,
+        short: &["deploy"], categories: &["all"];
+    STATEFUL_SETS: Namespaced apps::StatefulSet, Generic, stateful_set, METADATA_FIELDS,
+        short: &["sts"], categories: &["all"];
+    DAEMON_SETS: Namespaced apps::DaemonSet, Generic, daemon_set, METADATA_FIELDS,
+        short: &["ds"], categories: &["all"];
     REPLICA_SETS: Namespaced apps::ReplicaSet, ServedBy::Typed(Kind::ReplicaSet), replica_set,
-        ReplicaSetRecord::FIELDS;
+        ReplicaSetRecord::FIELDS,
+        short: &["rs"], categories: &["all"];
     JOBS: Namespaced batch::Job, Generic, job,
-        &["metadata.name", "metadata.namespace", "status.successful"];
-    CRON_JOBS: Namespaced batch::CronJob, Generic, cron_job, METADATA_FIELDS;
+        &["metadata.name", "metadata.namespace", "status.successful"], categories: &["all"];
+    CRON_JOBS: Namespaced batch::CronJob, Generic, cron_job, METADATA_FIELDS,
+        short: &["cj"], categories: &["all"];
     HORIZONTAL_POD_AUTOSCALERS: Namespaced autoscaling::HorizontalPodAutoscaler, Generic,
-        horizontal_pod_autoscaler, METADATA_FIELDS;
+        horizontal_pod_autoscaler, METADATA_FIELDS,
+        short: &["hpa"], categories: &["all"];
     POD_DISRUPTION_BUDGETS: Namespaced policy::PodDisruptionBudget, Generic,
-        pod_disruption_budget, METADATA_FIELDS;
-    SERVICES: Namespaced core::Service, ServedBy::Typed(Kind::Service), service, ServiceRecord::FIELDS;
+        pod_disruption_budget, METADATA_FIELDS,
+        short: &["pdb"];
+    SERVICES: Namespaced core::Service, ServedBy::Typed(Kind::Service), service, ServiceRecord::FIELDS,
+        short: &["svc"], categories: &["all"];
     ENDPOINT_SLICES: Namespaced discovery::EndpointSlice, Generic, endpoint_slice,
         METADATA_FIELDS;
     INGRESSES: Namespaced networking::Ingress, ServedBy::Typed(Kind::Ingress), ingress,
-        IngressRecord::FIELDS;
+        IngressRecord::FIELDS,
+        short: &["ing"];
     INGRESS_CLASSES: Cluster networking::IngressClass, Generic, ingress_class, CLUSTER_FIELDS;
     NETWORK_POLICIES: Namespaced networking::NetworkPolicy, Generic, network_policy,
-        METADATA_FIELDS;
-    CONFIG_MAPS: Namespaced core::ConfigMap, Generic, config_map, METADATA_FIELDS;
+        METADATA_FIELDS,
+        short: &["netpol"];
+    CONFIG_MAPS: Namespaced core::ConfigMap, Generic, config_map, METADATA_FIELDS,
+        short: &["cm"];
     // Watched as metadata: the apiserver's `type` field is not in it, so it cannot be
     // selected on.
     SECRETS: Namespaced core::Secret, MetadataOnly, secret, METADATA_FIELDS;
     PERSISTENT_VOLUME_CLAIMS: Namespaced core::PersistentVolumeClaim, Generic,
-        persistent_volume_claim, METADATA_FIELDS;
+        persistent_volume_claim, METADATA_FIELDS,
+        short: &["pvc"];
     PERSISTENT_VOLUMES: Cluster core::PersistentVolume, Generic, persistent_volume,
-        CLUSTER_FIELDS;
-    STORAGE_CLASSES: Cluster storage::StorageClass, Generic, storage_class, CLUSTER_FIELDS;
+        CLUSTER_FIELDS,
+        short: &["pv"];
+    STORAGE_CLASSES: Cluster storage::StorageClass, Generic, storage_class, CLUSTER_FIELDS,
+        short: &["sc"];
     SERVICE_ACCOUNTS: Namespaced core::ServiceAccount, Generic, service_account,
-        METADATA_FIELDS;
+        METADATA_FIELDS,
+        short: &["sa"];
     ROLES: Namespaced rbac::Role, Generic, role, METADATA_FIELDS;
     ROLE_BINDINGS: Namespaced rbac::RoleBinding, Generic, role_binding, METADATA_FIELDS;
     CLUSTER_ROLES: Cluster rbac::ClusterRole, Generic, cluster_role, CLUSTER_FIELDS;
     CLUSTER_ROLE_BINDINGS: Cluster rbac::ClusterRoleBinding, Generic, cluster_role_binding,
         CLUSTER_FIELDS;
-    NODES: Cluster core::Node, Generic, node, &["metadata.name", "spec.unschedulable"];
+    NODES: Cluster core::Node, Generic, node, &["metadata.name", "spec.unschedulable"],
+        short: &["no"];
     NAMESPACES: Cluster core::Namespace, ServedBy::Typed(Kind::Namespace), namespace,
-        NamespaceRecord::FIELDS;
+        NamespaceRecord::FIELDS,
+        short: &["ns"];
     EVENTS: Namespaced core::Event, Generic, event, &[
         "metadata.name", "metadata.namespace", "involvedObject.kind",
         "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
         "involvedObject.apiVersion", "involvedObject.resourceVersion",
         "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type",
-    ];
-    RESOURCE_QUOTAS: Namespaced core::ResourceQuota, Generic, resource_quota, METADATA_FIELDS;
-    LIMIT_RANGES: Namespaced core::LimitRange, Generic, limit_range, METADATA_FIELDS;
+    ],
+        short: &["ev"];
+    RESOURCE_QUOTAS: Namespaced core::ResourceQuota, Generic, resource_quota, METADATA_FIELDS,
+        short: &["quota"];
+    LIMIT_RANGES: Namespaced core::LimitRange, Generic, limit_range, METADATA_FIELDS,
+        short: &["limits"];
     PRIORITY_CLASSES: Cluster scheduling::PriorityClass, Generic, priority_class,
-        CLUSTER_FIELDS;
+        CLUSTER_FIELDS,
+        short: &["pc"];
     CUSTOM_RESOURCE_DEFINITIONS: Cluster apiextensions::CustomResourceDefinition, Generic,
-        custom_resource_definition, CLUSTER_FIELDS;
+        custom_resource_definition, CLUSTER_FIELDS,
+        short: &["crd", "crds"], categories: &["api-extensions"];
 }
 
 /// Every built-in row.

@@ -32,6 +32,19 @@ pub struct NamespaceRecord {
     pub resource_version: String,
     pub phase: String,
     pub json: Box<str>,
+    /// The Namespace, compressed, as the apiserver sent it (managedFields stripped): what
+    /// the Kubernetes API serves (kubectl reads a Namespace to tell a missing one).
+    pub raw: bytes::Bytes,
+}
+
+/// The Namespaces' dictionary (see [`crate::Dictionary`]).
+static RAW_DICTIONARY: crate::Dictionary = crate::Dictionary::new();
+
+impl NamespaceRecord {
+    /// The Namespace's JSON as the apiserver sent it (managedFields stripped).
+    pub fn raw_json(&self) -> Result<Vec<u8>, String> {
+        RAW_DICTIONARY.decompress(&self.raw, &format_args!("namespace {}", self.key.name))
+    }
 }
 
 impl NamespaceRecord {
@@ -50,7 +63,10 @@ impl NamespaceRecord {
                 .and_then(|s| s.phase.clone())
                 .unwrap_or_default(),
         };
+        // Serializing a typed Namespace cannot fail: its maps have string keys.
+        let raw = RAW_DICTIONARY.compress(&serde_json::to_vec(ns).unwrap_or_default());
         Arc::new(NamespaceRecord {
+            raw,
             key: Self::key_of("", &name),
             json: to_json(&dto),
             labels: dto.labels,

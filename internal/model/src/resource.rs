@@ -37,6 +37,10 @@ pub struct ResourceInfo {
     pub fields: &'static [&'static str],
     pub printer: Printer,
     pub served_by: ServedBy,
+    /// The short names (`cm`) and categories (`all`) discovery lists, as the apiserver has
+    /// them (a custom resource's from its CRD's `names`).
+    pub short_names: Vec<Cow<'static, str>>,
+    pub categories: Vec<Cow<'static, str>>,
     /// What its kept objects are compressed against.
     pub dictionary: Dictionary,
 }
@@ -84,6 +88,11 @@ impl Resource {
         } else {
             format!("{}/{}", self.group, self.version)
         }
+    }
+
+    /// Its singular name, as discovery lists it: the kind in lowercase.
+    pub fn singular(&self) -> String {
+        self.kind.to_lowercase()
     }
 
     /// The typed kind serving it, if one does.
