@@ -32,7 +32,7 @@ use biz::{
     Visibility, Workloads, namespace_of_list, namespace_of_object,
 };
 use k8sdao::Source;
-use k8sdao::catalog::{BuiltIn, DEPLOYMENTS, EVENTS, INGRESSES, PODS, SERVICES};
+use k8sdao::catalog::{BuiltIn, DEPLOYMENTS, EVENTS, INGRESSES, PODS, REPLICA_SETS, SERVICES};
 
 /// SubjectAccessReviews one filtered list may have under way at once: a cold cache with
 /// thousands of namespaces is answered in a few round trips' time per batch, without a burst
@@ -271,17 +271,17 @@ fn rule(
         }
         // A merged log's pods are checked as they join (`logs::pod_log_access`).
         ("/pods/{name}/logs", "GET") => vec![
-            access("get", CORE, "pods", object_ns, name),
+            access("get", &PODS, object_ns, name),
             super::logs::pod_log_access(object_ns, name),
         ],
-        ("/pods/logs", "GET") => vec![access("list", CORE, "pods", object_ns, None)],
+        ("/pods/logs", "GET") => vec![access("list", &PODS, object_ns, None)],
         ("/deployments/{name}/logs", "GET") => vec![
-            access("get", APPS, "deployments", object_ns, name),
-            access("list", CORE, "pods", object_ns, None),
+            access("get", &DEPLOYMENTS, object_ns, name),
+            access("list", &PODS, object_ns, None),
         ],
         ("/replicasets/{name}/logs", "GET") => vec![
-            access("get", APPS, "replicasets", object_ns, name),
-            access("list", CORE, "pods", object_ns, None),
+            access("get", &REPLICA_SETS, object_ns, name),
+            access("list", &PODS, object_ns, None),
         ],
         _ => return None,
     };

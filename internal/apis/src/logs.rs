@@ -7,6 +7,7 @@
 //! when its log does, when the client goes (the upstream requests are closed with it), and
 //! at shutdown, as watches do.
 
+use k8sdao::catalog::PODS;
 use std::convert::Infallible;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -114,7 +115,7 @@ fn until_shutdown<S: Stream + Send + 'static>(
     s: &AppState,
     stream: S,
 ) -> impl Stream<Item = S::Item> + Send + 'static {
-    let guard = s.metrics.watch_opened("pods/log");
+    let guard = s.metrics.watch_opened("pods/log".into());
     stream
         .take_until(s.streams.clone().cancelled_owned())
         .inspect(move |_| guard.sent())
@@ -206,8 +207,8 @@ fn gate(s: &AppState, namespace: Option<&str>, reviewed: Option<Reviewed>) -> Op
 pub(super) fn pod_log_access(namespace: Option<&str>, pod: Option<&str>) -> Access {
     Access {
         verb: "get",
-        group: "",
-        resource: "pods",
+        group: PODS.group,
+        resource: PODS.plural,
         subresource: "log",
         namespace: namespace.map(str::to_string),
         name: pod.map(str::to_string),

@@ -21,7 +21,7 @@ use k8sdao::{
     DaoError, ListQuery, LogOptions, LogSource, ReadAt, Served, WatchEvent, WatchStream,
     WorkloadSource, WorkloadWriter,
 };
-use model::{DeploymentRecord, PodRecord, ReplicaSetRecord};
+use model::{DeploymentRecord, PodRecord, ReplicaSetRecord, Typed};
 use selector::LabelSelector;
 
 /// `tailLines` above this are refused: a log that long is read whole instead (no tailLines).
@@ -322,7 +322,7 @@ pub struct PodLog {
 
 /// A kind whose pods are those its `spec.selector` (a metav1.LabelSelector) selects: its
 /// merged log follows them. Serving a workload kind's logs is one line here and its route.
-pub trait PodSelecting: Served<Object: serde::Serialize> {}
+pub trait PodSelecting: Served + Typed<Object: serde::Serialize + k8sdao::Namespaced> {}
 
 impl PodSelecting for DeploymentRecord {}
 impl PodSelecting for ReplicaSetRecord {}
@@ -410,7 +410,10 @@ impl<S: WorkloadSource + LogSource + 'static> Workloads<S> {
         let ns = object_namespace_of(req.namespace.as_deref(), name)?;
         let mut options = req.options()?;
         let asked = req.container()?;
-        let pod = self.source().get::<PodRecord>(ns, name).await?;
+        let pod = self
+            .source()
+            .get::<PodRecord>(PodRecord::resource(), ns, name)
+            .await?;
         let containers = Containers::of(&pod)?;
         options.container = containers.choose(asked)?;
         if let Readable::No(reason) = containers.readable(&options.container, options.previous) {
@@ -470,7 +473,7 @@ impl<S: WorkloadSource + LogSource + 'static> Workloads<S> {
         };
         let pods = self
             .source()
-            .watch::<PodRecord>(&query, ReadAt::Newest)
+            .watch::<PodRecord>(PodRecord::resource(), &query, ReadAt::Newest)
             .await?;
         let opener: Opener = {
             let workloads = self.clone();

@@ -54,6 +54,8 @@ pub fn resource_of(custom: &CustomResource) -> Resource {
         printer,
         served_by: ServedBy::Generic,
         dictionary: Dictionary::new(),
+        short_names: custom.short_names.iter().cloned().map(Into::into).collect(),
+        categories: custom.categories.iter().cloned().map(Into::into).collect(),
     })
 }
 
@@ -190,6 +192,8 @@ mod tests {
                 json!([{"name": "Color", "type": "string", "jsonPath": ".spec.color"}]),
             ),
             selectable_fields: selectable.iter().map(|s| s.to_string()).collect(),
+            short_names: Vec::new(),
+            categories: Vec::new(),
         }
     }
 

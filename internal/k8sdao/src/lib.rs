@@ -8,8 +8,8 @@ mod custom;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fake;
 mod live;
-mod registry;
 mod logs;
+mod registry;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use cache::CacheSource;
 pub use live::{ApiScope, LiveSource, Namespaced};
-pub use registry::{Registry, ResourceSelection};
 pub use logs::{LogLines, LogOptions, LogSource, MAX_LOG_LINE_BYTES};
+pub use registry::{Registry, ResourceSelection};
 
 use std::collections::{BTreeSet, HashSet};
 

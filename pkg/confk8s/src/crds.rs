@@ -42,6 +42,10 @@ pub struct CustomResource {
     pub printer_columns: Option<serde_json::Value>,
     /// That version's `selectableFields`: JSONPaths such as `.spec.color`.
     pub selectable_fields: Vec<String>,
+    /// The accepted short names (`wd`), which discovery lists.
+    pub short_names: Vec<String>,
+    /// The accepted categories (`all`), which discovery lists.
+    pub categories: Vec<String>,
 }
 
 impl CustomResource {
@@ -80,6 +84,8 @@ impl CustomResource {
                 .flatten()
                 .map(|f| f.json_path.clone())
                 .collect(),
+            short_names: names.short_names.clone().unwrap_or_default(),
+            categories: names.categories.clone().unwrap_or_default(),
         })
     }
 
@@ -123,7 +129,7 @@ pub enum Command {
 #[derive(Clone, Debug, PartialEq)]
 pub enum CrdEvent {
     /// The CRD named so exists, serving this (None: nothing).
-    Applied(String, Option<CustomResource>),
+    Applied(String, Option<Box<CustomResource>>),
     /// The CRD named so is gone.
     Gone(String),
 }
@@ -133,7 +139,7 @@ impl From<&Delta<CustomResourceDefinition>> for CrdEvent {
         match delta {
             Delta::Added(crd) | Delta::Updated(crd) => {
                 let name = crd.metadata.name.clone().unwrap_or_default();
-                CrdEvent::Applied(name, CustomResource::of(crd))
+                CrdEvent::Applied(name, CustomResource::of(crd).map(Box::new))
             }
             Delta::Deleted(crd) => CrdEvent::Gone(crd.metadata.name.clone().unwrap_or_default()),
             Delta::Vanished(key) => CrdEvent::Gone(key.name.clone()),
@@ -152,6 +158,7 @@ impl Crds {
     pub fn step(&mut self, event: CrdEvent) -> Option<Command> {
         match event {
             CrdEvent::Applied(name, Some(serves)) => {
+                let serves = *serves;
                 if self.served.get(&name) == Some(&serves) {
                     return None;
                 }
@@ -283,6 +290,8 @@ mod tests {
                 json!([{"name": "Color", "type": "string", "jsonPath": ".spec.color"}]),
             ),
             selectable_fields: vec![".spec.color".into()],
+            short_names: Vec::new(),
+            categories: Vec::new(),
         }
     }
 
