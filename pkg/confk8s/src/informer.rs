@@ -652,16 +652,18 @@ impl InformerFactory {
             stop: self.stopping.child_token(),
             task: None,
         };
-        let refused = match self.review(&status, &names, cluster_scoped).await {
-            Reviewed::Unlistable(denied) => Some(denied),
-            Reviewed::Allowed | Reviewed::Unknown => None,
-        };
+        // Among the statuses before the access review's round trip, so a resource served is
+        // never without its informer in /readyz, even while it is reviewed.
         informer.id = {
             let mut registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
             registry.next_dynamic += 1;
             let id = registry.next_dynamic;
             registry.dynamic.insert(id, status.clone());
             id
+        };
+        let refused = match self.review(&status, &names, cluster_scoped).await {
+            Reviewed::Unlistable(denied) => Some(denied),
+            Reviewed::Allowed | Reviewed::Unknown => None,
         };
         if let Some(denied) = refused {
             let reason = format!("forbidden by RBAC: cannot {denied}");
