@@ -261,7 +261,7 @@ settings! {
         /// comment, so proxies do not close it as idle [default: 15s].
         #[arg(long, env = "K8SAILOR_WATCH_KEEP_ALIVE")]
         watch_keep_alive: String = "15s".to_string(),
-        /// Pods one merged log (/deployments/{name}/logs, /pods/logs, ...) follows at once;
+        /// Pods one merged log (/{kind}/{name}/logs, /pods/logs) follows at once;
         /// more are said to be cut in the stream and join as followed ones leave
         /// [default: 50].
         #[arg(long, env = "K8SAILOR_MAX_LOG_STREAMS")]

@@ -22,6 +22,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use confk8s::{Access, Namespaces, ReviewError, Reviewer};
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use serde::Deserialize;
 
 use super::ApiError;
@@ -32,7 +33,7 @@ use biz::{
     Visibility, Workloads, namespace_of_list, namespace_of_object,
 };
 use k8sdao::Source;
-use k8sdao::catalog::{BuiltIn, DEPLOYMENTS, EVENTS, INGRESSES, PODS, REPLICA_SETS, SERVICES};
+use k8sdao::catalog::{BuiltIn, DEPLOYMENTS, EVENTS, INGRESSES, PODS, SERVICES};
 
 /// SubjectAccessReviews one filtered list may have under way at once: a cold cache with
 /// thousands of namespaces is answered in a few round trips' time per batch, without a burst
@@ -85,7 +86,7 @@ struct AccessQuery {
 const WATCH: &str = "watch";
 
 /// An access to the resource of a catalog row: its names are the row's.
-fn access(
+pub(super) fn access(
     verb: &'static str,
     row: &'static BuiltIn,
     namespace: Option<&str>,
@@ -208,6 +209,12 @@ fn rule(
             }
         });
     }
+    // The log routes' rules are declared beside them.
+    if method == Method::GET
+        && let Some(required) = super::logs::access_of(route, object_ns, name)
+    {
+        return Some(Rule::all(required));
+    }
     // A resource that is not served: the handler's 404 names the served ones, as the open
     // `/resources` does.
     if route.starts_with("/{resource}") && method == Method::GET {
@@ -269,20 +276,6 @@ fn rule(
         ("/ingresses/{name}", "POST") => {
             vec![access("create", &INGRESSES, object_ns, None)]
         }
-        // A merged log's pods are checked as they join (`logs::pod_log_access`).
-        ("/pods/{name}/logs", "GET") => vec![
-            access("get", &PODS, object_ns, name),
-            super::logs::pod_log_access(object_ns, name),
-        ],
-        ("/pods/logs", "GET") => vec![access("list", &PODS, object_ns, None)],
-        ("/deployments/{name}/logs", "GET") => vec![
-            access("get", &DEPLOYMENTS, object_ns, name),
-            access("list", &PODS, object_ns, None),
-        ],
-        ("/replicasets/{name}/logs", "GET") => vec![
-            access("get", &REPLICA_SETS, object_ns, name),
-            access("list", &PODS, object_ns, None),
-        ],
         _ => return None,
     };
     Some(Rule::all(required))
@@ -547,9 +540,11 @@ pub(super) async fn check(
             user: user.username,
         });
     }
-    let watch = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false);
+    // A watch, or a log (whose stream lasts while the pods log): both end on revocation.
+    let stream = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false)
+        || super::logs::is_log_route(route);
     let response = next.run(request).await;
-    if !watch || !response.status().is_success() {
+    if !stream || !response.status().is_success() {
         return response;
     }
     let granted = Granted {
@@ -579,9 +574,22 @@ struct Granted {
 /// review fresh, so a revoked token ends the watch within the token TTL). A review that
 /// cannot be made (the apiserver away, throttled) ends nothing.
 async fn until_revoked(auth: AuthLayer, granted: Granted) {
-    let mut changes = auth.reviewer.policy().map(|p| p.changes());
-    let every = auth.reviewer.recheck_every();
-    loop {
+    let mut changes = rights_may_change(&auth.reviewer);
+    while changes.next().await.is_some() {
+        if !still_granted(&auth, &granted).await {
+            tracing::debug!(from = %granted.from, "a stream ends: its caller may no longer see what it shows");
+            return;
+        }
+    }
+}
+
+/// Ticks whenever a caller's rights may have changed: when RBAC changes (if the policy is
+/// followed) and at least every [`confk8s::Reviewer::recheck_every`]. What a stream was
+/// allowed is checked again at each.
+pub(super) fn rights_may_change(reviewer: &Reviewer) -> BoxStream<'static, ()> {
+    let changes = reviewer.policy().map(|p| p.changes());
+    let every = reviewer.recheck_every();
+    futures::stream::unfold(changes, move |mut changes| async move {
         let policy_changed = async {
             let changed = match changes.as_mut() {
                 Some(changes) => changes.changed().await.is_ok(),
@@ -595,11 +603,9 @@ async fn until_revoked(auth: AuthLayer, granted: Granted) {
             () = tokio::time::sleep(every) => {}
             () = policy_changed => {}
         }
-        if !still_granted(&auth, &granted).await {
-            tracing::debug!(from = %granted.from, "a watch ends: its caller may no longer see what it shows");
-            return;
-        }
-    }
+        Some(((), changes))
+    })
+    .boxed()
 }
 
 async fn still_granted(auth: &AuthLayer, granted: &Granted) -> bool {
@@ -848,6 +854,20 @@ mod tests {
         assert_eq!(
             shown("/ingresses/{name}/output", Method::GET, ns(), None),
             ["get ingresses.networking.k8s.io \"web\" in namespace \"shop\""]
+        );
+        assert_eq!(
+            shown("/statefulsets/{name}/logs", Method::GET, ns(), None),
+            [
+                "get statefulsets.apps \"web\" in namespace \"shop\"",
+                "list pods in namespace \"shop\""
+            ]
+        );
+        assert_eq!(
+            shown("/pods/{name}/logs", Method::GET, ns(), None),
+            [
+                "get pods \"web\" in namespace \"shop\"",
+                "get pods/log \"web\" in namespace \"shop\""
+            ]
         );
         assert!(
             rule("/pods/{name}", &Method::PATCH, None, None, &ns(), None).is_none(),

@@ -1,5 +1,5 @@
 //! Fairness per client, after the apiserver's API Priority and Fairness: concurrent requests
-//! and open watches are counted per identity (the authenticated user with `--auth
+//! and open watches (a log's stream counts as one) are counted per identity (the authenticated user with `--auth
 //! delegated`, else the client's address), and each identity may hold its share of each
 //! bound, the bound divided among the identities holding any (max-min: a share no identity
 //! uses is left to the others). One past its share gets 429 with Retry-After; the others are
@@ -19,7 +19,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, HttpBody};
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -314,8 +314,8 @@ struct WatchQuery {
     watch: Option<String>,
 }
 
-/// Counts the request against its identity's share, or refuses it with 429: a watch for as
-/// long as its stream is open, any other request until its answer is ready (answers are
+/// Counts the request against its identity's share, or refuses it with 429: a watch or a log
+/// for as long as its stream is open, any other request until its answer is ready (answers are
 /// built in memory; sending them costs the connection, bounded at its own layer).
 pub(super) async fn share(
     State(fairness): State<Arc<Fairness>>,
@@ -327,7 +327,16 @@ pub(super) async fn share(
         .ok()
         .and_then(|q| super::watch::is_watch(q.0.watch.as_deref()).ok())
         .unwrap_or(false);
-    let held = if watch { Held::Watches } else { Held::Requests };
+    // A log is a stream too, as long as its pods log: it holds a watch's place.
+    let log = request
+        .extensions()
+        .get::<MatchedPath>()
+        .is_some_and(|route| super::logs::is_log_route(route.as_str()));
+    let held = if watch || log {
+        Held::Watches
+    } else {
+        Held::Requests
+    };
     let permit = match fairness.take(held, Identity::of(&request)) {
         Ok(permit) => permit,
         Err(refused) => return refused.into_response(),

@@ -125,7 +125,7 @@ fn served(s: &AppState, name: &str) -> Result<Resource, ApiError> {
 /// How many names an unknown resource's 404 suggests.
 const SUGGESTIONS: usize = 3;
 
-fn not_served(registry: &Registry, name: &str) -> ApiError {
+pub(super) fn not_served(registry: &Registry, name: &str) -> ApiError {
     let mut names: Vec<(usize, String)> = registry
         .resources()
         .iter()
@@ -315,7 +315,7 @@ fn paths(path: &str, operation: OperationBuilder) -> Paths {
     paths
 }
 
-fn error(description: &str) -> ResponseBuilder {
+pub(super) fn error(description: &str) -> ResponseBuilder {
     ResponseBuilder::new().description(description).content(
         "application/json",
         Content::new(Some(Ref::from_schema_name("ErrorEnvelope"))),

@@ -26,11 +26,19 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use axum::routing::get;
+use utoipa::PartialSchema;
+use utoipa::openapi::path::{
+    HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem, Paths,
+};
+use utoipa::openapi::{Content, Required, ResponseBuilder, ResponsesBuilder};
+use utoipa_axum::router::UtoipaMethodRouter;
+
+use super::auth::access;
 use super::envelope::{ApiError, ApiPath, ApiQuery, ErrorEnvelope};
 use super::{AppState, watch};
-use biz::{
-    DeploymentRecord, LogRequest, MergedEvent, MergedLog, PodGate, PodSelecting, ReplicaSetRecord,
-};
+use biz::{LogRequest, MergedEvent, MergedLog, PodAllowed, PodGate};
+use k8sdao::catalog::{BuiltIn, PodOwnership, built_in_rows};
 
 /// The content type of a log as text; never compressed (see [`super::router`]): a compressor
 /// holds lines back until it has enough of them.
@@ -42,14 +50,54 @@ pub struct LogLimits {
     pub max_streams: usize,
 }
 
-/// The log routes; `limits` bound what each merged log may follow.
+/// The log routes: a pod's, a label selector's, and one per kind whose objects run pods
+/// (its catalog row's `pods`); `limits` bound what each merged log may follow.
 pub(super) fn routes(limits: LogLimits) -> OpenApiRouter<AppState> {
     let router: OpenApiRouter<AppState> = OpenApiRouter::new()
         .routes(routes!(pod_log))
-        .routes(routes!(selected_pods_log))
-        .routes(routes!(deployment_log))
-        .routes(routes!(replicaset_log));
-    router.layer(Extension(limits))
+        .routes(routes!(selected_pods_log));
+    workloads()
+        .fold(router, |router, (row, ownership)| {
+            router.routes(workload_route(row, ownership))
+        })
+        .layer(Extension(limits))
+}
+
+/// The kinds whose objects run pods, and how they own them: each has a merged log at
+/// `/{plural}/{name}/logs`.
+fn workloads() -> impl Iterator<Item = (&'static BuiltIn, PodOwnership)> {
+    built_in_rows()
+        .iter()
+        .filter_map(|row| Some((*row, row.pods?)))
+}
+
+/// Whether `route` (a template) is a log's: its answer is a stream, held in the fairness
+/// share of open streams, and ended once its caller may no longer read it.
+pub(super) fn is_log_route(route: &str) -> bool {
+    route.ends_with("/logs")
+}
+
+/// What a request to the log route `route` (a template under the prefix) needs in RBAC
+/// terms; None for a route that is not a log's. A merged log's pods are checked as they
+/// join ([`pod_log_access`]).
+pub(super) fn access_of(
+    route: &str,
+    namespace: Option<&str>,
+    name: Option<&str>,
+) -> Option<Vec<Access>> {
+    let list_pods = || access("list", &PODS, namespace, None);
+    Some(match route {
+        "/pods/{name}/logs" => vec![
+            access("get", &PODS, namespace, name),
+            pod_log_access(namespace, name),
+        ],
+        "/pods/logs" => vec![list_pods()],
+        _ => {
+            let plural = route.strip_prefix('/')?.strip_suffix("/{name}/logs")?;
+            let (row, _) = workloads().find(|(row, _)| row.plural == plural)?;
+            vec![access("get", row, namespace, name), list_pods()]
+        }
+    })
 }
 
 /// The caller a delegated access check reviewed, for the checks a merged log makes as pods
@@ -186,11 +234,13 @@ async fn pod_log(
 }
 
 /// The per-pod check of a merged log with `--auth delegated`: the caller's own
-/// `get pods/log` on each pod as it joins.
+/// `get pods/log` on each pod as it joins, and again on those followed whenever the
+/// caller's rights may have changed.
 fn gate(s: &AppState, namespace: Option<&str>, reviewed: Option<Reviewed>) -> Option<PodGate> {
     let (reviewer, caller) = (s.reviewer.clone()?, reviewed?);
     let namespace = biz::namespace_of_object(namespace).to_string();
-    Some(Arc::new(move |pod: String| {
+    let rechecks = super::auth::rights_may_change(&reviewer);
+    let allows: PodAllowed = Arc::new(move |pod: String| {
         let (reviewer, caller, namespace) = (reviewer.clone(), caller.clone(), namespace.clone());
         Box::pin(async move {
             let access = pod_log_access(Some(&namespace), Some(&pod));
@@ -199,19 +249,16 @@ fn gate(s: &AppState, namespace: Option<&str>, reviewed: Option<Reviewed>) -> Op
                 .await
                 .is_ok()
         })
-    }))
+    });
+    Some(PodGate { allows, rechecks })
 }
 
 /// `get pods/log`, the right to read a pod's log: the one rule for the routes' checks
-/// (auth.rs) and the per-pod ones.
-pub(super) fn pod_log_access(namespace: Option<&str>, pod: Option<&str>) -> Access {
+/// ([`access_of`]) and the per-pod ones.
+fn pod_log_access(namespace: Option<&str>, pod: Option<&str>) -> Access {
     Access {
-        verb: "get",
-        group: PODS.group,
-        resource: PODS.plural,
         subresource: "log",
-        namespace: namespace.map(str::to_string),
-        name: pod.map(str::to_string),
+        ..access("get", &PODS, namespace, pod)
     }
 }
 
@@ -330,59 +377,69 @@ async fn selected_pods_log(
     Ok(merged_response(&s, &headers, log, limits))
 }
 
-async fn workload_log<R: PodSelecting>(
-    s: AppState,
-    headers: HeaderMap,
-    limits: LogLimits,
-    reviewed: Option<Extension<Reviewed>>,
-    name: String,
-    q: LogParams,
-) -> Result<Response, ApiError> {
-    let req = q.request();
-    let gate = gate(&s, req.namespace.as_deref(), reviewed.map(|r| r.0));
-    let log = s
-        .workloads
-        .workload_log::<R>(&name, &req, limits.max_streams, gate)
-        .await?;
-    Ok(merged_response(&s, &headers, log, limits))
-}
-
-#[utoipa::path(get, path = "/deployments/{name}/logs", tag = "deployments",
-    params(("name" = String, Path, description = "Deployment name"), LogParams),
-    responses(
-        (status = 200, description = "The logs of the pods its selector picks, merged, as on /pods/logs",
-            content((String = "text/plain"), (String = "text/event-stream"))),
-        (status = 400, description = "Invalid option", body = ErrorEnvelope),
-        (status = 404, description = "No such Deployment", body = ErrorEnvelope),
-        (status = 503, description = "Caches not synced yet, or the apiserver unreachable", body = ErrorEnvelope),
-    ))]
-async fn deployment_log(
-    State(s): State<AppState>,
-    headers: HeaderMap,
-    Extension(limits): Extension<LogLimits>,
-    reviewed: Option<Extension<Reviewed>>,
-    ApiPath(name): ApiPath<String>,
-    ApiQuery(q): ApiQuery<LogParams>,
-) -> Result<Response, ApiError> {
-    workload_log::<DeploymentRecord>(s, headers, limits, reviewed, name, q).await
-}
-
-#[utoipa::path(get, path = "/replicasets/{name}/logs", tag = "replicasets",
-    params(("name" = String, Path, description = "ReplicaSet name"), LogParams),
-    responses(
-        (status = 200, description = "The logs of the pods its selector picks, merged, as on /pods/logs",
-            content((String = "text/plain"), (String = "text/event-stream"))),
-        (status = 400, description = "Invalid option", body = ErrorEnvelope),
-        (status = 404, description = "No such ReplicaSet", body = ErrorEnvelope),
-        (status = 503, description = "Caches not synced yet, or the apiserver unreachable", body = ErrorEnvelope),
-    ))]
-async fn replicaset_log(
-    State(s): State<AppState>,
-    headers: HeaderMap,
-    Extension(limits): Extension<LogLimits>,
-    reviewed: Option<Extension<Reviewed>>,
-    ApiPath(name): ApiPath<String>,
-    ApiQuery(q): ApiQuery<LogParams>,
-) -> Result<Response, ApiError> {
-    workload_log::<ReplicaSetRecord>(s, headers, limits, reviewed, name, q).await
+/// The route of the merged log of a `row` object's pods, with its OpenAPI description.
+fn workload_route(row: &'static BuiltIn, ownership: PodOwnership) -> UtoipaMethodRouter<AppState> {
+    let path = format!("/{}/{{name}}/logs", row.plural);
+    let handler = get(
+        move |State(s): State<AppState>,
+              headers: HeaderMap,
+              Extension(limits): Extension<LogLimits>,
+              reviewed: Option<Extension<Reviewed>>,
+              ApiPath(name): ApiPath<String>,
+              ApiQuery(q): ApiQuery<LogParams>| async move {
+            let registry = s.workloads.source().registry();
+            let resource = registry
+                .resource(row.plural)
+                .ok_or_else(|| super::kinds::not_served(registry, row.plural))?;
+            let req = q.request();
+            let gate = gate(&s, req.namespace.as_deref(), reviewed.map(|r| r.0));
+            let log = s
+                .workloads
+                .workload_log(&resource, ownership, &name, &req, limits.max_streams, gate)
+                .await?;
+            Ok::<_, ApiError>(merged_response(&s, &headers, log, limits))
+        },
+    );
+    let whose = match ownership {
+        PodOwnership::Controller => "the pods it controls among those its selector picks",
+        PodOwnership::ThroughReplicaSets => "the pods of the ReplicaSets it controls",
+    };
+    let ok = ResponseBuilder::new()
+        .description(format!(
+            "The logs of {whose}, merged, as on /pods/logs; pods join and leave as it runs them"
+        ))
+        .content("text/plain", Content::new(Some(String::schema())))
+        .content("text/event-stream", Content::new(Some(String::schema())));
+    let mut parameters = vec![
+        ParameterBuilder::new()
+            .name("name")
+            .parameter_in(ParameterIn::Path)
+            .required(Required::True)
+            .description(Some(format!("{} name", row.kind)))
+            .schema(Some(String::schema()))
+            .build(),
+    ];
+    parameters.extend(LogParams::into_params(|| Some(ParameterIn::Query)));
+    let operation = OperationBuilder::new()
+        .tag(row.plural)
+        .operation_id(Some(format!("{}_logs", row.plural)))
+        .parameters(Some(parameters))
+        .responses(
+            [
+                ("400", "Invalid option, or it has no pod selector"),
+                ("404", "Not found, or the kind is not served"),
+                ("503", "Caches not synced yet, or the apiserver unreachable"),
+            ]
+            .into_iter()
+            .fold(
+                ResponsesBuilder::new().response("200", ok),
+                |r, (status, text)| r.response(status, super::kinds::error(text)),
+            )
+            .build(),
+        );
+    let mut paths = Paths::new();
+    paths
+        .paths
+        .insert(path, PathItem::new(HttpMethod::Get, operation));
+    (Vec::new(), paths, handler)
 }

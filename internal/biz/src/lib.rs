@@ -18,7 +18,7 @@ use selector::{FieldSelector, LabelSelector};
 pub use ingresses::{CreateIngress, IngressBackendRequest, IngressRuleRequest, IngressTlsRequest};
 pub use k8sdao::Served;
 pub use logs::{
-    DEFAULT_MAX_LOG_STREAMS, LogRequest, MergedEvent, MergedLog, PodGate, PodLog, PodSelecting,
+    DEFAULT_MAX_LOG_STREAMS, LogRequest, MergedEvent, MergedLog, PodAllowed, PodGate, PodLog,
 };
 /// The answers' shapes, for whoever describes them (apis' OpenAPI).
 pub use model::{

@@ -18,10 +18,11 @@ use serde_json::Value;
 
 use super::{BizError, Workloads, object_namespace, object_namespace_of};
 use k8sdao::{
-    DaoError, ListQuery, LogOptions, LogSource, ReadAt, Served, WatchEvent, WatchStream,
-    WorkloadSource, WorkloadWriter,
+    DaoError, ListQuery, LogOptions, LogSource, ReadAt, WatchEvent, WatchStream, WorkloadSource,
+    WorkloadWriter,
 };
-use model::{DeploymentRecord, PodRecord, ReplicaSetRecord, Typed};
+use model::catalog::PodOwnership;
+use model::{DeploymentRecord, GenericRecord, Kind, PodRecord, ReplicaSetRecord, Resource, Typed};
 use selector::LabelSelector;
 
 /// `tailLines` above this are refused: a log that long is read whole instead (no tailLines).
@@ -320,13 +321,6 @@ pub struct PodLog {
     pub lines: BoxStream<'static, Result<Bytes, BizError>>,
 }
 
-/// A kind whose pods are those its `spec.selector` (a metav1.LabelSelector) selects: its
-/// merged log follows them. Serving a workload kind's logs is one line here and its route.
-pub trait PodSelecting: Served + Typed<Object: serde::Serialize + k8sdao::Namespaced> {}
-
-impl PodSelecting for DeploymentRecord {}
-impl PodSelecting for ReplicaSetRecord {}
-
 /// A metav1.LabelSelector (`matchLabels`, `matchExpressions`) as a selector.
 fn selector_of(object: &Value) -> Result<LabelSelector, String> {
     let selector = &object["spec"]["selector"];
@@ -366,9 +360,18 @@ fn selector_of(object: &Value) -> Result<LabelSelector, String> {
     LabelSelector::parse(&terms.join(",")).map_err(|e| e.to_string())
 }
 
-/// Decides, once per pod a merged log would follow, whether the caller may read its log
-/// (`--auth delegated`: its own `get pods/log` on that pod).
-pub type PodGate = Arc<dyn Fn(String) -> BoxFuture<'static, bool> + Send + Sync>;
+/// Whether the caller may read a pod's log (`--auth delegated`: its own `get pods/log` on
+/// that pod).
+pub type PodAllowed = Arc<dyn Fn(String) -> BoxFuture<'static, bool> + Send + Sync>;
+
+/// The caller's right to each pod's log: asked as a pod joins a merged log, and again for
+/// every pod followed each time `rechecks` ticks (the caller's rights may have changed); a
+/// pod refused then ends the merged log, as a watch ends once its caller may no longer see
+/// what it shows.
+pub struct PodGate {
+    pub allows: PodAllowed,
+    pub rechecks: BoxStream<'static, ()>,
+}
 
 /// What a merged log sends: lines tagged with their pod and container, and what happens to
 /// the set.
@@ -453,28 +456,41 @@ impl<S: WorkloadSource + LogSource + 'static> Workloads<S> {
                 unit: "requirements",
             });
         }
-        self.merged(ns, selector, req, max_pods, gate).await
+        self.merged(ns, selector, None, None, req, max_pods, gate)
+            .await
     }
 
+    /// The merged log of the pods `pods` watches in `ns`; `selector` is what picks them,
+    /// `owner` (a uid) the controller they must have, if any.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the parts of one merged log, each named"
+    )]
     async fn merged(
         self: &Arc<Self>,
         ns: &str,
         selector: LabelSelector,
+        pods: Option<WatchStream<PodRecord>>,
+        owner: Option<Arc<str>>,
         req: &LogRequest,
         max_pods: usize,
         gate: Option<PodGate>,
     ) -> Result<MergedLog, BizError> {
         let options = req.options()?;
         let only = req.container()?.map(str::to_string);
-        let query = ListQuery {
-            namespace: Some(ns.to_string()),
-            labels: selector.clone(),
-            ..ListQuery::default()
+        let pods = match pods {
+            Some(pods) => pods,
+            None => {
+                let query = ListQuery {
+                    namespace: Some(ns.to_string()),
+                    labels: selector.clone(),
+                    ..ListQuery::default()
+                };
+                self.source()
+                    .watch::<PodRecord>(PodRecord::resource(), &query, ReadAt::Newest)
+                    .await?
+            }
         };
-        let pods = self
-            .source()
-            .watch::<PodRecord>(PodRecord::resource(), &query, ReadAt::Newest)
-            .await?;
         let opener: Opener = {
             let workloads = self.clone();
             let ns = ns.to_string();
@@ -483,20 +499,7 @@ impl<S: WorkloadSource + LogSource + 'static> Workloads<S> {
                 Box::pin(async move { workloads.source().container_log(&ns, &pod, &options).await })
             })
         };
-        let merge = Merge {
-            pods: Some(pods),
-            follow: options.follow,
-            options,
-            only,
-            max_pods,
-            gate,
-            opener,
-            streams: SelectAll::new(),
-            following: HashMap::new(),
-            waiting: BTreeMap::new(),
-            refused: HashSet::new(),
-            notices: VecDeque::new(),
-        };
+        let merge = Merge::new(pods, owner, options, only, max_pods, gate, opener);
         Ok(MergedLog {
             selector: selector.to_string(),
             follow: merge.follow,
@@ -506,10 +509,13 @@ impl<S: WorkloadSource + LogSource + 'static> Workloads<S> {
 }
 
 impl<S: WorkloadSource + WorkloadWriter + LogSource + 'static> Workloads<S> {
-    /// The merged log of the pods the workload's `spec.selector` picks (read from the
-    /// workload as the apiserver holds it now); NotFound if it is not there.
-    pub async fn workload_log<R: PodSelecting>(
+    /// The merged log of the pods the workload `name` of `resource` runs, as `ownership`
+    /// says it owns them: its controlled pods among those its `spec.selector` picks, or
+    /// (a Deployment's) the pods of the ReplicaSets it controls. NotFound if it is not there.
+    pub async fn workload_log(
         self: &Arc<Self>,
+        resource: &Resource,
+        ownership: PodOwnership,
         name: &str,
         req: &LogRequest,
         max_pods: usize,
@@ -517,16 +523,63 @@ impl<S: WorkloadSource + WorkloadWriter + LogSource + 'static> Workloads<S> {
     ) -> Result<MergedLog, BizError> {
         let ns = object_namespace_of(req.namespace.as_deref(), name)?;
         req.options()?;
-        let json = self.source().object_json::<R>(ns, name).await?;
-        let object: Value = serde_json::from_slice(&json)
-            .map_err(|e| BizError::Internal(format!("the {} is unreadable: {e}", R::KIND)))?;
+        let object = self.workload_json(resource, ns, name).await?;
         let selector = selector_of(&object).map_err(|reason| {
             BizError::Query(format!(
                 "cannot merge the logs of {} {name}: {reason}",
-                R::KIND
+                resource.kind
             ))
         })?;
-        self.merged(ns, selector, req, max_pods, gate).await
+        let (pods, owner) = match ownership {
+            PodOwnership::ThroughReplicaSets => (
+                Some(self.source().watch_pods_of_deployment(ns, name).await?),
+                None,
+            ),
+            PodOwnership::Controller => {
+                let uid = object["metadata"]["uid"]
+                    .as_str()
+                    .filter(|uid| !uid.is_empty())
+                    .ok_or_else(|| {
+                        BizError::Internal(format!("{} {name} has no uid", resource.kind))
+                    })?;
+                (None, Some(Arc::from(uid)))
+            }
+        };
+        self.merged(ns, selector, pods, owner, req, max_pods, gate)
+            .await
+    }
+
+    /// A workload as JSON: a typed kind's read live (its record keeps no selector), any
+    /// other's from its cache.
+    async fn workload_json(
+        &self,
+        resource: &Resource,
+        ns: &str,
+        name: &str,
+    ) -> Result<Value, BizError> {
+        let json = match resource.typed() {
+            Some(Kind::Deployment) => {
+                self.source()
+                    .object_json::<DeploymentRecord>(ns, name)
+                    .await?
+            }
+            Some(Kind::ReplicaSet) => {
+                self.source()
+                    .object_json::<ReplicaSetRecord>(ns, name)
+                    .await?
+            }
+            Some(other) => {
+                return Err(BizError::Internal(format!("{} runs no pods", other.name())));
+            }
+            None => self
+                .source()
+                .get::<GenericRecord>(resource, ns, name)
+                .await?
+                .raw_json()
+                .map_err(BizError::Internal)?,
+        };
+        serde_json::from_slice(&json)
+            .map_err(|e| BizError::Internal(format!("the {} is unreadable: {e}", resource.kind)))
     }
 }
 
@@ -559,11 +612,17 @@ enum Inner {
 struct Merge {
     /// None once the set is fixed (without follow: after the initial list) or lost.
     pods: Option<WatchStream<PodRecord>>,
+    /// The uid a pod's controller must have to be in the set, if any.
+    owner: Option<Arc<str>>,
     follow: bool,
     options: LogOptions,
     only: Option<String>,
     max_pods: usize,
-    gate: Option<PodGate>,
+    gate: Option<PodAllowed>,
+    /// When the pods followed are checked again against the gate.
+    rechecks: Option<BoxStream<'static, ()>>,
+    /// The check under way: the first pod followed the gate refuses now, if any.
+    recheck: Option<BoxFuture<'static, Option<Arc<str>>>>,
     opener: Opener,
     streams: SelectAll<BoxStream<'static, Inner>>,
     /// Pod → container → its stream.
@@ -577,15 +636,53 @@ struct Merge {
 }
 
 impl Merge {
+    fn new(
+        pods: WatchStream<PodRecord>,
+        owner: Option<Arc<str>>,
+        options: LogOptions,
+        only: Option<String>,
+        max_pods: usize,
+        gate: Option<PodGate>,
+        opener: Opener,
+    ) -> Merge {
+        let (gate, rechecks) = gate.map(|g| (g.allows, g.rechecks)).unzip();
+        Merge {
+            pods: Some(pods),
+            owner,
+            follow: options.follow,
+            options,
+            only,
+            max_pods,
+            gate,
+            rechecks,
+            recheck: None,
+            opener,
+            streams: SelectAll::new(),
+            following: HashMap::new(),
+            waiting: BTreeMap::new(),
+            refused: HashSet::new(),
+            notices: VecDeque::new(),
+        }
+    }
+
+    /// Whether the pod is one of the set: controlled by the owner, if the set has one.
+    fn is_member(&self, pod: &PodRecord) -> bool {
+        self.owner.as_ref().is_none_or(|uid| {
+            pod.owner
+                .as_ref()
+                .is_some_and(|owner| owner.uid.as_str() == &**uid)
+        })
+    }
+
     fn apply(&mut self, event: WatchEvent<PodRecord>) {
         match event {
-            WatchEvent::Added(pod) | WatchEvent::Modified(pod) => self.consider(pod),
-            WatchEvent::Deleted(pod) => {
-                let name: Arc<str> = Arc::from(pod.key.name.as_ref());
-                self.waiting.remove(&name);
-                self.stop(&name, "the pod is gone");
-                self.admit_waiting();
+            WatchEvent::Added(pod) | WatchEvent::Modified(pod) if self.is_member(&pod) => {
+                self.consider(pod)
             }
+            WatchEvent::Added(pod) | WatchEvent::Modified(pod) => {
+                self.leave(&pod, "the pod is no longer controlled by the workload")
+            }
+            WatchEvent::Deleted(pod) => self.leave(&pod, "the pod is gone"),
             WatchEvent::Synced { .. } => {
                 if !self.follow {
                     // Without follow the set is the pods there now.
@@ -594,6 +691,57 @@ impl Merge {
                 }
             }
         }
+    }
+
+    fn leave(&mut self, pod: &PodRecord, reason: &str) {
+        let name: Arc<str> = Arc::from(pod.key.name.as_ref());
+        self.waiting.remove(&name);
+        self.stop(&name, reason);
+        self.admit_waiting();
+    }
+
+    /// Nothing more is followed: the stream ends, saying why.
+    fn end(&mut self, reason: String) {
+        self.pods = None;
+        self.rechecks = None;
+        self.recheck = None;
+        self.streams = SelectAll::new();
+        self.following.clear();
+        self.waiting.clear();
+        self.notices.push_back(MergedEvent::Ended { reason });
+    }
+
+    /// A pod followed whose log the caller may no longer read, once a check the rechecks
+    /// started has found one.
+    fn poll_rechecks(&mut self, cx: &mut Context<'_>) -> Option<Arc<str>> {
+        if self.recheck.is_none()
+            && let Some(ticks) = self.rechecks.as_mut()
+        {
+            match ticks.poll_next_unpin(cx) {
+                Poll::Ready(Some(())) => {
+                    let allows = self.gate.clone()?;
+                    let pods: Vec<Arc<str>> = self.following.keys().cloned().collect();
+                    self.recheck = Some(Box::pin(async move {
+                        for pod in pods {
+                            if !allows(pod.to_string()).await {
+                                return Some(pod);
+                            }
+                        }
+                        None
+                    }));
+                }
+                Poll::Ready(None) => self.rechecks = None,
+                Poll::Pending => {}
+            }
+        }
+        let refused = match self.recheck.as_mut()?.as_mut().poll(cx) {
+            Poll::Ready(refused) => refused,
+            Poll::Pending => return None,
+        };
+        self.recheck = None;
+        // The next tick may be ready already.
+        cx.waker().wake_by_ref();
+        refused
     }
 
     fn stop(&mut self, pod: &Arc<str>, reason: &str) {
@@ -783,6 +931,10 @@ impl Stream for Merge {
             if let Some(notice) = this.notices.pop_front() {
                 return Poll::Ready(Some(notice));
             }
+            if let Some(pod) = this.poll_rechecks(cx) {
+                this.end(format!("no get pods/log on pod {pod} any more"));
+                continue;
+            }
             if let Some(pods) = this.pods.as_mut() {
                 match pods.poll_next_unpin(cx) {
                     Poll::Ready(Some(Ok(event))) => {
@@ -790,13 +942,7 @@ impl Stream for Merge {
                         continue;
                     }
                     Poll::Ready(Some(Err(e))) => {
-                        this.pods = None;
-                        this.streams = SelectAll::new();
-                        this.following.clear();
-                        this.waiting.clear();
-                        this.notices.push_back(MergedEvent::Ended {
-                            reason: format!("the pods can no longer be followed: {e}"),
-                        });
+                        this.end(format!("the pods can no longer be followed: {e}"));
                         continue;
                     }
                     Poll::Ready(None) => {
@@ -846,7 +992,13 @@ mod tests {
     /// A pod of `containers`, each in the state given (`running`, `waiting`, `restarted`:
     /// waiting after a run, `none`: no status yet).
     fn pod(name: &str, containers: &[(&str, &str)]) -> Arc<PodRecord> {
-        let mut pod = serde_json::to_value(mk_pod("ns", name, None, &[("app", "web")])).unwrap();
+        owned_pod(name, containers, None)
+    }
+
+    /// [`pod`], controlled by the object of `owner` (its uid), if any.
+    fn owned_pod(name: &str, containers: &[(&str, &str)], owner: Option<&str>) -> Arc<PodRecord> {
+        let owner = owner.map(|uid| ("owner", uid));
+        let mut pod = serde_json::to_value(mk_pod("ns", name, owner, &[("app", "web")])).unwrap();
         pod["spec"]["containers"] = containers
             .iter()
             .map(|(c, _)| json!({"name": c, "image": "nginx"}))
@@ -1012,23 +1164,11 @@ mod tests {
                 Ok(lines)
             })
         });
-        let merge = Merge {
-            pods: Some(rx.boxed()),
+        let options = LogOptions {
             follow,
-            options: LogOptions {
-                follow,
-                ..LogOptions::default()
-            },
-            only: None,
-            max_pods,
-            gate: None,
-            opener,
-            streams: SelectAll::new(),
-            following: HashMap::new(),
-            waiting: BTreeMap::new(),
-            refused: HashSet::new(),
-            notices: VecDeque::new(),
+            ..LogOptions::default()
         };
+        let merge = Merge::new(rx.boxed(), None, options, None, max_pods, None, opener);
         (tx, merge, opened)
     }
 
@@ -1127,6 +1267,63 @@ mod tests {
                 "left a/c: its log ended",
                 "left a/d: its log ended",
             ]
+        );
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert_eq!(Pin::new(&mut merge).poll_next(&mut cx), Poll::Ready(None));
+    }
+
+    #[test]
+    fn a_workloads_set_is_the_pods_it_controls() {
+        let (tx, mut merge, opened) = merge(10, true, false);
+        merge.owner = Some(Arc::from("uid-sts"));
+        for (name, owner) in [("mine", Some("uid-sts")), ("theirs", Some("uid-other"))] {
+            tx.unbounded_send(Ok(WatchEvent::Added(owned_pod(
+                name,
+                &[("c", "running")],
+                owner,
+            ))))
+            .unwrap();
+        }
+        tx.unbounded_send(Ok(WatchEvent::Added(pod("bare", &[("c", "running")]))))
+            .unwrap();
+        assert_eq!(ready(&mut merge), ["joined mine/c", "mine/c 1", "mine/c 2"]);
+        // Orphaned (its controller released it): it leaves.
+        tx.unbounded_send(Ok(WatchEvent::Modified(owned_pod(
+            "mine",
+            &[("c", "running")],
+            None,
+        ))))
+        .unwrap();
+        assert_eq!(
+            ready(&mut merge),
+            ["left mine/c: the pod is no longer controlled by the workload"]
+        );
+        assert_eq!(*opened.lock().unwrap(), ["mine/c"]);
+    }
+
+    #[test]
+    fn a_pod_whose_log_is_refused_on_a_recheck_ends_the_merge() {
+        let (tx, mut merge, _) = merge(10, true, false);
+        let allowed = Arc::new(Mutex::new(true));
+        let (ticks, rechecks) = mpsc::unbounded::<()>();
+        let now = allowed.clone();
+        merge.gate = Some(Arc::new(move |_pod: String| {
+            let allowed = *now.lock().unwrap();
+            Box::pin(async move { allowed })
+        }));
+        merge.rechecks = Some(rechecks.boxed());
+        tx.unbounded_send(Ok(WatchEvent::Added(pod("a", &[("c", "running")]))))
+            .unwrap();
+        assert_eq!(ready(&mut merge), ["a/c 1", "a/c 2", "joined a/c"]);
+        // Still allowed: nothing changes.
+        ticks.unbounded_send(()).unwrap();
+        assert_eq!(ready(&mut merge), Vec::<String>::new());
+        *allowed.lock().unwrap() = false;
+        ticks.unbounded_send(()).unwrap();
+        assert_eq!(
+            ready(&mut merge),
+            ["ended: no get pods/log on pod a any more"]
         );
         let waker = futures::task::noop_waker();
         let mut cx = Context::from_waker(&waker);

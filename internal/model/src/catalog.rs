@@ -28,6 +28,20 @@ pub struct BuiltIn {
     /// The short names and categories the apiserver's discovery lists for the kind.
     pub short_names: &'static [&'static str],
     pub categories: &'static [&'static str],
+    /// How its objects own the pods they run, for a kind that runs pods: what its merged
+    /// log (`/{plural}/{name}/logs`) follows.
+    pub pods: Option<PodOwnership>,
+}
+
+/// How the objects of a kind own their pods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodOwnership {
+    /// The pods whose controller (`ownerReferences`) is the object, among those its
+    /// `spec.selector` picks in its namespace: a ReplicaSet's, StatefulSet's, DaemonSet's,
+    /// Job's.
+    Controller,
+    /// The pods whose controller is a ReplicaSet the object controls: a Deployment's.
+    ThroughReplicaSets,
 }
 
 impl BuiltIn {
@@ -92,7 +106,7 @@ pub trait Visitor {
 
 macro_rules! catalog {
     ($($row:ident: $scope:ident $object:ty, $served:expr, $printer:ident, $fields:expr
-        $(, short: $short:expr)? $(, categories: $categories:expr)?;)*) => {
+        $(, short: $short:expr)? $(, categories: $categories:expr)? $(, pods: $pods:expr)?;)*) => {
         $(pub static $row: BuiltIn = BuiltIn {
             kind: <$object as k8s_openapi::Resource>::KIND,
             group: <$object as k8s_openapi::Resource>::GROUP,
@@ -104,6 +118,7 @@ macro_rules! catalog {
             served_by: $served,
             short_names: catalog!(@or $($short)?),
             categories: catalog!(@or $($categories)?),
+            pods: catalog!(@pods $($pods)?),
         };)*
 
         /// Every row, in the order `/resources` lists them.
@@ -116,6 +131,8 @@ macro_rules! catalog {
     };
     (@or $given:expr) => { $given };
     (@or) => { &[] };
+    (@pods $pods:expr) => { Some($pods) };
+    (@pods) => { None };
     (@namespaced Namespaced) => { true };
     (@namespaced Cluster) => { false };
     (@visit $v:ident, Namespaced, $object:ty, $row:expr) => { $v.namespaced::<$object>($row) };
@@ -125,6 +142,7 @@ macro_rules! catalog {
 /// metadata.name only: the apiserver's field set of a cluster-scoped object has no namespace.
 const CLUSTER_FIELDS: &[&str] = &["metadata.name"];
 
+use PodOwnership::{Controller, ThroughReplicaSets};
 use ServedBy::{Generic, MetadataOnly};
 use k8s_openapi::api::{
     apps::v1 as apps, autoscaling::v2 as autoscaling, batch::v1 as batch, core::v1 as core,
@@ -138,16 +156,17 @@ catalog! {
         short: &["po"], categories: &["all"];
     DEPLOYMENTS: Namespaced apps::Deployment, ServedBy::Typed(Kind::Deployment), deployment,
         DeploymentRecord::FIELDS,
-        short: &["deploy"], categories: &["all"];
+        short: &["deploy"], categories: &["all"], pods: ThroughReplicaSets;
     STATEFUL_SETS: Namespaced apps::StatefulSet, Generic, stateful_set, METADATA_FIELDS,
-        short: &["sts"], categories: &["all"];
+        short: &["sts"], categories: &["all"], pods: Controller;
     DAEMON_SETS: Namespaced apps::DaemonSet, Generic, daemon_set, METADATA_FIELDS,
-        short: &["ds"], categories: &["all"];
+        short: &["ds"], categories: &["all"], pods: Controller;
     REPLICA_SETS: Namespaced apps::ReplicaSet, ServedBy::Typed(Kind::ReplicaSet), replica_set,
         ReplicaSetRecord::FIELDS,
-        short: &["rs"], categories: &["all"];
+        short: &["rs"], categories: &["all"], pods: Controller;
     JOBS: Namespaced batch::Job, Generic, job,
-        &["metadata.name", "metadata.namespace", "status.successful"], categories: &["all"];
+        &["metadata.name", "metadata.namespace", "status.successful"], categories: &["all"],
+        pods: Controller;
     CRON_JOBS: Namespaced batch::CronJob, Generic, cron_job, METADATA_FIELDS,
         short: &["cj"], categories: &["all"];
     HORIZONTAL_POD_AUTOSCALERS: Namespaced autoscaling::HorizontalPodAutoscaler, Generic,
