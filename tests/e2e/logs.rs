@@ -7,9 +7,11 @@ use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Patch, PatchParams, PostParams};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::access::{account, grant, rule};
@@ -32,16 +34,44 @@ fn running_pod(name: &str, containers: &[&str], labels: Value) -> Pod {
     .unwrap()
 }
 
+/// The spec of a workload of `replicas` pods labelled `app: NAME`, each on a kwok node.
+fn workload_spec(name: &str, replicas: i32) -> Value {
+    json!({
+        "replicas": replicas,
+        "selector": {"matchLabels": {"app": name}},
+        "template": {
+            "metadata": {"labels": {"app": name}},
+            "spec": {"nodeName": NODE, "containers": [{"name": "app", "image": "nginx:1.27"}]}
+        }
+    })
+}
+
 /// A Deployment whose pods run on a kwok node.
 fn running_deployment(name: &str, replicas: i32) -> Deployment {
+    serde_json::from_value(
+        json!({"metadata": {"name": name}, "spec": workload_spec(name, replicas)}),
+    )
+    .unwrap()
+}
+
+/// A StatefulSet whose pods (started at once) run on a kwok node.
+fn running_statefulset(name: &str, replicas: i32) -> StatefulSet {
+    let mut spec = workload_spec(name, replicas);
+    spec["serviceName"] = name.into();
+    spec["podManagementPolicy"] = "Parallel".into();
+    serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap()
+}
+
+/// A Job of `parallelism` pods at once, on a kwok node (where they run until deleted).
+fn running_job(name: &str, parallelism: i32) -> Job {
     serde_json::from_value(json!({
         "metadata": {"name": name},
         "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
+            "parallelism": parallelism,
+            "completions": parallelism,
             "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"nodeName": NODE, "containers": [{"name": "app", "image": "nginx:1.27"}]}
+                "spec": {"nodeName": NODE, "restartPolicy": "Never",
+                    "containers": [{"name": "work", "image": "busybox:1.36"}]}
             }
         }
     }))
@@ -144,6 +174,16 @@ impl Lines {
     }
 }
 
+/// A namespace of the test's own, holding `pod`.
+async fn namespace_with(test: &str, pod: Pod) -> TestNamespace {
+    let ns = TestNamespace::new(test).await;
+    ns.api::<Pod>()
+        .create(&PostParams::default(), &pod)
+        .await
+        .unwrap();
+    ns
+}
+
 async fn wait_running(server: &Server, ns: &str, pod: &str) {
     eventually(SOON, &format!("pod {pod} running"), || async {
         let (status, body) = server.get(&format!("/pods/{pod}?namespace={ns}")).await;
@@ -154,14 +194,7 @@ async fn wait_running(server: &Server, ns: &str, pod: &str) {
 
 #[tokio::test]
 async fn a_pods_log_is_read_tailed_and_followed_as_kubectl_shows_it() {
-    let ns = TestNamespace::new("logs-pod").await;
-    ns.api::<Pod>()
-        .create(
-            &PostParams::default(),
-            &running_pod("web", &["app"], json!({})),
-        )
-        .await
-        .unwrap();
+    let ns = namespace_with("logs-pod", running_pod("web", &["app"], json!({}))).await;
     let server = Server::start(&[]);
     wait_running(&server, &ns.name, "web").await;
     let path = |q: &str| format!("/pods/web/logs?namespace={}{q}", ns.name);
@@ -323,6 +356,7 @@ async fn logs_that_cannot_be_read_are_clear_4xx() {
             404,
             "not found",
         ),
+        (format!("/jobs/nope/logs?namespace={n}"), 404, "not found"),
     ] {
         let (got, body) = get(path.clone()).await;
         assert_eq!(got, status, "{path}: {body}");
@@ -463,14 +497,11 @@ async fn a_deployments_merged_log_follows_its_pods_as_it_scales() {
 
 #[tokio::test]
 async fn with_delegated_auth_logs_need_the_callers_own_get_pods_log() {
-    let ns = TestNamespace::new("logs-auth").await;
-    ns.api::<Pod>()
-        .create(
-            &PostParams::default(),
-            &running_pod("web", &["app"], json!({"app": "web"})),
-        )
-        .await
-        .unwrap();
+    let ns = namespace_with(
+        "logs-auth",
+        running_pod("web", &["app"], json!({"app": "web"})),
+    )
+    .await;
     let reader = account(&ns, "log-reader").await;
     let viewer = account(&ns, "pod-viewer").await;
     grant(
@@ -551,6 +582,261 @@ async fn with_delegated_auth_logs_need_the_callers_own_get_pods_log() {
     );
 }
 
+/// Pods running in `ns` that `selector` picks, as k8sailor's cache shows them.
+async fn running_pods(server: &Server, ns: &str, selector: &str) -> BTreeSet<String> {
+    let (_, body) = server
+        .get(&format!("/pods?namespace={ns}&labelSelector={selector}"))
+        .await;
+    body["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["statusText"] == "Running")
+        .map(|p| p["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_statefulsets_and_a_jobs_logs_are_merged_and_tagged_with_their_own_pods() {
+    let ns = TestNamespace::new("logs-kinds").await;
+    ns.api::<StatefulSet>()
+        .create(&PostParams::default(), &running_statefulset("db", 2))
+        .await
+        .unwrap();
+    ns.api::<Job>()
+        .create(&PostParams::default(), &running_job("batch", 2))
+        .await
+        .unwrap();
+    // Picked by the StatefulSet's selector, yet not its pod: not in its log.
+    ns.api::<Pod>()
+        .create(
+            &PostParams::default(),
+            &running_pod("db-impostor", &["app"], json!({"app": "db"})),
+        )
+        .await
+        .unwrap();
+    let server = Server::start(&[]);
+    let db = BTreeSet::from(["db-0".to_string(), "db-1".to_string()]);
+    eventually(
+        SOON,
+        "the StatefulSet's pods and the impostor running",
+        || async { (running_pods(&server, &ns.name, "app%3Ddb").await.len() == 3).then_some(()) },
+    )
+    .await;
+
+    let path = format!(
+        "/statefulsets/db/logs?namespace={}&tailLines=1&follow=true",
+        ns.name
+    );
+    let mut stream = Lines::open(&server, &path, &[("accept", "text/event-stream")], None).await;
+    let seen = events_until(&mut stream, |seen| {
+        pods_with(seen, "line") == db && seen.iter().filter(|(e, _)| e == "line").count() >= 6
+    })
+    .await;
+    assert_eq!(pods_with(&seen, "joined"), db, "{seen:?}");
+    assert!(
+        seen.iter()
+            .filter(|(e, _)| e == "line")
+            .all(|(_, d)| d["container"] == "app"),
+        "{seen:?}"
+    );
+
+    // A Job's pods, as text: each line prefixed with its pod and container.
+    let batch = eventually(SOON, "the Job's two pods running", || async {
+        let pods = running_pods(&server, &ns.name, "job-name%3Dbatch").await;
+        (pods.len() == 2).then_some(pods)
+    })
+    .await
+    .0;
+    let (status, text) = server
+        .get_text(&format!(
+            "/jobs/batch/logs?namespace={}&tailLines=2",
+            ns.name
+        ))
+        .await;
+    assert_eq!(status, 200, "{text}");
+    let tagged: BTreeSet<String> = text
+        .lines()
+        .map(|line| {
+            let (tag, rest) = line
+                .strip_prefix("[pod/")
+                .and_then(|l| l.split_once("/work] "))
+                .unwrap_or_else(|| panic!("a tagged line: {line:?}"));
+            number(rest);
+            tag.to_string()
+        })
+        .collect();
+    assert_eq!(tagged, batch, "{text}");
+    assert_eq!(text.lines().count(), 4, "{text}");
+}
+
+/// A Role of `rules` and its binding to `user`, both named `name`.
+async fn bind(ns: &TestNamespace, user: &crate::access::User, name: &str, rules: Value) {
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": name}, "rules": rules
+    }))
+    .unwrap();
+    ns.api::<Role>()
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": user.name, "namespace": ns.name}]
+    }))
+    .unwrap();
+    ns.api::<RoleBinding>()
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+}
+
+/// Reads a stream until it ends, within `deadline`; what it sent meanwhile.
+async fn ends_within(stream: &mut Lines, deadline: Duration, what: &str) -> String {
+    let mut text = String::from_utf8_lossy(&stream.pending).into_owned();
+    let ended = tokio::time::timeout(deadline, async {
+        while let Ok(Some(chunk)) = stream.response.chunk().await {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "{what}: still open after {deadline:?}");
+    text
+}
+
+#[tokio::test]
+async fn a_followed_log_ends_once_its_caller_may_no_longer_read_it() {
+    let ns = namespace_with(
+        "logs-revoked",
+        running_pod("web", &["app"], json!({"app": "web"})),
+    )
+    .await;
+    let reader = account(&ns, "reader").await;
+    // Two bindings: the pods stay readable, their logs are taken away.
+    bind(
+        &ns,
+        &reader,
+        "see-pods",
+        json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]),
+    )
+    .await;
+    bind(
+        &ns,
+        &reader,
+        "read-logs",
+        json!([{"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}]),
+    )
+    .await;
+    let server = Server::start(&["--auth", "delegated"]);
+    eventually(SOON, "RBAC evaluated in memory", || async {
+        let (_, body) = server.probe("/readyz?verbose").await;
+        body.contains("RBAC evaluated in memory").then_some(())
+    })
+    .await;
+    let token = Some(reader.token.as_str());
+    eventually(SOON, "pod web running", || async {
+        let path = format!("/pods/web?namespace={}", ns.name);
+        let (status, body) = server.send_as(token, "GET", &path, None).await;
+        (status == 200 && body["data"]["statusText"] == "Running").then_some(())
+    })
+    .await;
+    let pod_path = format!(
+        "/pods/web/logs?namespace={}&tailLines=1&follow=true",
+        ns.name
+    );
+    let mut pod_log = Lines::open(&server, &pod_path, &[], token).await;
+    number(&pod_log.next().await);
+    let merged_path = format!(
+        "/pods/logs?namespace={}&labelSelector=app%3Dweb&tailLines=1&follow=true",
+        ns.name
+    );
+    let sse = [("accept", "text/event-stream")];
+    let mut merged = Lines::open(&server, &merged_path, &sse, token).await;
+    events_until(&mut merged, |seen| !pods_with(seen, "line").is_empty()).await;
+
+    ns.api::<RoleBinding>()
+        .delete("read-logs", &DeleteParams::default())
+        .await
+        .unwrap();
+    let deadline = Duration::from_secs(5);
+    ends_within(&mut pod_log, deadline, "the pod's log").await;
+    let rest = ends_within(&mut merged, deadline, "the merged log").await;
+    assert!(
+        rest.contains("event: ended") && rest.contains("no get pods/log on pod web"),
+        "the merged log ends saying why: {rest}"
+    );
+    // The pods are still readable: only their logs were taken.
+    let (status, _) = server
+        .send_as(
+            token,
+            "GET",
+            &format!("/pods/web?namespace={}", ns.name),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn log_streams_count_in_their_clients_share_of_open_watches() {
+    let ns = namespace_with(
+        "logs-fair",
+        running_pod("web", &["app"], json!({"app": "web"})),
+    )
+    .await;
+    let server = Server::start(&["--max-watches", "2"]);
+    wait_running(&server, &ns.name, "web").await;
+    let from = |ip: [u8; 4]| {
+        reqwest::Client::builder()
+            .local_address(std::net::IpAddr::from(ip))
+            .build()
+            .unwrap()
+    };
+    let (hog, quiet) = (from([127, 0, 0, 2]), from([127, 0, 0, 3]));
+    let url = |path: &str| {
+        format!(
+            "{}{path}?namespace={}&tailLines=1&follow=true",
+            server.base, ns.name
+        )
+    };
+    let open = |client: &reqwest::Client, path: &str| client.get(url(path)).send();
+    // A pod's log and a merged one: both are streams held in the share.
+    let first = open(&hog, "/pods/web/logs").await.unwrap();
+    assert_eq!(first.status(), 200);
+    let second = hog
+        .get(format!("{}&labelSelector=app%3Dweb", url("/pods/logs")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(second.status(), 200);
+    let refused = open(&hog, "/pods/web/logs").await.unwrap();
+    assert_eq!(refused.status(), 429);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let body: Value = tokio::time::timeout(SOON, refused.json())
+        .await
+        .expect("a refusal, not a stream")
+        .unwrap();
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("client 127.0.0.2 holds 2 open watches, its share of 2"),
+        "{body}"
+    );
+    // Another client is served as if the hog were not there.
+    let served = open(&quiet, "/pods/web/logs").await.unwrap();
+    assert_eq!(served.status(), 200);
+    // Streams closed give their places back.
+    drop((first, served));
+    eventually(SOON, "the hog's place given back", || async {
+        let again = open(&hog, "/pods/web/logs").await.unwrap();
+        (again.status() == 200).then_some(())
+    })
+    .await;
+    drop(second);
+}
+
 /// The server's count of open log streams, from /metrics.
 async fn open_log_streams(server: &Server) -> u64 {
     let (_, metrics) = server.probe("/metrics").await;
@@ -563,14 +849,7 @@ async fn open_log_streams(server: &Server) -> u64 {
 
 #[tokio::test]
 async fn a_followed_log_ends_when_its_client_goes_and_at_shutdown() {
-    let ns = TestNamespace::new("logs-end").await;
-    ns.api::<Pod>()
-        .create(
-            &PostParams::default(),
-            &running_pod("web", &["app"], json!({})),
-        )
-        .await
-        .unwrap();
+    let ns = namespace_with("logs-end", running_pod("web", &["app"], json!({}))).await;
     let server = Server::start(&[]);
     wait_running(&server, &ns.name, "web").await;
     let path = format!(
@@ -620,14 +899,7 @@ fn resident_kib(server: &Server) -> u64 {
 /// buffers, not in k8sailor.
 #[tokio::test]
 async fn a_client_that_stops_reading_does_not_grow_the_servers_memory() {
-    let ns = TestNamespace::new("logs-slow").await;
-    ns.api::<Pod>()
-        .create(
-            &PostParams::default(),
-            &running_pod("big", &["flood"], json!({})),
-        )
-        .await
-        .unwrap();
+    let ns = namespace_with("logs-slow", running_pod("big", &["flood"], json!({}))).await;
     let server = Server::start(&[]);
     wait_running(&server, &ns.name, "big").await;
     let path = format!("/pods/big/logs?namespace={}", ns.name);
