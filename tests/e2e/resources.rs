@@ -4,6 +4,8 @@
 //! Secrets kept as metadata only; and what k8sailor lists, kind by kind, against the
 //! apiserver's own list at the same resourceVersion.
 
+mod fixtures;
+
 use std::collections::BTreeSet;
 
 use kube::Api;
@@ -14,8 +16,11 @@ use kube::api::{
 use serde_json::{Value, json};
 
 use crate::deploy::{ClusterScoped, ShippedRbac, TempDir, account_with_rules, token_kubeconfig};
-use crate::support::{SOON, Server, TestNamespace, cluster, eventually, names};
+use crate::support::{
+    SOON, Server, TestNamespace, cleanup_in_background, cluster, eventually, names,
+};
 use crate::watch::{Watch, summary};
+use fixtures::{FIXTURES, Fixture, Which};
 
 /// A served resource as `/resources` lists it, as a kube `ApiResource`.
 fn api_resource(served: &Value) -> ApiResource {
@@ -434,6 +439,18 @@ async fn every_served_kind_lists_what_the_apiserver_lists_at_the_same_version() 
         let name = served["name"].as_str().unwrap();
         let namespaced = served["namespaced"] == true;
         let (status, listed) = server.get(&format!("/{name}")).await;
+        // A custom resource (named with its group) whose CRD another test deleted since
+        // `/resources` answered is no longer served.
+        if status == 404 && name.contains('.') {
+            let (_, now) = server.get("/resources").await;
+            let still = now["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["name"] == name);
+            assert!(!still, "{name} is served but its list is a 404: {listed}");
+            continue;
+        }
         assert_eq!(status, 200, "{name}: {listed}");
         let version = listed["metadata"]["resourceVersion"]
             .as_str()
@@ -460,10 +477,12 @@ async fn every_served_kind_lists_what_the_apiserver_lists_at_the_same_version() 
         let params = ListParams::default()
             .at(&version)
             .matching(VersionMatch::Exact);
-        let theirs: BTreeSet<(String, String, String)> = api
-            .list(&params)
-            .await
-            .unwrap_or_else(|e| panic!("{name} at {version}: {e}"))
+        let theirs = match api.list(&params).await {
+            // Its CRD deleted since k8sailor listed it, as above.
+            Err(kube::Error::Api(e)) if e.code == 404 && name.contains('.') => continue,
+            theirs => theirs.unwrap_or_else(|e| panic!("{name} at {version}: {e}")),
+        };
+        let theirs: BTreeSet<(String, String, String)> = theirs
             .items
             .into_iter()
             .map(|o| {
@@ -526,4 +545,299 @@ async fn a_kind_rbac_refuses_is_named_not_served_and_the_rest_are_served() {
         "logged once: {}",
         server.logs()
     );
+}
+
+/// Cluster-scoped objects a test makes, deleted when it ends, however it ends.
+#[derive(Default)]
+struct Leftovers(Vec<(ApiResource, String)>);
+
+impl Drop for Leftovers {
+    fn drop(&mut self) {
+        let objects = std::mem::take(&mut self.0);
+        cleanup_in_background(move |client| async move {
+            for (resource, name) in objects {
+                let _ = Api::<DynamicObject>::all_with(client.clone(), &resource)
+                    .delete(&name, &DeleteParams::background())
+                    .await;
+            }
+        });
+    }
+}
+
+/// Every built-in kind k8sailor serves, each from a fixture of its own (a test's failure
+/// names the kind): created through the apiserver, selected by labels and by its own field
+/// selectors as the apiserver selects, got at the apiserver's resourceVersion, printed,
+/// watched from before its creation to its deletion, and 404 once deleted. All kinds at once.
+#[tokio::test]
+async fn every_built_in_kind_is_created_selected_got_watched_and_deleted() {
+    let ns = TestNamespace::new("kinds-all").await;
+    let server = Server::start(&["--resources", "*,secrets"]);
+    let (status, all) = server.get("/resources").await;
+    assert_eq!(status, 200, "{all}");
+    let all = all["data"].as_array().unwrap();
+    // A custom resource is named with its group (`widgets.example.com`), a built-in kind not.
+    let built_in: BTreeSet<&str> = all
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .filter(|name| !name.contains('.'))
+        .collect();
+    let fixtures: BTreeSet<&str> = FIXTURES.iter().map(|f| f.resource).collect();
+    assert_eq!(
+        built_in, fixtures,
+        "every built-in kind served has a fixture, and every fixture's kind is served"
+    );
+    let mut leftovers = Leftovers::default();
+    let mut kinds = Vec::new();
+    for fixture in FIXTURES {
+        let served = all.iter().find(|r| r["name"] == fixture.resource).unwrap();
+        let kind = BuiltInKind::new(&ns, fixture, served);
+        if !kind.namespaced {
+            for which in [Which::Selected, Which::Other] {
+                leftovers
+                    .0
+                    .push((kind.resource.clone(), (fixture.name)(&ns.name, which)));
+            }
+        }
+        kinds.push(kind);
+    }
+    futures::future::join_all(kinds.iter().map(|kind| kind.exercise(&server))).await;
+}
+
+/// One kind of the test above: its fixture, as served, and the apiserver's API of it.
+struct BuiltInKind<'a> {
+    ns: &'a TestNamespace,
+    fixture: &'static Fixture,
+    kind: String,
+    namespaced: bool,
+    resource: ApiResource,
+    api: Api<DynamicObject>,
+}
+
+impl<'a> BuiltInKind<'a> {
+    fn new(ns: &'a TestNamespace, fixture: &'static Fixture, served: &Value) -> Self {
+        let resource = api_resource(served);
+        let namespaced = served["namespaced"] == true;
+        let api = if namespaced {
+            Api::namespaced_with(ns.client.clone(), &ns.name, &resource)
+        } else {
+            Api::all_with(ns.client.clone(), &resource)
+        };
+        BuiltInKind {
+            ns,
+            fixture,
+            kind: served["kind"].as_str().unwrap().into(),
+            namespaced,
+            resource,
+            api,
+        }
+    }
+
+    fn name(&self, which: Which) -> String {
+        (self.fixture.name)(&self.ns.name, which)
+    }
+
+    /// The labels of both objects, and the one the selected object has beside them.
+    fn labels(&self, which: Which) -> Value {
+        let mut labels = json!({"e2e-run": self.ns.name});
+        if which == Which::Selected {
+            labels["selected"] = json!("yes");
+        }
+        labels
+    }
+
+    /// The next event that is not a status update or a bookmark.
+    async fn next_change(watch: &mut Watch) -> (String, String) {
+        loop {
+            let event = watch.next().await;
+            if event["type"] != "MODIFIED" && event["type"] != "BOOKMARK" {
+                return summary(&event);
+            }
+        }
+    }
+
+    async fn exercise(&self, server: &Server) {
+        let resource = self.fixture.resource;
+        let (x, y) = (self.name(Which::Selected), self.name(Which::Other));
+        let (scope, query) = if self.namespaced {
+            let ns = &self.ns.name;
+            (format!("&namespace={ns}"), format!("?namespace={ns}"))
+        } else {
+            (String::new(), String::new())
+        };
+        let run = format!("e2e-run={}", self.ns.name);
+        let list = format!(
+            "/{resource}?labelSelector={}{scope}",
+            run.replace('=', "%3D")
+        );
+        let selected = format!(
+            "/{resource}?labelSelector={},selected{scope}",
+            run.replace('=', "%3D")
+        );
+
+        let mut watch = Watch::open(server, &format!("{selected}&watch=true"), false).await;
+        assert_eq!(
+            watch.next().await["type"],
+            "BOOKMARK",
+            "{resource}: none yet"
+        );
+        for which in [Which::Selected, Which::Other] {
+            let mut manifest = (self.fixture.object)(&self.name(which), which, &self.ns.name);
+            manifest["metadata"]["labels"] = self.labels(which);
+            let object: DynamicObject = serde_json::from_value(manifest).unwrap();
+            self.api
+                .create(&PostParams::default(), &object)
+                .await
+                .unwrap_or_else(|e| panic!("create {resource} {}: {e}", self.name(which)));
+        }
+        assert_eq!(
+            Self::next_change(&mut watch).await,
+            ("ADDED".into(), x.clone()),
+            "{resource}"
+        );
+        let both = {
+            let mut both = vec![x.clone(), y.clone()];
+            both.sort();
+            both
+        };
+        eventually(SOON, &format!("{resource}: both listed"), || async {
+            let mut listed = server.names(&list).await?;
+            listed.sort();
+            (listed == both).then_some(())
+        })
+        .await;
+        let (status, by_label) = server.get(&selected).await;
+        assert_eq!(status, 200, "{resource}: {by_label}");
+        assert_eq!(names(&by_label), [x.as_str()], "{resource}: {by_label}");
+
+        // metadata.name, which every kind has, and the kind's own field, if it has one, each
+        // selecting what the fixture says; metadata.namespace where the apiserver takes it
+        // (not on Nodes or Namespaces), selecting both. Each as the apiserver selects, and
+        // refused where it refuses.
+        let namespace = if self.namespaced { &self.ns.name } else { "" };
+        let mut fields = vec![
+            (format!("metadata.name={x}"), Some(vec![x.clone()])),
+            (format!("metadata.namespace={namespace}"), None),
+        ];
+        if let Some((field, which)) = self.fixture.field {
+            let mut expected: Vec<String> = which.iter().map(|w| self.name(*w)).collect();
+            expected.sort();
+            fields.push((field.to_string(), Some(expected)));
+        }
+        for (field, expected) in fields {
+            let path = format!("{list}&fieldSelector={}", field.replace('=', "%3D"));
+            let (status, body) = server.get(&path).await;
+            let ours = match status {
+                200 => {
+                    let mut ours = names(&body);
+                    ours.sort();
+                    Some(ours)
+                }
+                400 => None,
+                _ => panic!("{path}: {body}"),
+            };
+            let params = ListParams::default().labels(&run).fields(&field);
+            let theirs = match self.api.list(&params).await {
+                Ok(list) => {
+                    let mut theirs: Vec<String> = list
+                        .items
+                        .into_iter()
+                        .map(|o| o.metadata.name.unwrap())
+                        .collect();
+                    theirs.sort();
+                    Some(theirs)
+                }
+                Err(kube::Error::Api(e)) if e.code == 400 => None,
+                Err(e) => panic!("{resource} {field} at the apiserver: {e}"),
+            };
+            assert_eq!(
+                ours, theirs,
+                "{resource} {field}: ours, the apiserver's: {body}"
+            );
+            match expected {
+                Some(expected) => assert_eq!(ours, Some(expected), "{resource} {field}"),
+                // Where it is taken, the object's namespace selects both.
+                None => assert!(
+                    ours.is_none() || ours.as_ref() == Some(&both),
+                    "{resource} {field}: {body}"
+                ),
+            }
+        }
+
+        // The apiserver's object and ours at the same version (a controller may be writing
+        // its status meanwhile).
+        let (one, theirs) = eventually(
+            SOON,
+            &format!("{resource}/{x} as the apiserver has it"),
+            || async {
+                let theirs = self.api.get(&x).await.expect("the apiserver's object");
+                let (status, one) = server.get(&format!("/{resource}/{x}{query}")).await;
+                (status == 200
+                    && one["data"]["resourceVersion"].as_str()
+                        == theirs.metadata.resource_version.as_deref())
+                .then_some((one, theirs))
+            },
+        )
+        .await
+        .0;
+        let data = &one["data"];
+        assert_eq!(
+            data["name"].as_str(),
+            theirs.metadata.name.as_deref(),
+            "{one}"
+        );
+        if self.namespaced {
+            assert_eq!(
+                data["namespace"].as_str(),
+                theirs.metadata.namespace.as_deref(),
+                "{one}"
+            );
+        } else {
+            assert!(
+                theirs.metadata.namespace.is_none(),
+                "{resource}: {theirs:?}"
+            );
+            assert!(
+                data["namespace"].as_str().is_none_or(str::is_empty),
+                "{resource}: {one}"
+            );
+        }
+        assert_eq!(data["labels"], json!(theirs.metadata.labels), "{one}");
+        let (status, output) = server.get(&format!("/{resource}/{x}/output{query}")).await;
+        assert_eq!(status, 200, "{resource}: {output}");
+        // A Secret is kept as its metadata alone (`a_secrets_value_appears_in_no_answer`).
+        let kind = if resource == "secrets" {
+            "PartialObjectMetadata"
+        } else {
+            &self.kind
+        };
+        assert_eq!(
+            (
+                &output["kind"],
+                &output["metadata"]["name"],
+                &output["metadata"]["uid"]
+            ),
+            (&json!(kind), &json!(x), &json!(theirs.metadata.uid)),
+            "{resource}: {output}"
+        );
+
+        for name in [&y, &x] {
+            self.api
+                .delete(name, &DeleteParams::background())
+                .await
+                .unwrap_or_else(|e| panic!("delete {resource} {name}: {e}"));
+        }
+        assert_eq!(
+            Self::next_change(&mut watch).await,
+            ("DELETED".into(), x.clone()),
+            "{resource}: the other one never selected"
+        );
+        let gone = self.api.get_opt(&x).await.expect("the apiserver answers");
+        assert!(gone.is_none(), "{resource}: {gone:?}");
+        let (status, missing) = server.get(&format!("/{resource}/{x}{query}")).await;
+        assert_eq!(status, 404, "{resource}: {missing}");
+        eventually(SOON, &format!("{resource}: none listed"), || async {
+            server.names(&list).await?.is_empty().then_some(())
+        })
+        .await;
+    }
 }

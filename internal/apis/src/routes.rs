@@ -27,6 +27,7 @@ pub fn api() -> OpenApiRouter<AppState> {
             .routes(routes!(ping))
             .routes(routes!(list_deployments))
             .routes(routes!(get_deployment, create_deployment, delete_deployment))
+            .routes(routes!(deployment_output))
             .routes(routes!(scale_deployment))
             .routes(routes!(pods_of_deployment))
             .routes(routes!(services_of_deployment))
@@ -190,6 +191,33 @@ async fn get_deployment(
     ApiQuery(q): ApiQuery<ObjectParams>,
 ) -> Result<Response, ApiError> {
     kinds::get_one::<DeploymentRecord>(s, DeploymentRecord::resource(), name, q).await
+}
+
+/// The raw Deployment, not enveloped, as `kubectl get deployment -o json|yaml` prints it:
+/// without this route `/deployments/{name}/output` would reach the generic one, which serves
+/// only kinds without routes of their own.
+#[utoipa::path(get, path = "/deployments/{name}/output", tag = "deployments",
+    params(("name" = String, Path, description = "Deployment name"), OutputParams),
+    responses(
+        (status = 200, description = "The Deployment object as kubectl prints it (keys sorted, no managedFields)",
+            content((Object = "application/json"), (String = "application/yaml"))),
+        (status = 400, description = "Invalid namespace, name or outputFormat", body = ErrorEnvelope),
+        (status = 404, description = "No such Deployment", body = ErrorEnvelope),
+    ))]
+async fn deployment_output(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<OutputParams>,
+) -> Result<Response, ApiError> {
+    let output = s
+        .workloads
+        .object_output::<DeploymentRecord>(
+            q.namespace.as_deref(),
+            &name,
+            q.output_format.as_deref(),
+        )
+        .await?;
+    Ok(printed(output))
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -502,6 +502,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/k8sailor/v0/deployments/{name}"),
     ("post", "/k8sailor/v0/deployments/{name}"),
     ("delete", "/k8sailor/v0/deployments/{name}"),
+    ("get", "/k8sailor/v0/deployments/{name}/output"),
     ("put", "/k8sailor/v0/deployments/{name}/replicas"),
     ("get", "/k8sailor/v0/deployments/{name}/pods"),
     ("get", "/k8sailor/v0/pods"),

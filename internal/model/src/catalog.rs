@@ -139,8 +139,11 @@ macro_rules! catalog {
     (@visit $v:ident, Cluster, $object:ty, $row:expr) => { $v.cluster::<$object>($row) };
 }
 
-/// metadata.name only: the apiserver's field set of a cluster-scoped object has no namespace.
-const CLUSTER_FIELDS: &[&str] = &["metadata.name"];
+/// A cluster-scoped kind without field labels of its own: the apiserver's default
+/// conversion accepts `metadata.namespace` for it too, read as "" (its field set has none),
+/// so `metadata.namespace=` selects every object and any other value none. Nodes and
+/// Namespaces have their own lists, without it.
+const CLUSTER_FIELDS: &[&str] = METADATA_FIELDS;
 
 use PodOwnership::{Controller, ThroughReplicaSets};
 use ServedBy::{Generic, MetadataOnly};
