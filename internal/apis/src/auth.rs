@@ -221,7 +221,7 @@ fn rule(
                 access(list_verb, &DEPLOYMENTS, list_ns, None),
             ));
         }
-        ("/deployments/{name}", "GET") => {
+        ("/deployments/{name}" | "/deployments/{name}/output", "GET") => {
             vec![access("get", &DEPLOYMENTS, object_ns, name)]
         }
         ("/deployments/{name}", "POST") => {

@@ -28,6 +28,7 @@ pub fn api() -> OpenApiRouter<AppState> {
             .routes(routes!(list_deployments))
             .routes(routes!(get_deployment, create_deployment, delete_deployment))
             .routes(routes!(scale_deployment))
+            .routes(routes!(deployment_output))
             .routes(routes!(pods_of_deployment))
             .routes(routes!(services_of_deployment))
             .routes(routes!(ingresses_of_deployment))
@@ -478,6 +479,32 @@ async fn pod_events(
         .workloads
         .pod_events(q.namespace.as_deref(), &name)
         .await?))
+}
+
+/// The Deployment, not enveloped, as `kubectl get deployment -o json|yaml` prints it: the
+/// dashboard's YAML, owner and selector of a Deployment.
+#[utoipa::path(get, path = "/deployments/{name}/output", tag = "deployments",
+    params(("name" = String, Path, description = "Deployment name"), OutputParams),
+    responses(
+        (status = 200, description = "The Deployment object as kubectl prints it (keys sorted, no managedFields), read from the apiserver whatever the source",
+            content((Object = "application/json"), (String = "application/yaml"))),
+        (status = 400, description = "Invalid namespace, name or outputFormat", body = ErrorEnvelope),
+        (status = 404, description = "No such Deployment", body = ErrorEnvelope),
+    ))]
+async fn deployment_output(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<OutputParams>,
+) -> Result<Response, ApiError> {
+    let output = s
+        .workloads
+        .object_output::<DeploymentRecord>(
+            q.namespace.as_deref(),
+            &name,
+            q.output_format.as_deref(),
+        )
+        .await?;
+    Ok(printed(output))
 }
 
 /// The raw Pod, not enveloped, as `kubectl get pod -o json|yaml` prints it.

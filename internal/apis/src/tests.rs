@@ -504,6 +504,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("delete", "/k8sailor/v0/deployments/{name}"),
     ("put", "/k8sailor/v0/deployments/{name}/replicas"),
     ("get", "/k8sailor/v0/deployments/{name}/pods"),
+    ("get", "/k8sailor/v0/deployments/{name}/output"),
     ("get", "/k8sailor/v0/pods"),
     ("get", "/k8sailor/v0/pods/{name}"),
     ("delete", "/k8sailor/v0/pods/{name}"),
@@ -1225,6 +1226,11 @@ mod dashboard {
                 "/dashboard/app.js",
                 "text/javascript; charset=utf-8",
                 "application/x-ndjson",
+            ),
+            (
+                "/dashboard/logs.js",
+                "text/javascript; charset=utf-8",
+                "export class LogWindow",
             ),
             (
                 "/dashboard/style.css",
