@@ -81,8 +81,11 @@ async function failureOf(res) {
   return new ApiFailure(res.status, reason);
 }
 
-/** One call; resolves to the envelope's `data`, or the text when `text` is set. */
-async function api(path, params = {}, { method = "GET", text = false, signal } = {}) {
+/**
+ * One call; resolves to the envelope's `data`, or the text when `text` is set. A call made in
+ * the background (`background`) does not set the badge: the ping does that.
+ */
+async function api(path, params = {}, { method = "GET", text = false, signal, background = false } = {}) {
   let res;
   try {
     res = await fetch(apiUrl(path, params), {
@@ -94,7 +97,7 @@ async function api(path, params = {}, { method = "GET", text = false, signal } =
     if (err.name === "AbortError") throw err;
     throw new ApiFailure(0, err.message);
   }
-  connection.sawResponse(res);
+  if (!background) connection.sawResponse(res);
   if (!res.ok) {
     const failure = await failureOf(res);
     if (failure.status === 401) signInNeeded(failure);
@@ -651,7 +654,7 @@ const registry = {
   },
   async load() {
     try {
-      const list = await api("/resources");
+      const list = await api("/resources", {}, { background: true });
       const names = list.map((r) => r.name).join(",");
       this.byName = new Map(list.map((r) => [r.name, r]));
       if (names !== this.names) {
@@ -1000,7 +1003,7 @@ function objectDetails(route, resource, { overview = false } = {}) {
     "div",
     {},
     error,
-    h("div", { class: "grid" }, h("div", { class: "panel" }, h("h2", {}, "Owner"), owner), overview ? null : h("div", { class: "panel" }, h("h2", {}, "Owns"), owned.el)),
+    h("div", { class: "grid" }, h("div", { class: "panel" }, h("h2", {}, "Owner"), owner), overview || !OWNED[resource.kind] ? null : h("div", { class: "panel" }, h("h2", {}, "Owns"), owned.el)),
     h(
       "nav",
       { class: "tabs", "aria-label": `${resource.kind} details` },
@@ -1219,7 +1222,12 @@ function logView(route, resource, object, body) {
   };
   const open = async () => {
     controller?.abort();
-    controller = new AbortController();
+    // This stream's own: a stream replaced while it starts must not read into the view.
+    const mine = new AbortController();
+    controller = mine;
+    cancelAnimationFrame(flush);
+    flush = 0;
+    pending = [];
     view.clear();
     pods.clear();
     showCount();
@@ -1239,12 +1247,14 @@ function logView(route, resource, object, body) {
     status.textContent = "connecting";
     status.className = "note";
     try {
-      const res = await fetch(url, { headers: headers("text/event-stream"), signal: controller.signal });
+      if (mine.signal.aborted) return;
+      const res = await fetch(url, { headers: headers("text/event-stream"), signal: mine.signal });
       connection.sawResponse(res);
       if (!res.ok) throw await failureOf(res);
       status.textContent = "following";
       status.className = "note s-ok";
       await readEvents(res.body, (type, data) => {
+        if (mine.signal.aborted) return;
         if (!merged) return add({ text: data });
         const event = JSON.parse(data);
         if (type === "line") {
@@ -1527,7 +1537,13 @@ const tokenDialog = document.getElementById("token-dialog");
 const tokenInput = document.getElementById("token-input");
 const banner = document.getElementById("banner");
 
+// The Token button is for a server that checks tokens: shown once one answers 401, or a
+// token is kept.
+const tokenButton = document.getElementById("token-button");
+tokenButton.hidden = !token();
+
 function signInNeeded(failure) {
+  tokenButton.hidden = false;
   banner.replaceChildren(
     failure.message,
     " ",
@@ -1542,7 +1558,7 @@ function openTokenDialog() {
   tokenInput.focus();
 }
 
-document.getElementById("token-button").addEventListener("click", openTokenDialog);
+tokenButton.addEventListener("click", openTokenDialog);
 document.getElementById("token-cancel").addEventListener("click", () => tokenDialog.close());
 document.getElementById("token-forget").addEventListener("click", () => {
   sessionStorage.removeItem(TOKEN_KEY);
