@@ -6,6 +6,8 @@
 // render only the rows in view. Views are hash routes, so each is a link and the server needs
 // no route per view; every URL is relative, so the page works under an ingress sub-path.
 
+import { LogWindow, readEvents } from "./logs.js";
+
 const PREFIX = document.querySelector('meta[name="k8sailor-api-prefix"]').content.replace(/^\/+|\/+$/g, "");
 const TOKEN_KEY = "k8sailor.token";
 const ROW_HEIGHT = 32;
@@ -79,8 +81,11 @@ async function failureOf(res) {
   return new ApiFailure(res.status, reason);
 }
 
-/** One call; resolves to the envelope's `data`, or the text when `text` is set. */
-async function api(path, params = {}, { method = "GET", text = false, signal } = {}) {
+/**
+ * One call; resolves to the envelope's `data`, or the text when `text` is set. A call made in
+ * the background (`background`) does not set the badge: the ping does that.
+ */
+async function api(path, params = {}, { method = "GET", text = false, signal, background = false } = {}) {
   let res;
   try {
     res = await fetch(apiUrl(path, params), {
@@ -92,7 +97,7 @@ async function api(path, params = {}, { method = "GET", text = false, signal } =
     if (err.name === "AbortError") throw err;
     throw new ApiFailure(0, err.message);
   }
-  connection.sawResponse(res);
+  if (!background) connection.sawResponse(res);
   if (!res.ok) {
     const failure = await failureOf(res);
     if (failure.status === 401) signInNeeded(failure);
@@ -164,7 +169,7 @@ setInterval(() => connection.show(), 1000);
 // ---------------------------------------------------------------------------------------------
 // Watches
 
-const keyOf = (o) => `${o.namespace}/${o.name}`;
+const keyOf = (o) => `${o.namespace || ""}/${o.name}`;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -457,7 +462,16 @@ class LiveTable {
   }
 
   row(o, key) {
-    return h("tr", { "data-key": key }, this.columns.map((c) => h("td", { class: c.class?.(o) }, c.cell(o))));
+    return h(
+      "tr",
+      { "data-key": key },
+      this.columns.map((c) => {
+        const content = c.cell(o);
+        // The whole text on hover, where a narrow column cuts it.
+        const text = content instanceof Node ? content.textContent : content;
+        return h("td", { class: c.class?.(o), title: text === "" || text === undefined || text === null ? undefined : String(text) }, content);
+      }),
+    );
   }
 
   spacer() {
@@ -484,14 +498,20 @@ function parseRoute() {
     name: parts[1] || "",
     tab: parts[2] || "",
     labelSelector: params.get("labelSelector") || "",
+    search: params.get("search") || "",
+    wide: params.get("wide") === "1",
   };
 }
 
-function link({ namespace = "", kind, name = "", tab = "", labelSelector = "" }) {
+function link({ namespace = "", kind, name = "", tab = "", labelSelector = "", search = "", wide = false }) {
   let path = namespace ? `#/ns/${encodeURIComponent(namespace)}/${kind}` : `#/${kind}`;
   if (name) path += `/${encodeURIComponent(name)}`;
   if (tab) path += `/${tab}`;
-  if (labelSelector) path += `?${new URLSearchParams({ labelSelector })}`;
+  const query = new URLSearchParams();
+  if (labelSelector) query.set("labelSelector", labelSelector);
+  if (search) query.set("search", search);
+  if (wide) query.set("wide", "1");
+  if ([...query].length > 0) path += `?${query}`;
   return path;
 }
 
@@ -500,11 +520,12 @@ const a = (href, text) => h("a", { href }, text);
 // ---------------------------------------------------------------------------------------------
 // Columns
 
-const namespaceColumn = { title: "Namespace", cell: (o) => a(link({ namespace: o.namespace, kind: "deployments" }), o.namespace) };
+const namespaceColumn = (kind) => ({ title: "Namespace", cell: (o) => a(link({ namespace: o.namespace, kind }), o.namespace) });
+const nameColumn = (kind) => ({ title: "Name", cell: (o) => a(link({ namespace: o.namespace, kind, name: o.name }), o.name) });
 
 const deploymentColumns = (allNamespaces) => [
-  ...(allNamespaces ? [namespaceColumn] : []),
-  { title: "Name", cell: (d) => a(link({ namespace: d.namespace, kind: "deployments", name: d.name }), d.name) },
+  ...(allNamespaces ? [namespaceColumn("deployments")] : []),
+  nameColumn("deployments"),
   { title: "Ready", cell: (d) => d.ready, class: (d) => (d.available >= d.replicas ? "s-ok" : "s-warn") },
   { title: "Up-to-date", cell: (d) => d.upToDate },
   { title: "Available", cell: (d) => d.available },
@@ -513,8 +534,8 @@ const deploymentColumns = (allNamespaces) => [
 ];
 
 const podColumns = (allNamespaces) => [
-  ...(allNamespaces ? [namespaceColumn] : []),
-  { title: "Name", cell: (p) => a(link({ namespace: p.namespace, kind: "pods", name: p.name }), p.name) },
+  ...(allNamespaces ? [namespaceColumn("pods")] : []),
+  nameColumn("pods"),
   { title: "Ready", cell: (p) => p.ready },
   { title: "Status", cell: (p) => p.statusText, class: (p) => statusClass(p.statusText) },
   { title: "Restarts", cell: (p) => p.restarts },
@@ -524,8 +545,8 @@ const podColumns = (allNamespaces) => [
 ];
 
 const replicaSetColumns = (allNamespaces) => [
-  ...(allNamespaces ? [namespaceColumn] : []),
-  { title: "Name", cell: (r) => r.name },
+  ...(allNamespaces ? [namespaceColumn("replicasets")] : []),
+  nameColumn("replicasets"),
   { title: "Desired", cell: (r) => r.desired },
   { title: "Current", cell: (r) => r.current },
   { title: "Ready", cell: (r) => r.ready },
@@ -537,8 +558,8 @@ const replicaSetColumns = (allNamespaces) => [
 const selectorText = (labels) => Object.entries(labels || {}).map(([k, v]) => `${k}=${v}`).join(",");
 
 const serviceColumns = (allNamespaces) => [
-  ...(allNamespaces ? [namespaceColumn] : []),
-  { title: "Name", cell: (s) => s.name },
+  ...(allNamespaces ? [namespaceColumn("services")] : []),
+  nameColumn("services"),
   { title: "Type", cell: (s) => s.type },
   { title: "Cluster-IP", cell: (s) => s.clusterIp },
   { title: "External-IP", cell: (s) => s.externalIp },
@@ -548,8 +569,8 @@ const serviceColumns = (allNamespaces) => [
 ];
 
 const ingressColumns = (allNamespaces) => [
-  ...(allNamespaces ? [namespaceColumn] : []),
-  { title: "Name", cell: (i) => i.name },
+  ...(allNamespaces ? [namespaceColumn("ingresses")] : []),
+  nameColumn("ingresses"),
   { title: "Class", cell: (i) => i.class },
   { title: "Hosts", cell: (i) => i.hosts },
   { title: "Address", cell: (i) => i.address },
@@ -561,37 +582,182 @@ const ingressColumns = (allNamespaces) => [
   },
 ];
 
+const namespaceListColumns = () => [
+  nameColumn("namespaces"),
+  { title: "Status", cell: (n) => n.status, class: (n) => (n.status === "Active" ? "s-ok" : "s-warn") },
+  { title: "Age", cell: (n) => age(n.creationTimestamp) },
+];
+
+/**
+ * The kinds whose answers are the original client's records rather than kubectl's cells, with
+ * the columns drawn from them; every other kind's table is drawn from its cells.
+ */
 const KINDS = {
-  deployments: { title: "Deployments", path: "/deployments", columns: deploymentColumns, noun: "Deployment" },
-  pods: { title: "Pods", path: "/pods", columns: podColumns, noun: "pod" },
-  replicasets: { title: "ReplicaSets", path: "/replicasets", columns: replicaSetColumns, noun: "ReplicaSet" },
-  // Shown once the server serves them.
-  services: { title: "Services", path: "/services", columns: serviceColumns, noun: "Service", optional: true },
-  ingresses: { title: "Ingresses", path: "/ingresses", columns: ingressColumns, noun: "Ingress", optional: true },
+  deployments: { columns: deploymentColumns },
+  pods: { columns: podColumns },
+  replicasets: { columns: replicaSetColumns },
+  services: { columns: serviceColumns },
+  ingresses: { columns: ingressColumns },
+  namespaces: { columns: namespaceListColumns },
 };
 
-served.then((paths) => {
-  const nav = document.querySelector(".top nav");
-  for (const [id, kind] of Object.entries(KINDS)) {
-    if (kind.optional && paths.has(kind.path)) {
-      nav.append(h("a", { id: `nav-${id}`, href: link({ namespace: parseRoute().namespace, kind: id }) }, kind.title));
+// ---------------------------------------------------------------------------------------------
+// What the server serves (GET /resources), grouped as Headlamp groups kinds.
+
+const GROUPS = [
+  ["Workloads", ["pods", "deployments", "statefulsets", "daemonsets", "replicasets", "jobs", "cronjobs"]],
+  ["Network", ["services", "endpoints", "endpointslices", "ingresses", "ingressclasses", "networkpolicies"]],
+  [
+    "Config",
+    ["configmaps", "secrets", "horizontalpodautoscalers", "verticalpodautoscalers", "poddisruptionbudgets", "resourcequotas", "limitranges", "priorityclasses", "runtimeclasses", "leases", "mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+  ],
+  ["Storage", ["persistentvolumeclaims", "persistentvolumes", "storageclasses", "volumeattachments", "csidrivers", "csinodes", "csistoragecapacities", "volumeattributesclasses"]],
+  ["Access", ["serviceaccounts", "roles", "rolebindings", "clusterroles", "clusterrolebindings"]],
+  ["Cluster", ["namespaces", "nodes", "events", "customresourcedefinitions", "apiservices"]],
+  ["Custom resources", []],
+];
+
+/** The API groups of Kubernetes itself: a resource of any other group is a custom one. */
+const BUILT_IN_GROUPS = new Set([
+  "",
+  "apps",
+  "batch",
+  "autoscaling",
+  "policy",
+  ...["networking", "rbac.authorization", "storage", "scheduling", "node", "coordination", "discovery", "apiextensions", "admissionregistration", "certificates", "flowcontrol.apiserver", "events", "resource", "storagemigration", "internal.apiserver", "authentication", "authorization", "apiregistration"].map((g) => `${g}.k8s.io`),
+]);
+
+function groupOf(resource) {
+  const listed = GROUPS.find(([, names]) => names.includes(resource.name));
+  if (listed && BUILT_IN_GROUPS.has(resource.group)) return listed[0];
+  return BUILT_IN_GROUPS.has(resource.group) ? "Cluster" : "Custom resources";
+}
+
+/** A kind's name as a heading: StatefulSets, Ingresses, NetworkPolicies, Endpoints. */
+function plural(kind) {
+  if (/(ss|x|ch|sh)$/.test(kind)) return `${kind}es`;
+  if (/s$/.test(kind)) return kind;
+  if (/[^aeiou]y$/.test(kind)) return `${kind.slice(0, -1)}ies`;
+  return `${kind}s`;
+}
+
+/** "1 Ingress", "227 Pods". */
+const counted = (n, resource) => `${n} ${n === 1 ? resource.kind : plural(resource.kind)}`;
+
+const registry = {
+  byName: new Map(),
+  ready: null,
+  /** The served resource of kind `kind` in API version `apiVersion` (an ownerReference's). */
+  ofKind(apiVersion, kind) {
+    const group = apiVersion.includes("/") ? apiVersion.split("/")[0] : "";
+    return [...this.byName.values()].find((r) => r.kind === kind && r.group === group);
+  },
+  async load() {
+    try {
+      const list = await api("/resources", {}, { background: true });
+      const names = list.map((r) => r.name).join(",");
+      this.byName = new Map(list.map((r) => [r.name, r]));
+      if (names !== this.names) {
+        this.names = names;
+        drawSidebar();
+      }
+    } catch (err) {
+      showFailure(document.getElementById("sidebar-error"), err);
     }
+  },
+};
+registry.ready = registry.load();
+// On a phone the kinds fold away under their summary until asked for.
+const phone = matchMedia("(max-width: 700px)");
+const foldSidebar = () => (document.getElementById("sidebar-details").open = !phone.matches);
+phone.addEventListener("change", foldSidebar);
+foldSidebar();
+// A custom resource is served a moment after its CRD is made: the list is read again now and
+// then (a watch of the CRDs would hold one of the six connections a browser gives a server).
+setInterval(() => {
+  if (!document.hidden) registry.load();
+}, 10_000);
+
+function drawSidebar() {
+  const route = parseRoute();
+  const nav = document.getElementById("sidebar-groups");
+  const grouped = new Map(GROUPS.map(([name]) => [name, []]));
+  for (const r of registry.byName.values()) grouped.get(groupOf(r)).push(r);
+  nav.replaceChildren(
+    ...GROUPS.map(([group, order]) => {
+      const rs = grouped.get(group);
+      if (rs.length === 0) return null;
+      const rank = (r) => (order.includes(r.name) ? order.indexOf(r.name) : order.length);
+      rs.sort((x, y) => rank(x) - rank(y) || (plural(x.kind) < plural(y.kind) ? -1 : 1));
+      return h(
+        "section",
+        { class: "nav-group", "aria-label": group },
+        h("h2", {}, group),
+        h("ul", {}, rs.map((r) => h("li", {}, h("a", { id: `nav-${r.name}`, href: link({ namespace: route.namespace, kind: r.name }), title: r.group ? `${r.name} (${r.group}/${r.version})` : r.name }, plural(r.kind))))),
+      );
+    }),
+  );
+  markCurrent();
+}
+
+function markCurrent() {
+  const route = parseRoute();
+  for (const el of document.querySelectorAll("#sidebar-groups a")) {
+    const kind = el.id.slice(4);
+    el.href = link({ namespace: route.namespace, kind });
+    if (route.kind === kind) el.setAttribute("aria-current", "page");
+    else el.removeAttribute("aria-current");
   }
-});
+}
+
+/** A kubectl cell as text: an Age cell as kubectl prints it, anything else as it is. */
+function cellText(cell) {
+  if (cell === null || cell === undefined) return "";
+  if (typeof cell !== "object") return String(cell);
+  if ("Age" in cell) return cell.Age ? age(cell.Age) : "<unknown>";
+  const [value] = Object.values(cell);
+  if (value === null || value === undefined) return "<none>";
+  return typeof value === "object" ? JSON.stringify(value) : String(value);
+}
+
+/** The columns of a kind answered with cells: kubectl's, the wide ones too when asked. */
+function cellColumns(resource, { all, wide }) {
+  const columns = resource.columns
+    .map((c, i) => ({ ...c, index: i }))
+    .filter((c) => wide || c.priority === 0)
+    .map((c) => {
+      if (c.format === "name" || c.name === "Name") return nameColumn(resource.name);
+      return {
+        title: c.name,
+        tooltip: c.description,
+        cell: (o) => cellText(o.cells?.[c.index]),
+        class: c.name === "Status" ? (o) => statusClass(cellText(o.cells?.[c.index])) : undefined,
+      };
+    });
+  return [...(all && resource.namespaced ? [namespaceColumn(resource.name)] : []), ...columns];
+}
+
+function columnsOf(resource, options) {
+  const typed = KINDS[resource.name];
+  return typed ? typed.columns(options.all && resource.namespaced) : cellColumns(resource, options);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Views: each returns a function that stops what it started.
 
 const main = document.getElementById("main");
 
-/** A live table of `kind` in the route's namespace, filtered by the server with the selector. */
-function listView(route) {
-  const kind = KINDS[route.kind];
-  const all = !route.namespace;
+/**
+ * A live table of a kind in the route's namespace (a cluster-wide kind's everywhere): the
+ * server filters with the label selector, the page with the name search.
+ */
+function listView(route, resource) {
+  const all = !route.namespace || !resource.namespaced;
   const error = h("div", { class: "error", role: "alert", hidden: true });
   const count = h("span", { class: "count", "aria-live": "polite" }, "loading");
   const note = h("p", { class: "note", hidden: true });
-  const table = new LiveTable({ columns: kind.columns(all), label: kind.title, empty: `No ${kind.title} here.` });
+  const wideAvailable = !KINDS[resource.name] && resource.columns.some((c) => c.priority > 0);
+  const table = new LiveTable({ columns: columnsOf(resource, { all, wide: route.wide }), label: plural(resource.kind), empty: `No ${plural(resource.kind)} here.` });
   const input = h("input", {
     name: "labelSelector",
     value: route.labelSelector,
@@ -600,6 +766,20 @@ function listView(route) {
     spellcheck: "false",
     autocomplete: "off",
   });
+  const search = h("input", { name: "search", type: "search", value: route.search, placeholder: "part of a name", spellcheck: "false", autocomplete: "off" });
+  let rowsOfSet = [];
+  const draw = () => {
+    const needle = search.value.trim().toLowerCase();
+    const rows = needle ? rowsOfSet.filter((o) => o.name.toLowerCase().includes(needle)) : rowsOfSet;
+    count.textContent = needle && rows.length !== rowsOfSet.length ? `${counted(rows.length, resource)} of ${rowsOfSet.length}` : counted(rows.length, resource);
+    count.dataset.count = rows.length;
+    table.setRows(rows);
+  };
+  search.addEventListener("input", () => {
+    draw();
+    // Kept in the route (a link to share), without a new view.
+    history.replaceState(null, "", link({ ...route, search: search.value.trim() }));
+  });
   const form = h(
     "form",
     {
@@ -607,16 +787,19 @@ function listView(route) {
       role: "search",
       onsubmit: (e) => {
         e.preventDefault();
-        location.hash = link({ ...route, name: "", labelSelector: input.value.trim() });
+        location.hash = link({ ...route, name: "", labelSelector: input.value.trim(), search: search.value.trim() });
       },
     },
     h("label", {}, "Label selector", input),
     h("button", { type: "submit" }, "Filter"),
     route.labelSelector ? a(link({ ...route, labelSelector: "" }), "Clear") : null,
+    h("label", { class: "search" }, "Name", search),
+    wideAvailable ? h("a", { href: link({ ...route, wide: !route.wide }), class: "button secondary", role: "button", "aria-pressed": String(route.wide) }, route.wide ? "Fewer columns" : "Wide") : null,
     count,
   );
+  const where = !resource.namespaced ? "cluster-wide" : route.namespace ? `in ${route.namespace}` : "in all namespaces";
   main.replaceChildren(
-    h("h1", {}, kind.title, " ", h("span", { class: "count" }, all ? "in all namespaces" : `in ${route.namespace}`)),
+    h("h1", {}, plural(resource.kind), " ", h("span", { class: "count" }, where)),
     form,
     h("p", { id: "selector-help", class: "note" }, "kubectl's syntax, evaluated by the server: a=b, a!=b, a in (x,y), a notin (x), a, !a."),
     error,
@@ -624,18 +807,16 @@ function listView(route) {
     table.el,
   );
   const live = new LiveSet(
-    kind.path,
-    { namespace: route.namespace, labelSelector: route.labelSelector },
+    `/${resource.name}`,
+    { namespace: resource.namespaced ? route.namespace : "", labelSelector: route.labelSelector },
     {
       onChange: (set) => {
         error.hidden = true;
-        const rows = [...set.items.values()].sort(byNamespaceThenName);
-        count.textContent = `${rows.length} ${rows.length === 1 ? kind.noun : kind.title.replace(/^./, (c) => c.toLowerCase())}`;
-        count.dataset.count = rows.length;
+        rowsOfSet = [...set.items.values()].sort(byNamespaceThenName);
         note.hidden = !set.accessFiltered;
         note.textContent = "Only the namespaces your token may read are shown.";
-        table.setRows(rows);
-        if (kind === KINDS.deployments || kind === KINDS.pods) namespaces.add(rows);
+        draw();
+        if (resource.namespaced) namespaces.add(rowsOfSet);
       },
       onFailure: (failure) => {
         showFailure(error, failure);
@@ -659,8 +840,11 @@ function showFailure(el, failure) {
   el.hidden = false;
 }
 
-/** One object, followed live through a watch of its name; what goes wrong is said in `error`. */
-function followOne(path, route, error, render) {
+/**
+ * One object, followed live through a watch of its name; what goes wrong is said in `error`,
+ * and `missing` is called while the object is not there.
+ */
+function followOne(path, route, error, render, missing = () => {}) {
   return new LiveSet(
     path,
     { namespace: route.namespace, fieldSelector: `metadata.name=${route.name}` },
@@ -668,7 +852,8 @@ function followOne(path, route, error, render) {
       onChange: (set) => {
         const o = set.items.get(`${route.namespace}/${route.name}`);
         if (!o) {
-          showFailure(error, new ApiFailure(404, `${route.name} is not in ${route.namespace} (any more).`));
+          showFailure(error, new ApiFailure(404, route.namespace ? `${route.name} is not in ${route.namespace} (any more).` : `there is no ${route.name} (any more).`));
+          missing();
           return;
         }
         error.hidden = true;
@@ -679,8 +864,437 @@ function followOne(path, route, error, render) {
   );
 }
 
-function deploymentView(route) {
+/** The kinds whose objects own others, and the resources of what they own. */
+const OWNED = {
+  Deployment: ["replicasets"],
+  ReplicaSet: ["pods"],
+  StatefulSet: ["pods"],
+  DaemonSet: ["pods"],
+  Job: ["pods"],
+  CronJob: ["jobs"],
+};
+
+/** The kinds whose pods' logs the page shows merged; a pod's own log besides. */
+const LOGGED = new Set(["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job"]);
+
+/** `spec.selector` as a label selector in kubectl's syntax; "" for none. */
+function selectorOf(object) {
+  const selector = object?.spec?.selector;
+  if (!selector || typeof selector !== "object") return "";
+  const terms = Object.entries(selector.matchLabels || {}).map(([k, v]) => `${k}=${v}`);
+  for (const e of selector.matchExpressions || []) {
+    if (e.operator === "In") terms.push(`${e.key} in (${e.values.join(",")})`);
+    else if (e.operator === "NotIn") terms.push(`${e.key} notin (${e.values.join(",")})`);
+    else if (e.operator === "Exists") terms.push(e.key);
+    else if (e.operator === "DoesNotExist") terms.push(`!${e.key}`);
+  }
+  return terms.join(",");
+}
+
+/** The Kubernetes API's path (beside the prefix, at the server's root) of a namespace's list. */
+function kubeListUrl(resource, namespace, labelSelector) {
+  const plural = resource.name.split(".")[0];
+  const base = resource.group ? `apis/${resource.group}/${resource.version}` : `api/${resource.version}`;
+  const url = new URL(`${base}/namespaces/${encodeURIComponent(namespace)}/${plural}`, document.baseURI);
+  if (labelSelector) url.searchParams.set("labelSelector", labelSelector);
+  return url;
+}
+
+/**
+ * What an object owns: the objects of its namespace whose ownerReferences name its uid, among
+ * the resources its kind makes (ReplicaSets of a Deployment, pods of a StatefulSet, Jobs of a
+ * CronJob). Narrowed by its selector, one request per owned resource, read again whenever a
+ * watch of that resource says something changed. ReplicaSets are kept as records that name
+ * their Deployment; the others are read whole from the Kubernetes API.
+ */
+function ownedBy(object, route, table, error) {
+  const uid = object.metadata.uid;
+  const selector = selectorOf(object);
+  const watches = [];
+  const found = new Map();
+  const show = () => table.setRows([...found.values()].flat().sort(byNamespaceThenName));
+  for (const name of OWNED[object.kind] || []) {
+    const resource = registry.byName.get(name);
+    if (!resource) continue;
+    const controller = new AbortController();
+    const read = async (set) => {
+      try {
+        let rows;
+        if (name === "replicasets") {
+          rows = [...set.items.values()].filter((r) => r.deployment === object.metadata.name).map((r) => ({ ...r, kind: "ReplicaSet", resource: name }));
+        } else {
+          const res = await fetch(kubeListUrl(resource, route.namespace, selector), { headers: headers("application/json"), signal: controller.signal });
+          if (!res.ok) throw await failureOf(res);
+          const list = await res.json();
+          rows = list.items
+            .filter((o) => (o.metadata.ownerReferences || []).some((ref) => ref.uid === uid))
+            .map((o) => ({ name: o.metadata.name, namespace: o.metadata.namespace, creationTimestamp: o.metadata.creationTimestamp, kind: resource.kind, resource: name }));
+        }
+        found.set(name, rows);
+        show();
+      } catch (err) {
+        if (err.name !== "AbortError") showFailure(error, err);
+      }
+    };
+    const live = new LiveSet(`/${name}`, { namespace: route.namespace, labelSelector: selector }, { onChange: read, onFailure: (failure) => showFailure(error, failure) });
+    watches.push({ stop: () => (controller.abort(), live.stop()) });
+  }
+  if (watches.length === 0) table.setRows([]);
+  return () => watches.forEach((w) => w.stop());
+}
+
+const ownedColumns = [
+  { title: "Kind", cell: (o) => o.kind },
+  { title: "Name", cell: (o) => a(link({ namespace: o.namespace, kind: o.resource, name: o.name }), o.name) },
+  { title: "Age", cell: (o) => age(o.creationTimestamp) },
+];
+
+/** Events about an object, newest first, live: Events whose involvedObject is its uid. */
+function eventsOf(uid, namespace, body) {
+  const resource = registry.byName.get("events");
+  if (!resource) {
+    body.replaceChildren(h("p", { class: "note" }, "This server does not serve Events."));
+    return () => {};
+  }
+  const index = (name) => resource.columns.findIndex((c) => c.name === name);
+  const [seen, type, reason, from, count, message] = ["Last Seen", "Type", "Reason", "Source", "Count", "Message"].map(index);
+  const lastSeen = (e) => e.cells?.[seen]?.Age || e.creationTimestamp || "";
+  const table = new LiveTable({
+    label: "Events, newest first",
+    empty: "No events.",
+    columns: [
+      { title: "Last seen", cell: (e) => cellText(e.cells?.[seen]) },
+      { title: "Type", cell: (e) => cellText(e.cells?.[type]), class: (e) => (cellText(e.cells?.[type]) === "Warning" ? "s-warn" : "") },
+      { title: "Reason", cell: (e) => cellText(e.cells?.[reason]) },
+      { title: "From", cell: (e) => cellText(e.cells?.[from]) },
+      { title: "Count", cell: (e) => cellText(e.cells?.[count]) },
+      { title: "Message", cell: (e) => cellText(e.cells?.[message]) },
+    ],
+  });
+  const error = h("p", { class: "error", role: "alert", hidden: true });
+  body.replaceChildren(error, table.el);
+  const live = new LiveSet("/events", { namespace, fieldSelector: `involvedObject.uid=${uid}` }, {
+    onChange: (set) => {
+      error.hidden = true;
+      table.setRows([...set.items.values()].sort((x, y) => (lastSeen(x) < lastSeen(y) ? 1 : lastSeen(x) > lastSeen(y) ? -1 : 0)));
+    },
+    onFailure: (failure) => showFailure(error, failure),
+  });
+  return () => live.stop();
+}
+
+/**
+ * What every object's page has below its summary: its owner and what it owns, and tabs for its
+ * events, its YAML and, for a pod or a workload, its logs. `update(row)` is called with the
+ * followed row each time it changes.
+ */
+function objectDetails(route, resource, { overview = false } = {}) {
   const { namespace, name } = route;
+  const logged = resource.kind === "Pod" || LOGGED.has(resource.kind);
+  const tabs = [...(overview ? ["overview"] : []), "events", "yaml", ...(logged ? ["logs"] : [])];
+  const tab = tabs.includes(route.tab) ? route.tab : tabs[0];
+  const error = h("p", { class: "error", role: "alert", hidden: true });
+  const owner = h("div", { "aria-label": "Owner" }, "loading");
+  const owned = new LiveTable({ columns: ownedColumns, label: "What it owns", empty: "Nothing." });
+  const body = h("section", { class: "tab-body" }, "loading");
+  const tabLink = (id, text) => h("a", { href: link({ ...route, tab: id === tabs[0] ? "" : id }), "aria-current": tab === id ? "page" : null }, text);
+  if (overview) body.hidden = tab === "overview";
+  const el = h(
+    "div",
+    {},
+    error,
+    h("div", { class: "grid" }, h("div", { class: "panel" }, h("h2", {}, "Owner"), owner), overview || !OWNED[resource.kind] ? null : h("div", { class: "panel" }, h("h2", {}, "Owns"), owned.el)),
+    h(
+      "nav",
+      { class: "tabs", "aria-label": `${resource.kind} details` },
+      overview ? tabLink("overview", "Overview") : null,
+      tabLink("events", "Events"),
+      tabLink("yaml", "YAML"),
+      logged ? tabLink("logs", "Logs") : null,
+    ),
+    body,
+  );
+  const controller = new AbortController();
+  const output = (outputFormat) =>
+    api(`/${resource.name}/${encodeURIComponent(name)}/output`, { namespace, outputFormat }, { text: true, signal: controller.signal });
+  let stops = [];
+  let version = null;
+  let started = false;
+  const start = async (row) => {
+    started = true;
+    let object;
+    try {
+      object = JSON.parse(await output("json"));
+    } catch (err) {
+      if (err.name !== "AbortError") {
+        showFailure(error, err);
+        owner.replaceChildren(h("p", { class: "note" }, "Unknown: the object could not be read."));
+      }
+      return;
+    }
+    if (controller.signal.aborted) return;
+    const refs = object.metadata.ownerReferences || [];
+    owner.replaceChildren(
+      refs.length === 0
+        ? h("p", { class: "note" }, "None: nothing owns it.")
+        : h(
+            "ul",
+            { class: "plain" },
+            refs.map((ref) => {
+              const of = registry.ofKind(ref.apiVersion, ref.kind);
+              const target = of ? a(link({ namespace: of.namespaced ? namespace : "", kind: of.name, name: ref.name }), ref.name) : ref.name;
+              return h("li", {}, `${ref.kind} `, target, ref.controller ? h("span", { class: "note" }, " (controller)") : null);
+            }),
+          ),
+    );
+    // A Deployment's overview lists its ReplicaSets itself.
+    if (resource.namespaced && !overview) stops.push(ownedBy(object, route, owned, error));
+    else owned.setRows([]);
+    if (tab === "events") stops.push(eventsOf(row.uid, resource.namespaced ? namespace : "", body));
+    if (tab === "logs") stops.push(logView(route, resource, object, body));
+  };
+  const showYaml = async () => {
+    try {
+      const yaml = await output("yaml");
+      const pre = body.querySelector("pre.yaml");
+      if (pre) pre.textContent = yaml;
+      else body.replaceChildren(h("pre", { class: "yaml", tabindex: "0", "aria-label": `The ${resource.kind} as YAML` }, yaml));
+    } catch (err) {
+      if (err.name !== "AbortError") body.replaceChildren(h("p", { class: "error", role: "alert" }, err.message));
+    }
+  };
+  return {
+    el,
+    tab,
+    update(row) {
+      if (!started) start(row);
+      // The YAML follows the object: read again at each new version.
+      if (tab === "yaml" && row.resourceVersion !== version) {
+        version = row.resourceVersion;
+        showYaml();
+      }
+    },
+    stop() {
+      controller.abort();
+      stops.forEach((stop) => stop());
+      stops = [];
+    },
+  };
+}
+
+/** What an object's page shows while the object is not there. */
+function gone(summary, labels, details) {
+  summary.replaceChildren(h("p", { class: "note" }, "Not found."));
+  labels.replaceChildren();
+  details.el.hidden = true;
+}
+
+/** The facts of a row: its kind's columns, as the table shows them. */
+function rowFacts(resource, row) {
+  const columns = columnsOf(resource, { all: false, wide: true }).filter((c) => c.title !== "Name");
+  return facts([...(resource.namespaced ? [["Namespace", row.namespace]] : []), ...columns.map((c) => [c.title, c.cell(row) ?? ""])]);
+}
+
+/** Any served object's page: its row's facts, labels, owner, what it owns, events, YAML, logs. */
+function objectView(route, resource) {
+  const error = h("div", { class: "error", role: "alert", hidden: true });
+  const summary = h("div", { class: "panel" }, "loading");
+  const labels = h("div", { class: "panel" });
+  const details = objectDetails(route, resource);
+  const back = resource.namespaced ? `← ${plural(resource.kind)} in ${route.namespace}` : `← ${plural(resource.kind)}`;
+  main.replaceChildren(
+    h("p", {}, a(link({ namespace: route.namespace, kind: resource.name }), back)),
+    h("h1", {}, `${resource.kind} ${route.name}`),
+    error,
+    h("div", { class: "grid" }, summary, labels),
+    details.el,
+  );
+  const live = followOne(
+    `/${resource.name}`,
+    { ...route, namespace: resource.namespaced ? route.namespace : "" },
+    error,
+    (o) => {
+      details.el.hidden = false;
+      summary.replaceChildren(rowFacts(resource, o));
+      labels.replaceChildren(h("h2", {}, "Labels"), labelList(o.labels));
+      details.update(o);
+    },
+    () => gone(summary, labels, details),
+  );
+  return () => {
+    live.stop();
+    details.stop();
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Logs
+
+/** A line, then the container or pod a merged log's line comes from. */
+const LOG_TAILS = [100, 1000, 10000, 50000];
+
+/**
+ * The log of a pod, or of a workload's pods merged (its own route where the server has one,
+ * else the pods its selector picks), followed as Server-Sent Events into a LogWindow.
+ */
+function logView(route, resource, object, body) {
+  const { namespace, name } = route;
+  const merged = resource.kind !== "Pod";
+  const podContainers = merged ? [] : [...(object.spec.initContainers || []), ...(object.spec.containers || [])].map((c) => c.name);
+  const template = merged ? object.spec.template?.spec || object.spec.jobTemplate?.spec?.template?.spec || {} : {};
+  const containerNames = merged ? (template.containers || []).map((c) => c.name) : podContainers;
+  const defaultContainer = object.metadata.annotations?.["kubectl.kubernetes.io/default-container"] || (object.spec.containers || [])[0]?.name;
+  const view = new LogWindow({ h, label: `Log of ${resource.kind} ${name}`, merged });
+  const status = h("span", { class: "note", role: "status" }, "connecting");
+  const count = h("span", { class: "count", "aria-live": "off" });
+  const follow = h("button", { type: "button", class: "secondary", "aria-pressed": "true" }, "Pause");
+  const container = h(
+    "select",
+    { name: "container" },
+    merged ? h("option", { value: "" }, "All containers") : null,
+    containerNames.map((c) => h("option", { value: c, selected: c === defaultContainer && !merged }, c)),
+  );
+  const check = (label, name) => {
+    const input = h("input", { type: "checkbox", name });
+    return [input, h("label", { class: "check" }, input, label)];
+  };
+  const [previous, previousLabel] = check("Previous", "previous");
+  const [timestamps, timestampsLabel] = check("Timestamps", "timestamps");
+  const [wrap, wrapLabel] = check("Wrap", "wrap");
+  const tail = h("select", { name: "tailLines" }, LOG_TAILS.map((n) => h("option", { value: n, selected: n === 1000 }, `last ${n.toLocaleString("en")}`)));
+  const search = h("input", { type: "search", name: "logSearch", placeholder: "search", spellcheck: "false", autocomplete: "off" });
+  const download = h("button", { type: "button", class: "secondary" }, "Download");
+  body.replaceChildren(
+    h(
+      "div",
+      { class: "toolbar log-toolbar" },
+      follow,
+      h("label", { class: "inline" }, "Container ", container),
+      h("label", { class: "inline" }, "Lines ", tail),
+      previousLabel,
+      timestampsLabel,
+      wrapLabel,
+      h("label", { class: "search" }, "Search", search),
+      download,
+      count,
+      status,
+    ),
+    view.el,
+  );
+  view.onFollowChange = (following) => {
+    follow.textContent = following ? "Pause" : "Follow";
+    follow.setAttribute("aria-pressed", String(following));
+  };
+  follow.addEventListener("click", () => view.setFollowing(!view.following));
+  wrap.addEventListener("change", () => view.setWrap(wrap.checked));
+  search.addEventListener("input", () => view.setQuery(search.value));
+  download.addEventListener("click", () => {
+    const url = URL.createObjectURL(new Blob([view.text()], { type: "text/plain" }));
+    const save = h("a", { href: url, download: `${namespace}-${name}${merged ? "" : `-${container.value}`}.log` });
+    document.body.append(save);
+    save.click();
+    save.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  });
+
+  const pods = new Set();
+  let controller = null;
+  let pending = [];
+  let flush = 0;
+  const showCount = () => {
+    const shown = view.query ? `${view.shown.length.toLocaleString("en")} of ` : "";
+    count.textContent = `${shown}${view.lines.length.toLocaleString("en")} lines${merged ? ` from ${pods.size} ${pods.size === 1 ? "pod" : "pods"}` : ""}${view.unseen ? `, ${view.unseen.toLocaleString("en")} new` : ""}`;
+    count.dataset.lines = view.lines.length;
+    count.dataset.shown = view.shown.length;
+  };
+  search.addEventListener("input", showCount);
+  // Lines arrive one event each: they are handed to the window once a frame.
+  const add = (line) => {
+    pending.push(line);
+    if (!flush) {
+      flush = requestAnimationFrame(() => {
+        flush = 0;
+        view.append(pending);
+        pending = [];
+        showCount();
+      });
+    }
+  };
+  const open = async () => {
+    controller?.abort();
+    // This stream's own: a stream replaced while it starts must not read into the view.
+    const mine = new AbortController();
+    controller = mine;
+    cancelAnimationFrame(flush);
+    flush = 0;
+    pending = [];
+    view.clear();
+    pods.clear();
+    showCount();
+    const params = {
+      namespace,
+      container: container.value,
+      previous: previous.checked ? "true" : "",
+      timestamps: timestamps.checked ? "true" : "",
+      tailLines: tail.value,
+      follow: "true",
+    };
+    const paths = await served;
+    let url;
+    if (!merged) url = apiUrl(`/pods/${encodeURIComponent(name)}/logs`, params);
+    else if (paths.has(`/${resource.name}/{name}/logs`)) url = apiUrl(`/${resource.name}/${encodeURIComponent(name)}/logs`, params);
+    else url = apiUrl("/pods/logs", { ...params, labelSelector: selectorOf(object) });
+    status.textContent = "connecting";
+    status.className = "note";
+    try {
+      if (mine.signal.aborted) return;
+      const res = await fetch(url, { headers: headers("text/event-stream"), signal: mine.signal });
+      connection.sawResponse(res);
+      if (!res.ok) throw await failureOf(res);
+      status.textContent = "following";
+      status.className = "note s-ok";
+      await readEvents(res.body, (type, data) => {
+        if (mine.signal.aborted) return;
+        if (!merged) return add({ text: data });
+        const event = JSON.parse(data);
+        if (type === "line") {
+          pods.add(event.pod);
+          add({ pod: event.pod, container: event.container, text: event.line });
+        } else if (type === "joined") {
+          pods.add(event.pod);
+          showCount();
+        } else if (type === "left") {
+          status.textContent = `pod ${event.pod} left (${event.reason})`;
+        } else if (type === "cut" || type === "refused") {
+          status.textContent = `pod ${event.pod} is not followed: ${event.reason || `${event.maxLogStreams} pods are already`}`;
+          status.className = "note s-warn";
+        } else if (type === "ended") {
+          status.textContent = `the log ends: ${event.reason}`;
+        }
+      });
+      status.textContent = previous.checked ? "the previous run's log, whole" : "the log ended";
+      status.className = "note";
+    } catch (err) {
+      if (err.name === "AbortError") return;
+      status.textContent = err.message;
+      status.className = "error";
+    }
+  };
+  for (const input of [container, previous, timestamps, tail]) input.addEventListener("change", open);
+  open();
+  return () => {
+    controller?.abort();
+    cancelAnimationFrame(flush);
+  };
+}
+
+function deploymentView(route, resource) {
+  const { namespace, name } = route;
+  // A browser holds at most six connections to a server, and each live table holds one: the
+  // overview's tables (pods, ReplicaSets, what routes to it) and a tab's events or log are
+  // never open together.
+  const details = objectDetails(route, resource, { overview: true });
+  const overview = details.tab === "overview";
   const error = h("div", { class: "error", role: "alert", hidden: true });
   const summary = h("div", { class: "panel" }, "loading");
   const labels = h("div", { class: "panel" });
@@ -728,20 +1342,19 @@ function deploymentView(route) {
   const pods = new LiveTable({ columns: podColumns(false), label: "Pods of the Deployment", empty: "No pods." });
   const podCount = h("span", { class: "count", "aria-live": "polite" });
   const sets = new LiveTable({ columns: replicaSetColumns(false).filter((c) => c.title !== "Deployment"), label: "ReplicaSets of the Deployment", empty: "No ReplicaSets." });
-  const related = [
-    routedBy(route, "services", "Services that select its pods", serviceColumns(false)),
-    routedBy(route, "ingresses", "Ingresses to those Services", ingressColumns(false)),
-  ];
+  const related = overview
+    ? [
+        routedBy(route, "services", "Services that select its pods", serviceColumns(false)),
+        routedBy(route, "ingresses", "Ingresses to those Services", ingressColumns(false)),
+      ]
+    : [];
   main.replaceChildren(
     h("p", {}, a(link({ namespace, kind: "deployments" }), `← Deployments in ${namespace}`)),
     h("h1", {}, `Deployment ${name}`),
     error,
     h("div", { class: "grid" }, summary, h("div", { class: "panel" }, h("h2", {}, "Scale"), scaleForm, h("h2", {}, "Delete"), deleteButton), labels),
-    h("h2", {}, "Pods ", podCount),
-    pods.el,
-    h("h2", {}, "ReplicaSets"),
-    sets.el,
-    ...related.map((r) => r.el),
+    details.el,
+    ...(overview ? [h("h2", {}, "Pods ", podCount), pods.el, h("h2", {}, "ReplicaSets it owns"), sets.el, ...related.map((r) => r.el)] : []),
   );
   const watches = [
     ...related,
@@ -764,8 +1377,12 @@ function deploymentView(route) {
         );
         if (!replicas.dataset.touched) replicas.value = d.replicas;
         labels.replaceChildren(h("h2", {}, "Labels"), labelList(d.labels));
+        details.update(d);
       },
     ),
+  ];
+  if (overview) {
+    watches.push(
     new LiveSet(`/deployments/${encodeURIComponent(name)}/pods`, { namespace }, {
       onChange: (set) => {
         const rows = [...set.items.values()].sort(byNamespaceThenName);
@@ -779,8 +1396,12 @@ function deploymentView(route) {
       onChange: (set) => sets.setRows([...set.items.values()].filter((r) => r.deployment === name).sort(byNamespaceThenName)),
       onFailure: (failure) => sets.el.replaceChildren(h("p", { class: "error" }, failure.message)),
     }),
-  ];
-  return () => watches.forEach((w) => w.stop());
+    );
+  }
+  return () => {
+    watches.forEach((w) => w.stop());
+    details.stop();
+  };
 }
 
 /**
@@ -822,76 +1443,40 @@ function routedBy(route, kind, title, columns) {
   };
 }
 
-function podView(route) {
+function podView(route, resource) {
   const { namespace, name } = route;
-  const tab = route.tab === "yaml" ? "yaml" : "events";
   const error = h("div", { class: "error", role: "alert", hidden: true });
   const summary = h("div", { class: "panel" }, "loading");
   const labels = h("div", { class: "panel" });
-  const body = h("section", { "aria-live": "polite" }, "loading");
-  const tabLink = (id, text) => h("a", { href: link({ ...route, tab: id }), "aria-current": tab === id ? "page" : null }, text);
-  const back = h("p", {}, a(link({ namespace, kind: "pods" }), `← Pods in ${namespace}`));
+  const details = objectDetails(route, resource);
   main.replaceChildren(
-    back,
+    h("p", {}, a(link({ namespace, kind: "pods" }), `← Pods in ${namespace}`)),
     h("h1", {}, `Pod ${name}`),
     error,
     h("div", { class: "grid" }, summary, labels),
-    h("nav", { class: "tabs", "aria-label": "Pod details" }, tabLink("events", "Events"), tabLink("yaml", "YAML")),
-    body,
+    details.el,
   );
-  const controller = new AbortController();
-  const path = `/pods/${encodeURIComponent(name)}`;
-  const load = async () => {
-    try {
-      if (tab === "yaml") {
-        const yaml = await api(`${path}/output`, { namespace, outputFormat: "yaml" }, { text: true, signal: controller.signal });
-        body.replaceChildren(h("pre", { class: "yaml", tabindex: "0", "aria-label": "The pod as YAML" }, yaml));
-      } else {
-        const events = await api(`${path}/events`, { namespace }, { signal: controller.signal });
-        const table = new LiveTable({
-          label: "Events, newest first",
-          empty: "No events for this pod.",
-          columns: [
-            { title: "Last seen", cell: (e) => age(e.lastTimestamp || e.firstTimestamp) },
-            { title: "Type", cell: (e) => e.type, class: (e) => (e.type === "Warning" ? "s-warn" : "") },
-            { title: "Reason", cell: (e) => e.reason },
-            { title: "From", cell: (e) => e.source },
-            { title: "Count", cell: (e) => e.count },
-            { title: "Message", cell: (e) => e.message },
-          ],
-        });
-        table.setRows(events.map((e, i) => ({ ...e, name: `${i}`, namespace })));
-        body.replaceChildren(h("div", { class: "toolbar" }, h("button", { type: "button", class: "secondary", onclick: load }, "Refresh events")), table.el);
-      }
-    } catch (err) {
-      if (err.name !== "AbortError") body.replaceChildren(h("p", { class: "error", role: "alert" }, err.message));
-    }
-  };
-  load();
-  const live = followOne(
-    "/pods",
-    route,
-    error,
-    (p) => {
-      summary.replaceChildren(
-        facts([
-          ["Namespace", p.namespace],
-          ["Status", h("span", { class: statusClass(p.statusText) }, p.statusText)],
-          ["Ready", p.ready],
-          ["Restarts", p.restarts],
-          ["Node", p.nodeName || "none"],
-          ["IP", p.podIp || "none"],
-          ["Images", (p.images || []).join(", ")],
-          ["Deployment", p.deployment ? a(link({ namespace, kind: "deployments", name: p.deployment }), p.deployment) : "none"],
-          ["Age", age(p.creationTimestamp)],
-        ]),
-      );
-      labels.replaceChildren(h("h2", {}, "Labels"), labelList(p.labels));
-    },
-  );
+  const live = followOne("/pods", route, error, (p) => {
+    summary.replaceChildren(
+      facts([
+        ["Namespace", p.namespace],
+        ["Status", h("span", { class: statusClass(p.statusText) }, p.statusText)],
+        ["Ready", p.ready],
+        ["Restarts", p.restarts],
+        ["Node", p.nodeName || "none"],
+        ["IP", p.podIp || "none"],
+        ["Images", (p.images || []).join(", ")],
+        ["Deployment", p.deployment ? a(link({ namespace, kind: "deployments", name: p.deployment }), p.deployment) : "none"],
+        ["Age", age(p.creationTimestamp)],
+      ]),
+    );
+    labels.replaceChildren(h("h2", {}, "Labels"), labelList(p.labels));
+    details.el.hidden = false;
+    details.update(p);
+  }, () => gone(summary, labels, details));
   return () => {
-    controller.abort();
     live.stop();
+    details.stop();
   };
 }
 
@@ -942,8 +1527,7 @@ const namespaces = {
 
 namespaces.select.addEventListener("change", () => {
   const route = parseRoute();
-  const kind = KINDS[route.kind] ? route.kind : "deployments";
-  location.hash = link({ namespace: namespaces.select.value, kind });
+  location.hash = link({ namespace: namespaces.select.value, kind: route.name ? route.kind : route.kind });
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -953,7 +1537,13 @@ const tokenDialog = document.getElementById("token-dialog");
 const tokenInput = document.getElementById("token-input");
 const banner = document.getElementById("banner");
 
+// The Token button is for a server that checks tokens: shown once one answers 401, or a
+// token is kept.
+const tokenButton = document.getElementById("token-button");
+tokenButton.hidden = !token();
+
 function signInNeeded(failure) {
+  tokenButton.hidden = false;
   banner.replaceChildren(
     failure.message,
     " ",
@@ -968,7 +1558,7 @@ function openTokenDialog() {
   tokenInput.focus();
 }
 
-document.getElementById("token-button").addEventListener("click", openTokenDialog);
+tokenButton.addEventListener("click", openTokenDialog);
 document.getElementById("token-cancel").addEventListener("click", () => tokenDialog.close());
 document.getElementById("token-forget").addEventListener("click", () => {
   sessionStorage.removeItem(TOKEN_KEY);
@@ -1010,25 +1600,30 @@ document.getElementById("confirm-no").addEventListener("click", () => confirmBox
 
 let stopView = () => {};
 
-function show() {
+async function show() {
   stopView();
+  stopView = () => {};
+  const asked = location.hash;
   const route = parseRoute();
-  for (const kind of Object.keys(KINDS)) {
-    const nav = document.getElementById(`nav-${kind}`);
-    if (!nav) continue;
-    nav.href = link({ namespace: route.namespace, kind });
-    if (route.kind === kind && !route.name) nav.setAttribute("aria-current", "page");
-    else nav.removeAttribute("aria-current");
-  }
+  markCurrent();
   namespaces.draw();
-  if (route.kind === "deployments" && route.name && route.namespace) stopView = deploymentView(route);
-  else if (route.kind === "pods" && route.name && route.namespace) stopView = podView(route);
-  else if (KINDS[route.kind] && !route.name) stopView = listView(route);
-  else {
-    main.replaceChildren(h("h1", {}, "Nothing here"), h("p", {}, a("#/deployments", "Go to the Deployments")));
-    stopView = () => {};
-  }
-  document.title = `${route.name || KINDS[route.kind]?.title || "k8sailor"} · k8sailor`;
+  await registry.ready;
+  // Asked for another view meanwhile: that one draws.
+  if (location.hash !== asked) return;
+  const resource = registry.byName.get(route.kind);
+  const namespaced = resource?.namespaced;
+  if (!resource) {
+    main.replaceChildren(
+      h("h1", {}, "Nothing here"),
+      h("p", {}, `This server serves no resource named ${route.kind}. `, a("#/deployments", "Go to the Deployments")),
+    );
+  } else if (!route.name) stopView = listView(route, resource);
+  else if (namespaced && !route.namespace) {
+    main.replaceChildren(h("h1", {}, "Nothing here"), h("p", {}, `A ${resource.kind} is in a namespace: `, a(link({ kind: route.kind }), `choose it among the ${plural(resource.kind)}`)));
+  } else if (route.kind === "deployments") stopView = deploymentView(route, resource);
+  else if (route.kind === "pods") stopView = podView(route, resource);
+  else stopView = objectView(route, resource);
+  document.title = `${route.name || (resource ? plural(resource.kind) : "k8sailor")} · k8sailor`;
 }
 
 function restart() {

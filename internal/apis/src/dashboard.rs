@@ -23,6 +23,7 @@ const PREFIX_PLACEHOLDER: &str = "{{K8SAILOR_API_PREFIX}}";
 
 const INDEX_HTML: &str = include_str!("../dashboard/index.html");
 const APP_JS: &str = include_str!("../dashboard/app.js");
+const LOGS_JS: &str = include_str!("../dashboard/logs.js");
 const STYLE_CSS: &str = include_str!("../dashboard/style.css");
 const FAVICON_SVG: &str = include_str!("../dashboard/favicon.svg");
 
@@ -102,6 +103,10 @@ pub fn routes<S: Clone + Send + Sync + 'static>(prefix: &str) -> Router<S> {
         (
             "/dashboard/app.js",
             Asset::new("text/javascript; charset=utf-8", APP_JS),
+        ),
+        (
+            "/dashboard/logs.js",
+            Asset::new("text/javascript; charset=utf-8", LOGS_JS),
         ),
         (
             "/dashboard/style.css",

@@ -1231,6 +1231,11 @@ mod dashboard {
                 "application/x-ndjson",
             ),
             (
+                "/dashboard/logs.js",
+                "text/javascript; charset=utf-8",
+                "export class LogWindow",
+            ),
+            (
                 "/dashboard/style.css",
                 "text/css; charset=utf-8",
                 "prefers-color-scheme: dark",
