@@ -207,8 +207,8 @@ fn gate(s: &AppState, namespace: Option<&str>, reviewed: Option<Reviewed>) -> Op
 pub(super) fn pod_log_access(namespace: Option<&str>, pod: Option<&str>) -> Access {
     Access {
         verb: "get",
-        group: PODS.group,
-        resource: PODS.plural,
+        group: PODS.group.into(),
+        resource: PODS.plural.into(),
         subresource: "log",
         namespace: namespace.map(str::to_string),
         name: pod.map(str::to_string),

@@ -45,8 +45,9 @@ pub struct GenericRecord {
     pub labels: Labels,
     pub creation_timestamp: Option<String>,
     pub resource_version: String,
-    /// The values of the fields of the kind's allow-list beyond metadata, in its order.
-    pub fields: Vec<(&'static str, String)>,
+    /// The values of the fields of the kind's allow-list beyond metadata, in its order
+    /// ([`Resource::object_fields`]): the names are the resource's, kept once.
+    pub fields: Vec<String>,
     pub owner: Option<Owner>,
     pub cells: Vec<Cell>,
     /// The answer, serialized once per change.
@@ -81,13 +82,10 @@ impl GenericRecord {
             meta.name.as_deref().unwrap_or(""),
         );
         let fields = resource
-            .fields
-            .iter()
-            .filter(|f| !f.starts_with("metadata."))
+            .object_fields()
             .map(|field| {
                 let (path, absent) = field_reading(field);
-                let value = value_at(object, path).unwrap_or_else(|| absent.to_string());
-                (*field, value)
+                value_at(object, path).unwrap_or_else(|| absent.to_string())
             })
             .collect();
         let cells = resource.printer.cells(object);
@@ -168,8 +166,9 @@ impl Selectable for GenericRecord {
                 Some(Cow::Borrowed(&self.key.namespace))
             }
             _ => self
-                .fields
-                .iter()
+                .resource
+                .object_fields()
+                .zip(&self.fields)
                 .find(|(field, _)| *field == path)
                 .map(|(_, value)| Cow::Borrowed(value.as_str())),
         }
@@ -258,7 +257,7 @@ mod tests {
         assert_eq!(r.field("type").as_deref(), Some("Normal"));
         assert_eq!(r.field("involvedObject.uid").as_deref(), Some(""));
         assert_eq!(r.field("count"), None, "not in the allow-list");
-        for field in events.fields {
+        for field in &events.fields {
             assert!(r.field(field).is_some(), "{field} is selectable");
         }
         assert_eq!(r.owner.as_ref().map(|o| o.uid.as_str()), Some("rs1"));
