@@ -12,7 +12,9 @@ use printers::Cell;
 use serde::Serialize;
 
 use crate::catalog::field_reading;
-use crate::{Keyed, Labels, ObjectKey, Owner, Record, Resource, Selectable, ServedBy, rfc3339};
+use crate::{
+    Keyed, Labels, ObjectKey, Owner, Record, Resource, Selectable, ServedBy, object_json, rfc3339,
+};
 
 /// An object of a served resource, as the apiserver sent it (managedFields stripped): what a
 /// [`GenericRecord`] is built from.
@@ -104,10 +106,7 @@ impl GenericRecord {
         })
         .unwrap_or_else(|e| unreachable!("a generic answer always serializes: {e}"))
         .into_boxed_str();
-        // A Value always serializes.
-        let raw = resource
-            .dictionary
-            .compress(&serde_json::to_vec(object).unwrap_or_default());
+        let raw = resource.dictionary.compress(&object_json(object));
         Arc::new(GenericRecord {
             resource: resource.clone(),
             owner: Owner::controller_of(&meta),
