@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
+use crate::access::{User, account, ask, grant, rule};
 use crate::support::{
     Cluster, SOON, Server, TestNamespace, cleanup_in_background, eventually, names, repo,
 };
@@ -431,6 +432,155 @@ async fn a_crd_created_after_start_is_served_with_its_columns_until_it_is_delete
         (informers_of(&server, &group).await == 0).then_some(())
     })
     .await;
+}
+
+/// The `ApiResource` of the CRD `mk_crd(group, kind, plural)` makes.
+fn api_resource(group: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: "v1".into(),
+        api_version: format!("{group}/v1"),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// What the apiserver answers `user` for a list of `resource` in `ns`: 200, or its refusal's
+/// code.
+async fn apiserver_list_status(user: &User, resource: &ApiResource, ns: &str) -> u16 {
+    let api: Api<DynamicObject> = Api::namespaced_with(user.client.clone(), ns, resource);
+    match api.list(&Default::default()).await {
+        Ok(_) => 200,
+        Err(kube::Error::Api(status)) => status.code,
+        Err(e) => panic!("list {} in {ns} as {}: {e}", resource.plural, user.name),
+    }
+}
+
+#[tokio::test]
+async fn a_custom_resource_is_authorized_as_the_apiservers_rbac_authorizes_it() {
+    let home = TestNamespace::new("crd-auth").await;
+    let other = TestNamespace::new("crd-auth-other").await;
+    let group = unique_group("auth");
+    let mut crds = Crds::new(&home.client);
+    let widgets = api_resource(&group, "Widget", "widgets");
+    let gadgets = api_resource(&group, "Gadget", "gadgets");
+    crds.create(&mk_crd(&group, "Widget", "widgets")).await;
+    crds.create(&mk_crd(&group, "Gadget", "gadgets")).await;
+    let pp = PostParams::default();
+    for resource in [&widgets, &gadgets] {
+        for ns in [&home, &other] {
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(ns.client.clone(), &ns.name, resource);
+            eventually(SOON, "the CRD established", || async {
+                api.list(&Default::default()).await.ok()
+            })
+            .await;
+            let mut object = mk_widget(resource, &ns.name, "one", ("red", 1, json!(null)));
+            object.types = Some(kube::api::TypeMeta {
+                api_version: resource.api_version.clone(),
+                kind: resource.kind.clone(),
+            });
+            api.create(&pp, &object).await.unwrap();
+        }
+    }
+    // The user may list and get widgets in its own namespace only, and nothing of gadgets.
+    let user = account(&home, "widget-reader").await;
+    grant(
+        &home,
+        &home,
+        &user,
+        vec![rule(&group, &["widgets"], &["get", "list"])],
+    )
+    .await;
+    let server = Server::start(&["--auth", "delegated"]);
+    let in_home = format!("{}?namespace={}", route("widgets", &group), home.name);
+    eventually(SOON, "the widgets served to their reader", || async {
+        let (status, body) = ask(&server, "GET", &in_home, &user.token).await;
+        (status == 200 && names(&body) == ["one"]).then_some(())
+    })
+    .await;
+
+    // Each list as the apiserver answers the same token: allowed where the Role is, refused
+    // (403 in the envelope, naming the access) in another namespace and for another CRD.
+    for (resource, ns) in [
+        (&widgets, &home),
+        (&widgets, &other),
+        (&gadgets, &home),
+        (&gadgets, &other),
+    ] {
+        let truth = apiserver_list_status(&user, resource, &ns.name).await;
+        let path = format!("{}?namespace={}", route(&resource.plural, &group), ns.name);
+        let (status, body) = ask(&server, "GET", &path, &user.token).await;
+        assert_eq!(status, truth, "{path}: {body}");
+        if status == 403 {
+            assert_eq!(body["code"], 403, "{body}");
+            assert!(body["data"].is_null(), "{body}");
+            let error = body["error"].as_str().unwrap_or_default();
+            assert!(
+                error.contains(&format!("may not list {}.{group}", resource.plural))
+                    && error.contains(&ns.name),
+                "the refusal names the access: {error}"
+            );
+        }
+        let object = format!(
+            "{}/one?namespace={}",
+            route(&resource.plural, &group),
+            ns.name
+        );
+        let (status, body) = ask(&server, "GET", &object, &user.token).await;
+        assert_eq!(status, truth, "{object}: {body}");
+    }
+    assert_eq!(
+        apiserver_list_status(&user, &widgets, &home.name).await,
+        200,
+        "the apiserver lets the Role's list through"
+    );
+    // No watch right: a watch is refused as the apiserver would refuse it.
+    let (status, body) = ask(
+        &server,
+        "GET",
+        &format!("{in_home}&watch=true"),
+        &user.token,
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    // Across namespaces: the widgets of the namespaces where the user may list them.
+    let (status, body) = ask(
+        &server,
+        "GET",
+        &format!("{}?labelSelector=", route("widgets", &group)),
+        &user.token,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let listed: Vec<&str> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["namespace"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [home.name.as_str()], "{body}");
+    // The Kubernetes API at the root checks the same access, exactly as the apiserver.
+    for (resource, ns, code) in [
+        (&widgets, &home, 200),
+        (&widgets, &other, 403),
+        (&gadgets, &home, 403),
+    ] {
+        let path = format!(
+            "/apis/{group}/v1/namespaces/{}/{}",
+            ns.name, resource.plural
+        );
+        let status = server
+            .http
+            .get(format!("{}{path}", server.root()))
+            .bearer_auth(&user.token)
+            .send()
+            .await
+            .expect("k8sailor answers")
+            .status()
+            .as_u16();
+        assert_eq!(status, code, "{path}");
+    }
 }
 
 /// A control plane for the tests that make hundreds of CRDs, one test at a time.

@@ -92,13 +92,15 @@ pub(super) fn access(
     namespace: Option<&str>,
     name: Option<&str>,
 ) -> Access {
-    access_to(verb, row.group, row.plural, namespace, name)
+    access_to(verb, row.group.into(), row.plural.into(), namespace, name)
 }
 
-fn access_to(
+/// An access to `resource` of `group`, as RBAC names them: a catalog row's names, or a custom
+/// resource's, named by its CRD at run time.
+pub(super) fn access_to(
     verb: &'static str,
-    group: &'static str,
-    resource: &'static str,
+    group: Cow<'static, str>,
+    resource: Cow<'static, str>,
     namespace: Option<&str>,
     name: Option<&str>,
 ) -> Access {
@@ -109,18 +111,6 @@ fn access_to(
         subresource: "",
         namespace: namespace.map(str::to_string),
         name: name.map(str::to_string),
-    }
-}
-
-/// A name that lives as long as the program (a catalog row's), as an [`Access`] holds it.
-#[expect(
-    clippy::ptr_arg,
-    reason = "the variant is what tells a static name from one built at run time"
-)]
-pub(super) fn static_name(name: &Cow<'static, str>) -> Option<&'static str> {
-    match name {
-        Cow::Borrowed(name) => Some(name),
-        Cow::Owned(_) => None,
     }
 }
 
@@ -181,13 +171,8 @@ fn rule(
     if let Some((served, kind_route)) = super::kinds::served_by(route, requested)
         && method == Method::GET
     {
-        // The names RBAC checks, as the catalog declares them (a custom resource's are made
-        // at run time, and an Access names only static ones: no rule, refused).
-        let (Some(group), Some(resource)) =
-            (static_name(&served.group), static_name(&served.plural))
-        else {
-            return None;
-        };
+        // The names RBAC checks: the catalog row's, or the CRD's for a custom resource.
+        let (group, resource) = (served.group.clone(), served.plural.clone());
         if !served.namespaced && served.typed() != Some(Kind::Namespace) {
             // Nodes, PersistentVolumes, ...: rights across the cluster, as the apiserver asks.
             return Some(Rule::all(vec![match kind_route {

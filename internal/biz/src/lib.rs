@@ -10,6 +10,7 @@ mod services;
 mod watch;
 mod writes;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use selector::validation::{is_dns1123_label, is_dns1123_subdomain};
@@ -302,7 +303,7 @@ fn read_at(value: Option<&str>) -> Result<ReadAt, BizError> {
 
 impl ListRequest {
     /// `fields`: the field paths the listed kind supports, as the apiserver does.
-    fn query(&self, fields: &[&str]) -> Result<ListQuery, BizError> {
+    fn query(&self, fields: &[Cow<'static, str>]) -> Result<ListQuery, BizError> {
         let namespace = self.namespace.clone().filter(|ns| !ns.is_empty());
         if let Some(ns) = &namespace {
             check_namespace(ns)?;
@@ -335,7 +336,7 @@ impl ListRequest {
         if let Some(term) = field_selector
             .terms()
             .iter()
-            .find(|t| !fields.contains(&t.field()))
+            .find(|t| !fields.iter().any(|f| f == t.field()))
         {
             // The apiserver's own wording, so scripts see the same message from both.
             return Err(BizError::FieldSelector(format!(
@@ -457,7 +458,7 @@ impl<S: WorkloadSource> Workloads<S> {
         req: &ListRequest,
     ) -> Result<paging::PageSlice<R>, BizError> {
         let store = self.pages.of::<R>(resource);
-        let query = req.query(resource.fields)?;
+        let query = req.query(&resource.fields)?;
         let sort = SortSpec::parse(req.sort.as_deref())?;
         let limit = req.limit.filter(|l| *l > 0);
         let fingerprint = paging::fingerprint(

@@ -356,9 +356,12 @@ impl<R: Keyed> PageStore<R> {
                 remaining: None,
             });
         };
+        // A continue token carries the version its next page is cut at, so a list whose
+        // version is not a number (an apiserver not backed by etcd, read live) cannot be paged:
+        // the caller can still have it whole, so it is told how rather than given a 500.
         let version: u64 = version.parse().map_err(|_| {
-            BizError::Internal(format!(
-                "the list's resourceVersion {version:?} is not a number: its pages cannot be continued"
+            BizError::Query(format!(
+                "limit cannot page this list: the apiserver listed it at resourceVersion {version:?}, which is not a number, so no continue token can resume it; list without limit"
             ))
         })?;
         let items: Arc<[Arc<R>]> = items.into();
@@ -643,11 +646,13 @@ mod tests {
                 "{garbled:?}"
             );
         }
-        // A version that is not a number cannot be continued: ours to fix, not the caller's.
+        // A version that is not a number cannot be continued: the caller is told to list
+        // without limit (a 400 naming why), never given a 500; without limit it is served.
         assert!(matches!(
             store.first(pods(3), "x", Q.into(), &ALL, Some(1)),
-            Err(BizError::Internal(_))
+            Err(BizError::Query(m)) if m.contains("not a number") && m.contains("without limit")
         ));
+        assert!(store.first(pods(3), "x", Q.into(), &ALL, None).is_ok());
     }
 
     #[test]

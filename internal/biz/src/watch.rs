@@ -1,6 +1,7 @@
 //! Live updates: a list query watched, as the apiserver's watch reports it. Each event is
 //! one [`WatchUpdate`] carrying the object as lists answer it; apis writes them.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use futures::stream::{BoxStream, StreamExt};
@@ -117,7 +118,7 @@ impl ListRequest {
     }
 
     /// The query of a watch: a list's selection, without what only a list has.
-    fn watch_query(&self, fields: &[&str]) -> Result<k8sdao::ListQuery, BizError> {
+    fn watch_query(&self, fields: &[Cow<'static, str>]) -> Result<k8sdao::ListQuery, BizError> {
         if self.limit.is_some_and(|l| l > 0)
             || self
                 .continue_token
@@ -156,7 +157,7 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
         resource: &Resource,
         req: &ListRequest,
     ) -> Result<k8sdao::WatchStream<R>, BizError> {
-        let query = req.watch_query(resource.fields)?;
+        let query = req.watch_query(&resource.fields)?;
         Ok(self
             .source
             .watch::<R>(resource, &query, req.watch_from()?)
@@ -166,7 +167,7 @@ impl<S: WorkloadSource + 'static> Workloads<S> {
     /// The Pods the request selects, then each change to that set; each Pod names its
     /// Deployment as in lists.
     pub async fn watch_pods(self: &Arc<Self>, req: &ListRequest) -> Result<WatchUpdates, BizError> {
-        let query = req.watch_query(PodRecord::FIELDS)?;
+        let query = req.watch_query(&PodRecord::resource().fields)?;
         let events = self
             .source
             .watch::<PodRecord>(PodRecord::resource(), &query, req.watch_from()?)

@@ -96,8 +96,11 @@ fn generic_delta<K: serde::Serialize>(
 ) -> Delta<GenericObject> {
     let generic = |object: &K| GenericObject {
         resource: resource.clone(),
-        // A typed object always serializes (its maps have string keys).
-        object: serde_json::to_value(object).unwrap_or_default(),
+        // A k8s-openapi object or a DynamicObject always serializes (every map keyed by
+        // String, no erring Serialize impl): a failure is a bug of those types, never input,
+        // and is named rather than kept as a null object.
+        object: serde_json::to_value(object)
+            .expect("a k8s-openapi object or a DynamicObject always serializes"),
     };
     match delta {
         Delta::Added(o) => Delta::Added(generic(o)),

@@ -2,8 +2,9 @@
 //! (confk8s) adds a resource to the [`Registry`] with a watch of its own, or stops both, so
 //! its cache is freed.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use confk8s::{Command, CustomResource, DynamicInformer, Handler, InformerFactory};
 use k8scache::AsGeneric;
@@ -35,12 +36,12 @@ pub fn resource_of(custom: &CustomResource) -> Resource {
     // the dot, as the apiserver does.
     let fields = metadata
         .iter()
-        .map(|f| f.to_string())
+        .map(|f| Cow::Borrowed(*f))
         .chain(
             custom
                 .selectable_fields
                 .iter()
-                .map(|f| f.trim_start_matches('.').to_string()),
+                .map(|f| Cow::Owned(f.trim_start_matches('.').to_string())),
         )
         .collect();
     Resource::new(ResourceInfo {
@@ -50,36 +51,13 @@ pub fn resource_of(custom: &CustomResource) -> Resource {
         version: custom.version.clone().into(),
         plural: custom.plural.clone().into(),
         namespaced,
-        fields: interned(fields),
+        fields,
         printer,
         served_by: ServedBy::Generic,
         dictionary: Dictionary::new(),
         short_names: custom.short_names.iter().cloned().map(Into::into).collect(),
         categories: custom.categories.iter().cloned().map(Into::into).collect(),
     })
-}
-
-/// Field allow-lists are `'static` (the catalog declares the built-in ones). A custom
-/// resource's is kept once per distinct list for the life of the process, so CRDs created
-/// and deleted again and again with the same selectable fields add nothing.
-fn interned(fields: Vec<String>) -> &'static [&'static str] {
-    static LISTS: Mutex<Vec<&'static [&'static str]>> = Mutex::new(Vec::new());
-    let mut lists = LISTS.lock().unwrap_or_else(|e| e.into_inner());
-    let known = lists
-        .iter()
-        .copied()
-        .find(|list| list.iter().eq(fields.iter()));
-    if let Some(list) = known {
-        return list;
-    }
-    let list: &'static [&'static str] = Vec::leak(
-        fields
-            .into_iter()
-            .map(|f| &*String::leak(f))
-            .collect::<Vec<&'static str>>(),
-    );
-    lists.push(list);
-    list
 }
 
 /// The custom resources served now, each with its watch.
@@ -211,13 +189,6 @@ mod tests {
         let cluster = resource_of(&widgets(Scope::Cluster, &[]));
         assert!(!cluster.namespaced);
         assert_eq!(cluster.fields, ["metadata.name"]);
-    }
-
-    #[test]
-    fn field_lists_are_kept_once() {
-        let a = resource_of(&widgets(Scope::Namespaced, &[".spec.size"]));
-        let b = resource_of(&widgets(Scope::Namespaced, &[".spec.size"]));
-        assert!(std::ptr::eq(a.fields, b.fields));
     }
 
     #[test]

@@ -199,7 +199,8 @@ impl From<kube::Error> for DaoError {
 
 /// A record type both sources serve: the caches hold its records, and the live source reads
 /// the objects of a typed kind through kube's `Api` and projects them the same way (generic
-/// resources are cache-only: live reads of them are refused).
+/// resources are listed and got live through the DynamicObject API, their watches are
+/// cache-only).
 pub trait Served: Cached {
     /// The resource a record is of.
     fn resource_of(&self) -> &Resource;
@@ -433,10 +434,10 @@ impl Source {
             SourceKind::Live => Ok((
                 Source {
                     backend: Backend::Live(LiveSource::new(client.clone())),
-                    scope,
                     factory: None,
+                    registry: Registry::live(resources, scope.is_some()),
+                    scope,
                     writer: Some(LiveSource::new(client)),
-                    registry: Registry::typed_only(),
                 },
                 Vec::new(),
             )),

@@ -45,6 +45,24 @@ impl Registry {
         Registry::new(Arc::new(Caches::default()), typed_resources())
     }
 
+    /// What the live source serves: the typed kinds, and each built-in kind served by a
+    /// generic record that `resources` selects (cluster-scoped ones only when the server is
+    /// not scoped to a namespace), read live. Their caches stay empty: nothing watches them.
+    /// Secrets are left out: only their metadata may ever be read, and a live read of a
+    /// `DynamicObject` would read their values.
+    pub fn live(resources: &ResourceSelection, scoped: bool) -> Self {
+        let registry = Registry::typed_only();
+        for row in model::built_in_rows() {
+            if row.served_by == ServedBy::Generic
+                && resources.serves(row)
+                && (row.namespaced || !scoped)
+            {
+                registry.serve(&row.resource());
+            }
+        }
+        registry
+    }
+
     /// The served resource requests name `name`.
     pub fn resource(&self, name: &str) -> Option<Resource> {
         self.typed

@@ -54,7 +54,7 @@ impl BuiltIn {
             version: self.version.into(),
             plural: self.plural.into(),
             namespaced: self.namespaced,
-            fields: self.fields,
+            fields: self.fields.iter().map(|f| (*f).into()).collect(),
             printer: (self.printer)(),
             served_by: self.served_by,
             short_names: self.short_names.iter().map(|n| (*n).into()).collect(),

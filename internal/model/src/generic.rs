@@ -12,7 +12,9 @@ use printers::Cell;
 use serde::Serialize;
 
 use crate::catalog::field_reading;
-use crate::{Keyed, Labels, ObjectKey, Owner, Record, Resource, Selectable, ServedBy, rfc3339};
+use crate::{
+    Keyed, Labels, ObjectKey, Owner, Record, Resource, Selectable, ServedBy, object_json, rfc3339,
+};
 
 /// An object of a served resource, as the apiserver sent it (managedFields stripped): what a
 /// [`GenericRecord`] is built from.
@@ -45,8 +47,9 @@ pub struct GenericRecord {
     pub labels: Labels,
     pub creation_timestamp: Option<String>,
     pub resource_version: String,
-    /// The values of the fields of the kind's allow-list beyond metadata, in its order.
-    pub fields: Vec<(&'static str, String)>,
+    /// The values of the fields of the kind's allow-list beyond metadata, in its order
+    /// ([`Resource::object_fields`]): the names are the resource's, kept once.
+    pub fields: Vec<String>,
     pub owner: Option<Owner>,
     pub cells: Vec<Cell>,
     /// The answer, serialized once per change.
@@ -81,13 +84,10 @@ impl GenericRecord {
             meta.name.as_deref().unwrap_or(""),
         );
         let fields = resource
-            .fields
-            .iter()
-            .filter(|f| !f.starts_with("metadata."))
+            .object_fields()
             .map(|field| {
                 let (path, absent) = field_reading(field);
-                let value = value_at(object, path).unwrap_or_else(|| absent.to_string());
-                (*field, value)
+                value_at(object, path).unwrap_or_else(|| absent.to_string())
             })
             .collect();
         let cells = resource.printer.cells(object);
@@ -106,10 +106,7 @@ impl GenericRecord {
         })
         .unwrap_or_else(|e| unreachable!("a generic answer always serializes: {e}"))
         .into_boxed_str();
-        // A Value always serializes.
-        let raw = resource
-            .dictionary
-            .compress(&serde_json::to_vec(object).unwrap_or_default());
+        let raw = resource.dictionary.compress(&object_json(object));
         Arc::new(GenericRecord {
             resource: resource.clone(),
             owner: Owner::controller_of(&meta),
@@ -168,8 +165,9 @@ impl Selectable for GenericRecord {
                 Some(Cow::Borrowed(&self.key.namespace))
             }
             _ => self
-                .fields
-                .iter()
+                .resource
+                .object_fields()
+                .zip(&self.fields)
                 .find(|(field, _)| *field == path)
                 .map(|(_, value)| Cow::Borrowed(value.as_str())),
         }
@@ -258,7 +256,7 @@ mod tests {
         assert_eq!(r.field("type").as_deref(), Some("Normal"));
         assert_eq!(r.field("involvedObject.uid").as_deref(), Some(""));
         assert_eq!(r.field("count"), None, "not in the allow-list");
-        for field in events.fields {
+        for field in &events.fields {
             assert!(r.field(field).is_some(), "{field} is selectable");
         }
         assert_eq!(r.owner.as_ref().map(|o| o.uid.as_str()), Some("rs1"));

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Namespace;
 use serde::Serialize;
 
-use crate::{Kind, Labels, ObjectKey, Record, Selectable, Typed, record_fields, rfc3339, to_json};
+use crate::{
+    Kind, Labels, ObjectKey, Record, Selectable, Typed, object_json, record_fields, rfc3339,
+    to_json,
+};
 
 /// The Namespace as the API shows it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -63,8 +66,7 @@ impl NamespaceRecord {
                 .and_then(|s| s.phase.clone())
                 .unwrap_or_default(),
         };
-        // Serializing a typed Namespace cannot fail: its maps have string keys.
-        let raw = RAW_DICTIONARY.compress(&serde_json::to_vec(ns).unwrap_or_default());
+        let raw = RAW_DICTIONARY.compress(&object_json(ns));
         Arc::new(NamespaceRecord {
             raw,
             key: Self::key_of("", &name),

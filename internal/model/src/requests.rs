@@ -95,3 +95,20 @@ pub struct NewIngressTls {
     pub hosts: Vec<String>,
     pub secret_name: String,
 }
+
+/// A Deployment to create, as biz validated it: one label `app: <name>` selects its Pods, as
+/// `kubectl create deployment` makes them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewDeployment {
+    pub name: String,
+    pub replicas: i32,
+    pub containers: Vec<NewContainer>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewContainer {
+    pub name: String,
+    pub image: String,
+    /// TCP container ports.
+    pub ports: Vec<i32>,
+}

@@ -33,8 +33,10 @@ pub struct ResourceInfo {
     pub version: Cow<'static, str>,
     pub plural: Cow<'static, str>,
     pub namespaced: bool,
-    /// The field paths a field selector may name: the apiserver's for the kind.
-    pub fields: &'static [&'static str],
+    /// The field paths a field selector may name: the apiserver's for the kind (borrowed
+    /// from the catalog), or a custom resource's (named by its CRD, owned: a CRD deleted
+    /// takes them with it).
+    pub fields: Vec<Cow<'static, str>>,
     pub printer: Printer,
     pub served_by: ServedBy,
     /// The short names (`cm`) and categories (`all`) discovery lists, as the apiserver has
@@ -93,6 +95,15 @@ impl Resource {
     /// Its singular name, as discovery lists it: the kind in lowercase.
     pub fn singular(&self) -> String {
         self.kind.to_lowercase()
+    }
+
+    /// Its field paths beyond metadata, in the allow-list's order: the values a
+    /// [`crate::GenericRecord`] reads from each object.
+    pub fn object_fields(&self) -> impl Iterator<Item = &str> {
+        self.fields
+            .iter()
+            .map(|f| &**f)
+            .filter(|f| !f.starts_with("metadata."))
     }
 
     /// The typed kind serving it, if one does.

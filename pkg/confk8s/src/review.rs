@@ -14,6 +14,7 @@
 //! unknown tokens are bounded per client address, so a flood from one address spends only
 //! its own budget.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::hash::Hash;
 use std::net::IpAddr;
@@ -150,14 +151,18 @@ impl UserInfo {
 }
 
 /// What a request does, in RBAC's terms.
+///
+/// The group and resource are named at run time for a custom resource (`widgets` in
+/// `example.com`, from its CRD), and are borrowed for a built-in kind, whose names live as
+/// long as the program.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Access {
     /// An RBAC verb: `get`, `list`, `watch`, `create`, ...
     pub verb: &'static str,
     /// "" for the core group.
-    pub group: &'static str,
+    pub group: Cow<'static, str>,
     /// The plural resource name, such as `pods`.
-    pub resource: &'static str,
+    pub resource: Cow<'static, str>,
     /// Such as `log`; "" for the resource itself.
     pub subresource: &'static str,
     /// None: in every namespace.
@@ -170,8 +175,8 @@ impl Access {
     fn as_rbac(&self) -> rbac::Attributes<'_> {
         rbac::Attributes {
             verb: self.verb,
-            group: self.group,
-            resource: self.resource,
+            group: &self.group,
+            resource: &self.resource,
             subresource: self.subresource,
             namespace: self.namespace.as_deref().unwrap_or(""),
             name: self.name.as_deref().unwrap_or(""),
@@ -843,8 +848,8 @@ mod tests {
     fn list_pods(ns: Option<&str>) -> Access {
         Access {
             verb: "list",
-            group: "",
-            resource: "pods",
+            group: "".into(),
+            resource: "pods".into(),
             subresource: "",
             namespace: ns.map(str::to_string),
             name: None,

@@ -13,10 +13,10 @@ use super::Target;
 use super::reads::{KubeQuery, served_resource};
 use super::status::Status;
 use crate::AppState;
-use crate::auth::{bearer_token, client_address, static_name};
+use crate::auth::{access_to, bearer_token, client_address};
 
 /// The access a read of `target` needs; None for discovery (open).
-fn access_of(s: &AppState, target: &Target, watch: bool) -> Option<Result<Access, Status>> {
+fn access_of(s: &AppState, target: &Target, watch: bool) -> Option<Access> {
     let (group, version, resource, namespace, name) = match target {
         Target::Group { .. } | Target::GroupVersion { .. } => return None,
         Target::Collection {
@@ -35,28 +35,19 @@ fn access_of(s: &AppState, target: &Target, watch: bool) -> Option<Result<Access
     };
     // What is not served is the handler's 404, whoever asks.
     let served = served_resource(s, group, version, resource)?;
-    // An Access names what the catalog declares; a custom resource's names are made at run
-    // time: refused until they can be named (fail closed).
-    let (Some(group), Some(resource)) = (static_name(&served.group), static_name(&served.plural))
-    else {
-        return Some(Err(Status::new(
-            StatusCode::FORBIDDEN,
-            format!("no access rule for {}", super::status::qualified(&served)),
-        )));
-    };
     let verb = match (name, watch) {
         (Some(_), _) => "get",
         (None, true) => "watch",
         (None, false) => "list",
     };
-    Some(Ok(Access {
+    // RBAC names the resource by its group and plural: the catalog row's, or the CRD's.
+    Some(access_to(
         verb,
-        group,
-        resource,
-        subresource: "",
-        namespace: namespace.clone(),
-        name: name.cloned(),
-    }))
+        served.group.clone(),
+        served.plural.clone(),
+        namespace.as_deref(),
+        name.map(String::as_str),
+    ))
 }
 
 /// Refuses a read unless the caller's token may do exactly it.
@@ -75,10 +66,6 @@ pub(crate) async fn check(State(s): State<AppState>, request: Request, next: Nex
         .is_some_and(|w| w == "true" || w == "1");
     let Some(access) = target.and_then(|t| access_of(&s, &t, watch)) else {
         return next.run(request).await;
-    };
-    let access = match access {
-        Ok(access) => access,
-        Err(refused) => return refused.into_response(),
     };
     let Some(reviewer) = s.reviewer.clone() else {
         return Status::new(StatusCode::FORBIDDEN, "no reviewer for --auth delegated")

@@ -5,6 +5,7 @@
 //! through its ReplicaSets), [`writes`] and [`objects`] (Services and Ingresses, created and
 //! printed raw).
 
+mod dynamic;
 mod logs;
 mod membership;
 mod objects;
@@ -76,10 +77,11 @@ fn required<T>(
     })
 }
 
-/// What a live read of a generic resource answers: they are served from the cache only.
+/// What a live watch of a generic resource answers: lists and gets are read live, watches
+/// are served from the cache only.
 fn cache_only(resource: &Resource) -> DaoError {
     DaoError::Unavailable(format!(
-        "{} are served from the cache only, not with --source live",
+        "watches of {} are served from the cache only, not with --source live",
         resource.name
     ))
 }
@@ -146,20 +148,20 @@ impl Served for GenericRecord {
         &self.resource
     }
     async fn live_list(
-        _live: &LiveSource,
+        live: &LiveSource,
         resource: &Resource,
-        _q: &ListQuery,
-        _at: ReadAt,
+        q: &ListQuery,
+        at: ReadAt,
     ) -> Result<Listing<Self>, DaoError> {
-        Err(cache_only(resource))
+        live.generic_listing(resource, q, at).await
     }
     async fn live_get(
-        _live: &LiveSource,
+        live: &LiveSource,
         resource: &Resource,
-        _namespace: &str,
-        _name: &str,
+        namespace: &str,
+        name: &str,
     ) -> Result<Arc<Self>, DaoError> {
-        Err(cache_only(resource))
+        live.generic_object(resource, namespace, name).await
     }
     async fn live_watch(
         _live: &LiveSource,

@@ -85,6 +85,24 @@ pub(super) fn list_version<K: Namespaced>(list: &ObjectList<K>) -> Result<String
     )
 }
 
+/// What a list of `q` at `at` asks the apiserver: its selectors, and its version.
+pub(super) fn list_params(q: &ListQuery, at: ReadAt) -> ListParams {
+    let mut params = match at {
+        ReadAt::Newest => ListParams::default(),
+        // From etcd at that revision, or 410 once compacted: what the apiserver keeps.
+        ReadAt::Version(version) => ListParams::default()
+            .at(&version.to_string())
+            .matching(VersionMatch::Exact),
+    };
+    if !q.labels.is_empty() {
+        params = params.labels(&q.labels.to_string());
+    }
+    if !q.fields.is_empty() {
+        params = params.fields(&q.fields.to_string());
+    }
+    params
+}
+
 impl LiveSource {
     /// The objects `q` selects: its selectors sent to the apiserver, the caller's namespaces
     /// applied to the answer.
@@ -93,20 +111,10 @@ impl LiveSource {
         q: &ListQuery,
         at: ReadAt,
     ) -> Result<ObjectList<K>, DaoError> {
-        let mut params = match at {
-            ReadAt::Newest => ListParams::default(),
-            // From etcd at that revision, or 410 once compacted: what the apiserver keeps.
-            ReadAt::Version(version) => ListParams::default()
-                .at(&version.to_string())
-                .matching(VersionMatch::Exact),
-        };
-        if !q.labels.is_empty() {
-            params = params.labels(&q.labels.to_string());
-        }
-        if !q.fields.is_empty() {
-            params = params.fields(&q.fields.to_string());
-        }
-        let mut list = self.api::<K>(q.namespace.as_deref()).list(&params).await?;
+        let mut list = self
+            .api::<K>(q.namespace.as_deref())
+            .list(&list_params(q, at))
+            .await?;
         list.items
             .retain(|o| admitted(q.namespace.as_deref(), &q.visible, o));
         Ok(list)
