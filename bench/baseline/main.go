@@ -11,6 +11,8 @@
 //	GET /deployments/{name}?namespace=NS          one Deployment
 //	GET /pods?namespace=NS&labelSelector=SEL      pods of a namespace (all if empty), by selector
 //	GET /pods/{name}?namespace=NS                 one Pod
+//	GET /configmaps?namespace=NS                  ConfigMaps of a namespace
+//	GET /configmaps/{name}?namespace=NS           one ConfigMap
 package main
 
 import (
@@ -43,6 +45,7 @@ type server struct {
 	deployments appslisters.DeploymentLister
 	replicaSets appslisters.ReplicaSetLister
 	pods        corelisters.PodLister
+	configMaps  corelisters.ConfigMapLister
 }
 
 func main() {
@@ -76,6 +79,7 @@ func main() {
 		deployments: factory.Apps().V1().Deployments().Lister(),
 		replicaSets: factory.Apps().V1().ReplicaSets().Lister(),
 		pods:        factory.Core().V1().Pods().Lister(),
+		configMaps:  factory.Core().V1().ConfigMaps().Lister(),
 	}
 	stop := make(chan struct{})
 	factory.Start(stop)
@@ -90,6 +94,8 @@ func main() {
 	mux.HandleFunc("GET /deployments/{name}", s.getDeployment)
 	mux.HandleFunc("GET /pods", s.listPods)
 	mux.HandleFunc("GET /pods/{name}", s.getPod)
+	mux.HandleFunc("GET /configmaps", s.listConfigMaps)
+	mux.HandleFunc("GET /configmaps/{name}", s.getConfigMap)
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -185,6 +191,29 @@ func (s *server) listPods(w http.ResponseWriter, r *http.Request) {
 	out := make([]podDTO, len(pods))
 	for i, p := range pods {
 		out[i] = s.podDTO(p)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) getConfigMap(w http.ResponseWriter, r *http.Request) {
+	c, err := s.configMaps.ConfigMaps(namespaceOf(r)).Get(r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, configMapDTO(c))
+}
+
+func (s *server) listConfigMaps(w http.ResponseWriter, r *http.Request) {
+	cms, err := s.configMaps.ConfigMaps(namespaceOf(r)).List(labels.Everything())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	sort.Slice(cms, func(i, j int) bool { return cms[i].Name < cms[j].Name })
+	out := make([]configMap, len(cms))
+	for i, c := range cms {
+		out[i] = configMapDTO(c)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -320,4 +349,25 @@ func (s *server) deploymentOf(p *corev1.Pod) string {
 		return dref.Name
 	}
 	return ""
+}
+
+// configMap is what k8sailor answers for an object of a kind it serves generically: identity,
+// labels and kubectl's cells (NAME, DATA, AGE), each cell tagged with its type.
+type configMap struct {
+	Name              string            `json:"name"`
+	Namespace         string            `json:"namespace"`
+	UID               string            `json:"uid"`
+	Labels            map[string]string `json:"labels"`
+	CreationTimestamp string            `json:"creationTimestamp"`
+	ResourceVersion   string            `json:"resourceVersion"`
+	Cells             []map[string]any  `json:"cells"`
+}
+
+func configMapDTO(c *corev1.ConfigMap) configMap {
+	created := rfc3339(c.CreationTimestamp)
+	return configMap{
+		Name: c.Name, Namespace: c.Namespace, UID: string(c.UID), Labels: c.Labels,
+		CreationTimestamp: created, ResourceVersion: c.ResourceVersion,
+		Cells: []map[string]any{{"Text": c.Name}, {"Integer": len(c.Data) + len(c.BinaryData)}, {"Age": created}},
+	}
 }

@@ -2,6 +2,7 @@
 // scale for the benchmarks, and measures write-to-visible latency of read caches.
 //
 //	loader load    --kubeconfig F --namespaces 20 --deployments 1000 --pods 10000 --summary out.json
+//	loader configmaps --kubeconfig F --namespaces 20 --deployments 1000 --pods 10000 --summary out.json
 //	loader visible --kubeconfig F --pods ns/name,... --writes 200 --target NAME=URL ... --out out.json
 //	loader soak    --kubeconfig F --base URL --watches 10000 --reads-per-s 1000 --writes-per-s 20 --duration 30m
 //
@@ -11,6 +12,12 @@
 // every status through the status subresource: most pods Running and Ready, some Pending
 // (unschedulable), some in CrashLoopBackOff with restarts. Everything is deterministic for a
 // given seed. The summary names the objects the benchmark reads.
+//
+// configmaps adds, for the same plan (same flags and seed), as many ConfigMaps to each
+// Deployment as it has pods, so each namespace holds as many ConfigMaps as Pods: the
+// Deployment's `NAME-config` and kustomize-style `NAME-config-HASH` generations of it, each a
+// config.yaml of 3-4 KiB and a few plain keys, about the bytes a pod takes. It is a step of its
+// own so the benchmark can measure memory per pod before they exist.
 //
 // visible patches a label on pods through the API and polls every target's single-pod read
 // (URL with {namespace} and {name} placeholders) until the new value shows, all targets at once,
@@ -48,19 +55,21 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loader load|visible|soak [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loader load|configmaps|visible|soak [flags]")
 		os.Exit(2)
 	}
 	var err error
 	switch os.Args[1] {
 	case "load":
 		err = runLoad(os.Args[2:])
+	case "configmaps":
+		err = runConfigMaps(os.Args[2:])
 	case "visible":
 		err = runVisible(os.Args[2:])
 	case "soak":
 		err = runSoak(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (want load, visible or soak)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (want load, configmaps, visible or soak)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loader: error:", err)
@@ -431,6 +440,7 @@ type summary struct {
 	Requests     int64    `json:"requests"`
 	// What the benchmark reads.
 	GetDeployment  objectRef `json:"getDeployment"`
+	GetPod         objectRef `json:"getPod"`
 	ListNamespace  string    `json:"listNamespace"`
 	ListNamespaceN int       `json:"listNamespacePods"`
 	LabelSelector  string    `json:"labelSelector"`
@@ -443,27 +453,51 @@ type objectRef struct {
 	Name      string `json:"name"`
 }
 
+// planFlags are the flags of the commands that write the plan's objects: `configmaps` must be
+// given what `load` was, so both make the same plan.
+type planFlags struct {
+	kubeconfig, out               *string
+	namespaces, deployments, pods *int
+	workers                       *int
+	seed                          *uint64
+}
+
+func addPlanFlags(fs *flag.FlagSet) planFlags {
+	return planFlags{
+		kubeconfig:  fs.String("kubeconfig", "", "kubeconfig of the cluster to fill"),
+		namespaces:  fs.Int("namespaces", 20, "namespaces"),
+		deployments: fs.Int("deployments", 1000, "Deployments (one ReplicaSet each)"),
+		pods:        fs.Int("pods", 10000, "Pods, spread evenly over the Deployments"),
+		workers:     fs.Int("workers", 48, "concurrent requests"),
+		seed:        fs.Uint64("seed", 1, "random seed"),
+		out:         fs.String("summary", "", "write a JSON summary here"),
+	}
+}
+
+// parse parses args into f and returns the plan they describe and a client for writing it.
+func (f planFlags) parse(fs *flag.FlagSet, args []string) ([]*deployPlan, *kubernetes.Clientset, error) {
+	fs.Parse(args)
+	if *f.namespaces < 1 || *f.deployments < *f.namespaces || *f.pods < *f.deployments {
+		return nil, nil, fmt.Errorf("need namespaces >= 1, deployments >= namespaces, pods >= deployments")
+	}
+	cs, err := client(*f.kubeconfig, 1e6, 1e6)
+	if err != nil {
+		return nil, nil, err
+	}
+	return makePlan(*f.namespaces, *f.deployments, *f.pods, *f.seed, 50), cs, nil
+}
+
 func runLoad(args []string) error {
 	fs := flag.NewFlagSet("load", flag.ExitOnError)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster to fill")
-	namespaces := fs.Int("namespaces", 20, "namespaces")
-	deployments := fs.Int("deployments", 1000, "Deployments (one ReplicaSet each)")
-	pods := fs.Int("pods", 10000, "Pods, spread evenly over the Deployments")
-	workers := fs.Int("workers", 48, "concurrent requests")
-	seed := fs.Uint64("seed", 1, "random seed")
-	out := fs.String("summary", "", "write a JSON summary here")
-	fs.Parse(args)
-	if *namespaces < 1 || *deployments < *namespaces || *pods < *deployments {
-		return fmt.Errorf("need namespaces >= 1, deployments >= namespaces, pods >= deployments")
-	}
-	cs, err := client(*kubeconfig, 1e6, 1e6)
+	flags := addPlanFlags(fs)
+	plan, cs, err := flags.parse(fs, args)
 	if err != nil {
 		return err
 	}
+	namespaces, workers, out := flags.namespaces, flags.workers, flags.out
 	ctx := context.Background()
 	start := time.Now()
 	var requests atomic.Int64
-	plan := makePlan(*namespaces, *deployments, *pods, *seed, 50)
 
 	// Namespaces and their default ServiceAccount.
 	nsNames := make([]string, *namespaces)
@@ -559,7 +593,7 @@ func runLoad(args []string) error {
 	}
 	var done atomic.Int64
 	stop := make(chan struct{})
-	go progress(&done, len(jobs), stop)
+	go progress(&done, len(jobs), "pods", stop)
 	podsStart := time.Now()
 	err = parallel(*workers, len(jobs), func(k int) error {
 		d := plan[jobs[k].d]
@@ -610,6 +644,7 @@ func runLoad(args []string) error {
 	// across every namespace (a dashboard's "pods of app X").
 	mid := plan[len(plan)/2]
 	s.GetDeployment = objectRef{mid.ns, mid.name}
+	s.GetPod = objectRef{mid.ns, mid.pods[len(mid.pods)/2].name}
 	s.ListNamespace = nsNames[0]
 	for _, d := range plan {
 		if d.ns == s.ListNamespace {
@@ -672,7 +707,7 @@ func parallel(workers, n int, f func(int) error) error {
 	return firstErr
 }
 
-func progress(done *atomic.Int64, total int, stop chan struct{}) {
+func progress(done *atomic.Int64, total int, what string, stop chan struct{}) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	start := time.Now()
@@ -682,7 +717,7 @@ func progress(done *atomic.Int64, total int, stop chan struct{}) {
 			return
 		case <-t.C:
 			n := done.Load()
-			fmt.Fprintf(os.Stderr, "loader: %d/%d pods (%.0f/s)\n", n, total, float64(n)/time.Since(start).Seconds())
+			fmt.Fprintf(os.Stderr, "loader: %d/%d %s (%.0f/s)\n", n, total, what, float64(n)/time.Since(start).Seconds())
 		}
 	}
 }
