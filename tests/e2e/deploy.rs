@@ -405,6 +405,8 @@ fn the_shipped_cluster_role_only_reads_what_k8sailor_needs() {
         "storage.k8s.io/storageclasses:watch",
         "scheduling.k8s.io/priorityclasses:list",
         "scheduling.k8s.io/priorityclasses:watch",
+        "coordination.k8s.io/leases:list",
+        "coordination.k8s.io/leases:watch",
         "apiextensions.k8s.io/customresourcedefinitions:list",
         "apiextensions.k8s.io/customresourcedefinitions:watch",
         // The /logs routes relay pods/log.

@@ -48,6 +48,7 @@ const DISCOVERY: &str = "apis/discovery.k8s.io/v1";
 const NETWORKING: &str = "apis/networking.k8s.io/v1";
 const STORAGE: &str = "apis/storage.k8s.io/v1";
 const RBAC: &str = "apis/rbac.authorization.k8s.io/v1";
+const COORDINATION: &str = "apis/coordination.k8s.io/v1";
 const SCHEDULING: &str = "apis/scheduling.k8s.io/v1";
 const APIEXTENSIONS: &str = "apis/apiextensions.k8s.io/v1";
 
@@ -107,6 +108,7 @@ const KINDS: &[Kind] = &[
         "priorityclasses",
         false,
     ),
+    kind(builtin::lease, COORDINATION, "leases", true),
     kind(
         builtin::custom_resource_definition,
         APIEXTENSIONS,
@@ -635,6 +637,9 @@ async fn make_objects(client: &Client, ns: &str, cleanup: &mut Cleanup) {
             "series": {"count": 9, "lastObservedTime": micro_ago(2500)}})),
         (CORE, "events", json!({"metadata": {"name": "bare"}, "reason": "Checked", "message": "x",
             "involvedObject": {"kind": "ConfigMap", "namespace": ns}})),
+        (COORDINATION, "leases", json!({"metadata": {"name": "held"},
+            "spec": {"holderIdentity": "node-a", "leaseDurationSeconds": 40}})),
+        (COORDINATION, "leases", json!({"metadata": {"name": "free"}, "spec": {}})),
         (CORE, "resourcequotas", json!({"metadata": {"name": "quota"}, "spec": {"hard": {
             "pods": "10", "limits.cpu": "4", "limits.memory": "8Gi", "requests.cpu": "2", "count/deployments.apps": "3"}}})),
         (CORE, "limitranges", json!({"metadata": {"name": "limits"}, "spec": {"limits": [

@@ -148,9 +148,10 @@ const CLUSTER_FIELDS: &[&str] = METADATA_FIELDS;
 use PodOwnership::{Controller, ThroughReplicaSets};
 use ServedBy::{Generic, MetadataOnly};
 use k8s_openapi::api::{
-    apps::v1 as apps, autoscaling::v2 as autoscaling, batch::v1 as batch, core::v1 as core,
-    discovery::v1 as discovery, networking::v1 as networking, policy::v1 as policy,
-    rbac::v1 as rbac, scheduling::v1 as scheduling, storage::v1 as storage,
+    apps::v1 as apps, autoscaling::v2 as autoscaling, batch::v1 as batch,
+    coordination::v1 as coordination, core::v1 as core, discovery::v1 as discovery,
+    networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac,
+    scheduling::v1 as scheduling, storage::v1 as storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 
@@ -229,6 +230,7 @@ catalog! {
     PRIORITY_CLASSES: Cluster scheduling::PriorityClass, Generic, priority_class,
         CLUSTER_FIELDS,
         short: &["pc"];
+    LEASES: Namespaced coordination::Lease, Generic, lease, METADATA_FIELDS;
     CUSTOM_RESOURCE_DEFINITIONS: Cluster apiextensions::CustomResourceDefinition, Generic,
         custom_resource_definition, CLUSTER_FIELDS,
         short: &["crd", "crds"], categories: &["api-extensions"];
@@ -280,7 +282,7 @@ mod tests {
         plurals.sort();
         plurals.dedup();
         assert_eq!(plurals.len(), ROWS.len());
-        assert_eq!(ROWS.len(), 31, "the kinds of issue 19");
+        assert_eq!(ROWS.len(), 32, "the kinds of issue 19, and Leases");
     }
 
     /// Collects what the visitor is told.

@@ -888,6 +888,17 @@ pub fn priority_class() -> Printer {
     })
 }
 
+/// Leases: `printLease`.
+pub fn lease() -> Printer {
+    Printer::builtin(columns::LEASE, |l| {
+        vec![
+            text(name(l)),
+            text(string(l, "/spec/holderIdentity")),
+            age(l),
+        ]
+    })
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use std::time::SystemTime;
@@ -991,6 +1002,7 @@ pub(crate) mod tests {
             resource_quota(),
             limit_range(),
             priority_class(),
+            lease(),
             custom_resource_definition(),
         ];
         let odd = [

@@ -882,6 +882,17 @@ pub(crate) const PRIORITY_CLASS: &[Column] = &[
         0,
     ),
 ];
+pub(crate) const LEASE: &[Column] = &[
+    NAME,
+    column(
+        "Holder",
+        ColumnType::String,
+        "",
+        "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.",
+        0,
+    ),
+    AGE,
+];
 pub(crate) const DEFAULT: &[Column] = &[
     NAME,
     column(

@@ -41,6 +41,7 @@
 //! | [`builtin::event`] | `printEvent`, `formatEventSource`, `translateMicroTimestampSince` |
 //! | [`builtin::resource_quota`] | `printResourceQuota` |
 //! | [`builtin::priority_class`] | `printPriorityClass` |
+//! | [`builtin::lease`] | `printLease` |
 //! | [`builtin::role`], [`builtin::cluster_role`], [`builtin::limit_range`], [`builtin::custom_resource_definition`] | none: their storage uses `rest.NewDefaultTableConvertor` ([`Printer::default_columns`]) |
 //!
 //! Time-relative cells keep their times ([`Cell::Age`], [`Cell::Restarts`]) and are rendered

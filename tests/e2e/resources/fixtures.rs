@@ -483,6 +483,19 @@ pub(super) const FIXTURES: &[Fixture] = &[
         field: NO_FIELD,
     },
     Fixture {
+        resource: "leases",
+        name: local,
+        object: |name, _, _| {
+            object(
+                "coordination.k8s.io/v1",
+                "Lease",
+                name,
+                json!({"spec": {"holderIdentity": name, "leaseDurationSeconds": 15}}),
+            )
+        },
+        field: NO_FIELD,
+    },
+    Fixture {
         resource: "customresourcedefinitions",
         name: crd_name,
         object: |name, which, _| {
