@@ -1298,7 +1298,7 @@ function deploymentView(route, resource) {
   const error = h("div", { class: "error", role: "alert", hidden: true });
   const summary = h("div", { class: "panel" }, "loading");
   const labels = h("div", { class: "panel" });
-  const replicas = h("input", { type: "number", min: "0", max: "10000", required: true, name: "replicas", id: "replicas" });
+  const replicas = h("input", { type: "number", min: "0", max: "10000", required: true, name: "replicas", id: "replicas", disabled: true });
   const scaleNote = h("span", { class: "note", role: "status" });
   const scaleForm = h(
     "form",
@@ -1318,7 +1318,7 @@ function deploymentView(route, resource) {
     },
     h("label", { for: "replicas" }, "Replicas"),
     replicas,
-    h("button", { type: "submit" }, "Scale"),
+    h("button", { type: "submit", disabled: true }, "Scale"),
     scaleNote,
   );
   replicas.addEventListener("input", () => (replicas.dataset.touched = "1"));
@@ -1327,6 +1327,7 @@ function deploymentView(route, resource) {
     {
       type: "button",
       class: "danger",
+      disabled: true,
       onclick: async () => {
         if (!(await confirmDialog(`Delete the Deployment ${name} in ${namespace}? Its ReplicaSets and pods go with it.`))) return;
         try {
@@ -1339,6 +1340,8 @@ function deploymentView(route, resource) {
     },
     "Delete…",
   );
+  // Nothing to scale or delete until the Deployment is seen, nor once it is gone.
+  const actions = [...scaleForm.querySelectorAll("input, button"), deleteButton];
   const pods = new LiveTable({ columns: podColumns(false), label: "Pods of the Deployment", empty: "No pods." });
   const podCount = h("span", { class: "count", "aria-live": "polite" });
   const sets = new LiveTable({ columns: replicaSetColumns(false).filter((c) => c.title !== "Deployment"), label: "ReplicaSets of the Deployment", empty: "No ReplicaSets." });
@@ -1377,7 +1380,13 @@ function deploymentView(route, resource) {
         );
         if (!replicas.dataset.touched) replicas.value = d.replicas;
         labels.replaceChildren(h("h2", {}, "Labels"), labelList(d.labels));
+        details.el.hidden = false;
         details.update(d);
+        actions.forEach((c) => (c.disabled = false));
+      },
+      () => {
+        gone(summary, labels, details);
+        actions.forEach((c) => (c.disabled = true));
       },
     ),
   ];

@@ -55,7 +55,10 @@ test("dashboard: live tables, scaling, filters, a pod's events and YAML, deletio
   const b = await openBrowser({
     scenario: "dashboard",
     allowedOrigins: [server.origin],
-    tolerateMatching: [{ pattern: /labelSelector=app\+in\+%28web&/, reason: "the wrong selector the test types, whose 400 the page shows" }],
+    tolerateMatching: [
+      { pattern: /labelSelector=app\+in\+%28web&/, reason: "the wrong selector the test types, whose 400 the page shows" },
+      { pattern: /\/deployments\/web\/(pods|services|ingresses)\?/, reason: "what the page of the deleted Deployment asks of it (404)" },
+    ],
   });
   t.after(() => b.close());
   const { page } = b;
@@ -187,6 +190,17 @@ test("dashboard: live tables, scaling, filters, a pod's events and YAML, deletio
   await eventually("the Deployment gone from the apiserver", async () =>
     kubectl(["get", "deployment", "web", "-n", ns.name]).then(() => false, () => true),
   );
+
+  // The page of a Deployment that is not there offers nothing to scale or delete.
+  await page.goto(`${server.origin}/#/ns/${ns.name}/deployments/web`);
+  await page.getByText("Not found.").waitFor();
+  assert.match(await page.locator('main [role="alert"]').first().textContent(), /web is not in/);
+  for (const name of ["Scale", "Delete…"]) {
+    assert.ok(await page.getByRole("button", { name }).isDisabled(), `${name} is disabled for a missing Deployment`);
+  }
+  assert.ok(await page.locator("#replicas").isDisabled(), "the replicas field is disabled for a missing Deployment");
+  await b.screenshot("deployment-missing");
+  await page.goto(`${server.origin}/#/ns/${ns.name}/deployments`);
 
   // Keyboard: on a fresh load the first Tab reaches the skip link.
   await page.reload();
