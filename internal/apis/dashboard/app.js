@@ -150,6 +150,8 @@ const connection = {
     badge.textContent = text;
     badge.className = `badge ${cls}`;
     badge.dataset.state = cls || "connecting";
+    // What the tables show may have changed since the server went away: dimmed until it answers.
+    for (const table of document.querySelectorAll("#main table")) table.classList.toggle("stale", cls === "down");
   },
 };
 

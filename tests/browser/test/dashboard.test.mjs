@@ -521,6 +521,11 @@ test("dashboard: says when the server is gone, and comes back on its own", async
   await servers[0].stop();
   await eventually("the disconnected badge", async () => (await badge.getAttribute("data-state")) === "down");
   assert.match(await badge.textContent(), /^disconnected/);
+  // The rows shown are what was true when the server went away: dimmed until it is back.
+  const table = page.locator("main table").first();
+  const rowsOpacity = () => table.locator("tbody").first().evaluate((el) => Number(getComputedStyle(el).opacity));
+  await eventually("the table marked stale", async () => (await table.getAttribute("class"))?.split(" ").includes("stale"));
+  assert.ok((await rowsOpacity()) < 1, "stale rows are dimmed");
   await b.screenshot("disconnected");
   // A change made while the page cannot hear of it.
   await apply([deployment(ns.name, "during", 1)]);
@@ -532,6 +537,8 @@ test("dashboard: says when the server is gone, and comes back on its own", async
   await eventually("the live badge again", async () => (await badge.getAttribute("data-state")) === "live", { timeoutMs: 60_000 });
   await row(page, ns.name, "during").waitFor({ timeout: 30_000 });
   await eventually("the deleted Deployment gone", async () => (await row(page, ns.name, "before").count()) === 0);
+  assert.ok(!(await table.getAttribute("class"))?.split(" ").includes("stale"), "live rows are not marked stale");
+  assert.equal(await rowsOpacity(), 1, "live rows are not dimmed");
   await b.screenshot("reconnected");
 
   // Stale data: the server says so in a header of every answer (its e2e tests make it do so by
