@@ -1290,6 +1290,31 @@ function logView(route, resource, object, body) {
   };
 }
 
+/**
+ * A Delete… button: asks `question`, deletes `path` in `namespace`, then goes to the `back`
+ * link; a failure is said in `error`. Disabled until the page has seen its object.
+ */
+function deleteButtonFor({ question, path, namespace, back, error }) {
+  return h(
+    "button",
+    {
+      type: "button",
+      class: "danger",
+      disabled: true,
+      onclick: async () => {
+        if (!(await confirmDialog(question))) return;
+        try {
+          await api(path, { namespace }, { method: "DELETE" });
+          location.hash = back;
+        } catch (err) {
+          showFailure(error, err);
+        }
+      },
+    },
+    "Delete…",
+  );
+}
+
 function deploymentView(route, resource) {
   const { namespace, name } = route;
   // A browser holds at most six connections to a server, and each live table holds one: the
@@ -1324,24 +1349,13 @@ function deploymentView(route, resource) {
     scaleNote,
   );
   replicas.addEventListener("input", () => (replicas.dataset.touched = "1"));
-  const deleteButton = h(
-    "button",
-    {
-      type: "button",
-      class: "danger",
-      disabled: true,
-      onclick: async () => {
-        if (!(await confirmDialog(`Delete the Deployment ${name} in ${namespace}? Its ReplicaSets and pods go with it.`))) return;
-        try {
-          await api(`/deployments/${encodeURIComponent(name)}`, { namespace }, { method: "DELETE" });
-          location.hash = link({ namespace, kind: "deployments" });
-        } catch (err) {
-          showFailure(error, err);
-        }
-      },
-    },
-    "Delete…",
-  );
+  const deleteButton = deleteButtonFor({
+    question: `Delete the Deployment ${name} in ${namespace}? Its ReplicaSets and pods go with it.`,
+    path: `/deployments/${encodeURIComponent(name)}`,
+    namespace,
+    back: link({ namespace, kind: "deployments" }),
+    error,
+  });
   // Nothing to scale or delete until the Deployment is seen, nor once it is gone.
   const actions = [...scaleForm.querySelectorAll("input, button"), deleteButton];
   const pods = new LiveTable({ columns: podColumns(false), label: "Pods of the Deployment", empty: "No pods." });
@@ -1460,11 +1474,18 @@ function podView(route, resource) {
   const summary = h("div", { class: "panel" }, "loading");
   const labels = h("div", { class: "panel" });
   const details = objectDetails(route, resource);
+  const deleteButton = deleteButtonFor({
+    question: `Delete the pod ${name} in ${namespace}? A controller that owns it makes another.`,
+    path: `/pods/${encodeURIComponent(name)}`,
+    namespace,
+    back: link({ namespace, kind: "pods" }),
+    error,
+  });
   main.replaceChildren(
     h("p", {}, a(link({ namespace, kind: "pods" }), `← Pods in ${namespace}`)),
     h("h1", {}, `Pod ${name}`),
     error,
-    h("div", { class: "grid" }, summary, labels),
+    h("div", { class: "grid" }, summary, h("div", { class: "panel" }, h("h2", {}, "Delete"), deleteButton), labels),
     details.el,
   );
   const live = followOne("/pods", route, error, (p) => {
@@ -1484,7 +1505,11 @@ function podView(route, resource) {
     labels.replaceChildren(h("h2", {}, "Labels"), labelList(p.labels));
     details.el.hidden = false;
     details.update(p);
-  }, () => gone(summary, labels, details));
+    deleteButton.disabled = false;
+  }, () => {
+    gone(summary, labels, details);
+    deleteButton.disabled = true;
+  });
   return () => {
     live.stop();
     details.stop();

@@ -174,6 +174,23 @@ test("dashboard: live tables, scaling, filters, a pod's events and YAML, deletio
   assert.ok(text.includes(`name: ${pod.name}`));
   await b.screenshot("pod-yaml");
 
+  // A pod's deletion asks first, as a Deployment's does; its row leaves the pods' table. (From
+  // its overview: an open YAML tab would read the pod again while it goes, and get a 404.)
+  await page.goto(`${server.origin}/#/ns/${ns.name}/pods/${pod.name}`);
+  await eventually("the pod's events", async () => (await eventRows.count()) === 2);
+  await page.getByRole("button", { name: "Delete…" }).click();
+  await page.locator("#confirm-dialog").waitFor();
+  await page.locator("#confirm-yes").click();
+  await eventually("the pods list", async () => page.url().endsWith(`#/ns/${ns.name}/pods`));
+  await eventually("the deleted pod's row gone, the others there", async () =>
+    (await row(page, ns.name, pod.name).count()) === 0 && (await page.locator("main tr.row").count()) > 0,
+  { timeoutMs: 60_000 });
+  await kubectl(["get", "pod", pod.name, "-n", ns.name]).then(
+    () => assert.fail(`the pod ${pod.name} is still in the apiserver`),
+    () => {},
+  );
+  await b.screenshot("pod-deleted");
+
   // Deletion asks first; Escape closes the question and keeps the Deployment.
   await page.goto(`${server.origin}/#/ns/${ns.name}/deployments/web`);
   await page.getByRole("button", { name: "Delete…" }).click();
