@@ -462,7 +462,7 @@ function kubeletStatus(pod, index, { crashing }) {
   };
 }
 
-test("dashboard: the demo workloads of hack/run (the README's screenshot)", async (t) => {
+test("dashboard: the demo workloads of hack/run", async (t) => {
   // The namespaces and Deployments hack/run seeds, applied as it applies them, and removed
   // after (their pods would otherwise show in every later test's cluster-wide lists).
   const demo = path.join(repoRoot, "hack", "demo.yaml");
