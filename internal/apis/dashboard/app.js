@@ -150,6 +150,8 @@ const connection = {
     badge.textContent = text;
     badge.className = `badge ${cls}`;
     badge.dataset.state = cls || "connecting";
+    // What the tables show may have changed since the server went away: dimmed until it answers.
+    for (const table of document.querySelectorAll("#main table")) table.classList.toggle("stale", cls === "down");
   },
 };
 
@@ -1288,6 +1290,31 @@ function logView(route, resource, object, body) {
   };
 }
 
+/**
+ * A Delete… button: asks `question`, deletes `path` in `namespace`, then goes to the `back`
+ * link; a failure is said in `error`. Disabled until the page has seen its object.
+ */
+function deleteButtonFor({ question, path, namespace, back, error }) {
+  return h(
+    "button",
+    {
+      type: "button",
+      class: "danger",
+      disabled: true,
+      onclick: async () => {
+        if (!(await confirmDialog(question))) return;
+        try {
+          await api(path, { namespace }, { method: "DELETE" });
+          location.hash = back;
+        } catch (err) {
+          showFailure(error, err);
+        }
+      },
+    },
+    "Delete…",
+  );
+}
+
 function deploymentView(route, resource) {
   const { namespace, name } = route;
   // A browser holds at most six connections to a server, and each live table holds one: the
@@ -1298,7 +1325,7 @@ function deploymentView(route, resource) {
   const error = h("div", { class: "error", role: "alert", hidden: true });
   const summary = h("div", { class: "panel" }, "loading");
   const labels = h("div", { class: "panel" });
-  const replicas = h("input", { type: "number", min: "0", max: "10000", required: true, name: "replicas", id: "replicas" });
+  const replicas = h("input", { type: "number", min: "0", max: "10000", required: true, name: "replicas", id: "replicas", disabled: true });
   const scaleNote = h("span", { class: "note", role: "status" });
   const scaleForm = h(
     "form",
@@ -1318,27 +1345,19 @@ function deploymentView(route, resource) {
     },
     h("label", { for: "replicas" }, "Replicas"),
     replicas,
-    h("button", { type: "submit" }, "Scale"),
+    h("button", { type: "submit", disabled: true }, "Scale"),
     scaleNote,
   );
   replicas.addEventListener("input", () => (replicas.dataset.touched = "1"));
-  const deleteButton = h(
-    "button",
-    {
-      type: "button",
-      class: "danger",
-      onclick: async () => {
-        if (!(await confirmDialog(`Delete the Deployment ${name} in ${namespace}? Its ReplicaSets and pods go with it.`))) return;
-        try {
-          await api(`/deployments/${encodeURIComponent(name)}`, { namespace }, { method: "DELETE" });
-          location.hash = link({ namespace, kind: "deployments" });
-        } catch (err) {
-          showFailure(error, err);
-        }
-      },
-    },
-    "Delete…",
-  );
+  const deleteButton = deleteButtonFor({
+    question: `Delete the Deployment ${name} in ${namespace}? Its ReplicaSets and pods go with it.`,
+    path: `/deployments/${encodeURIComponent(name)}`,
+    namespace,
+    back: link({ namespace, kind: "deployments" }),
+    error,
+  });
+  // Nothing to scale or delete until the Deployment is seen, nor once it is gone.
+  const actions = [...scaleForm.querySelectorAll("input, button"), deleteButton];
   const pods = new LiveTable({ columns: podColumns(false), label: "Pods of the Deployment", empty: "No pods." });
   const podCount = h("span", { class: "count", "aria-live": "polite" });
   const sets = new LiveTable({ columns: replicaSetColumns(false).filter((c) => c.title !== "Deployment"), label: "ReplicaSets of the Deployment", empty: "No ReplicaSets." });
@@ -1377,7 +1396,13 @@ function deploymentView(route, resource) {
         );
         if (!replicas.dataset.touched) replicas.value = d.replicas;
         labels.replaceChildren(h("h2", {}, "Labels"), labelList(d.labels));
+        details.el.hidden = false;
         details.update(d);
+        actions.forEach((c) => (c.disabled = false));
+      },
+      () => {
+        gone(summary, labels, details);
+        actions.forEach((c) => (c.disabled = true));
       },
     ),
   ];
@@ -1449,11 +1474,18 @@ function podView(route, resource) {
   const summary = h("div", { class: "panel" }, "loading");
   const labels = h("div", { class: "panel" });
   const details = objectDetails(route, resource);
+  const deleteButton = deleteButtonFor({
+    question: `Delete the pod ${name} in ${namespace}? A controller that owns it makes another.`,
+    path: `/pods/${encodeURIComponent(name)}`,
+    namespace,
+    back: link({ namespace, kind: "pods" }),
+    error,
+  });
   main.replaceChildren(
     h("p", {}, a(link({ namespace, kind: "pods" }), `← Pods in ${namespace}`)),
     h("h1", {}, `Pod ${name}`),
     error,
-    h("div", { class: "grid" }, summary, labels),
+    h("div", { class: "grid" }, summary, h("div", { class: "panel" }, h("h2", {}, "Delete"), deleteButton), labels),
     details.el,
   );
   const live = followOne("/pods", route, error, (p) => {
@@ -1473,7 +1505,11 @@ function podView(route, resource) {
     labels.replaceChildren(h("h2", {}, "Labels"), labelList(p.labels));
     details.el.hidden = false;
     details.update(p);
-  }, () => gone(summary, labels, details));
+    deleteButton.disabled = false;
+  }, () => {
+    gone(summary, labels, details);
+    deleteButton.disabled = true;
+  });
   return () => {
     live.stop();
     details.stop();

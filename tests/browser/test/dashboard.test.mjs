@@ -55,7 +55,10 @@ test("dashboard: live tables, scaling, filters, a pod's events and YAML, deletio
   const b = await openBrowser({
     scenario: "dashboard",
     allowedOrigins: [server.origin],
-    tolerateMatching: [{ pattern: /labelSelector=app\+in\+%28web&/, reason: "the wrong selector the test types, whose 400 the page shows" }],
+    tolerateMatching: [
+      { pattern: /labelSelector=app\+in\+%28web&/, reason: "the wrong selector the test types, whose 400 the page shows" },
+      { pattern: /\/deployments\/web\/(pods|services|ingresses)\?/, reason: "what the page of the deleted Deployment asks of it (404)" },
+    ],
   });
   t.after(() => b.close());
   const { page } = b;
@@ -171,6 +174,23 @@ test("dashboard: live tables, scaling, filters, a pod's events and YAML, deletio
   assert.ok(text.includes(`name: ${pod.name}`));
   await b.screenshot("pod-yaml");
 
+  // A pod's deletion asks first, as a Deployment's does; its row leaves the pods' table. (From
+  // its overview: an open YAML tab would read the pod again while it goes, and get a 404.)
+  await page.goto(`${server.origin}/#/ns/${ns.name}/pods/${pod.name}`);
+  await eventually("the pod's events", async () => (await eventRows.count()) === 2);
+  await page.getByRole("button", { name: "Delete…" }).click();
+  await page.locator("#confirm-dialog").waitFor();
+  await page.locator("#confirm-yes").click();
+  await eventually("the pods list", async () => page.url().endsWith(`#/ns/${ns.name}/pods`));
+  await eventually("the deleted pod's row gone, the others there", async () =>
+    (await row(page, ns.name, pod.name).count()) === 0 && (await page.locator("main tr.row").count()) > 0,
+  { timeoutMs: 60_000 });
+  await kubectl(["get", "pod", pod.name, "-n", ns.name]).then(
+    () => assert.fail(`the pod ${pod.name} is still in the apiserver`),
+    () => {},
+  );
+  await b.screenshot("pod-deleted");
+
   // Deletion asks first; Escape closes the question and keeps the Deployment.
   await page.goto(`${server.origin}/#/ns/${ns.name}/deployments/web`);
   await page.getByRole("button", { name: "Delete…" }).click();
@@ -187,6 +207,17 @@ test("dashboard: live tables, scaling, filters, a pod's events and YAML, deletio
   await eventually("the Deployment gone from the apiserver", async () =>
     kubectl(["get", "deployment", "web", "-n", ns.name]).then(() => false, () => true),
   );
+
+  // The page of a Deployment that is not there offers nothing to scale or delete.
+  await page.goto(`${server.origin}/#/ns/${ns.name}/deployments/web`);
+  await page.getByText("Not found.").waitFor();
+  assert.match(await page.locator('main [role="alert"]').first().textContent(), /web is not in/);
+  for (const name of ["Scale", "Delete…"]) {
+    assert.ok(await page.getByRole("button", { name }).isDisabled(), `${name} is disabled for a missing Deployment`);
+  }
+  assert.ok(await page.locator("#replicas").isDisabled(), "the replicas field is disabled for a missing Deployment");
+  await b.screenshot("deployment-missing");
+  await page.goto(`${server.origin}/#/ns/${ns.name}/deployments`);
 
   // Keyboard: on a fresh load the first Tab reaches the skip link.
   await page.reload();
@@ -431,7 +462,7 @@ function kubeletStatus(pod, index, { crashing }) {
   };
 }
 
-test("dashboard: the demo workloads of hack/run (the README's screenshot)", async (t) => {
+test("dashboard: the demo workloads of hack/run", async (t) => {
   // The namespaces and Deployments hack/run seeds, applied as it applies them, and removed
   // after (their pods would otherwise show in every later test's cluster-wide lists).
   const demo = path.join(repoRoot, "hack", "demo.yaml");
@@ -507,6 +538,11 @@ test("dashboard: says when the server is gone, and comes back on its own", async
   await servers[0].stop();
   await eventually("the disconnected badge", async () => (await badge.getAttribute("data-state")) === "down");
   assert.match(await badge.textContent(), /^disconnected/);
+  // The rows shown are what was true when the server went away: dimmed until it is back.
+  const table = page.locator("main table").first();
+  const rowsOpacity = () => table.locator("tbody").first().evaluate((el) => Number(getComputedStyle(el).opacity));
+  await eventually("the table marked stale", async () => (await table.getAttribute("class"))?.split(" ").includes("stale"));
+  assert.ok((await rowsOpacity()) < 1, "stale rows are dimmed");
   await b.screenshot("disconnected");
   // A change made while the page cannot hear of it.
   await apply([deployment(ns.name, "during", 1)]);
@@ -518,6 +554,8 @@ test("dashboard: says when the server is gone, and comes back on its own", async
   await eventually("the live badge again", async () => (await badge.getAttribute("data-state")) === "live", { timeoutMs: 60_000 });
   await row(page, ns.name, "during").waitFor({ timeout: 30_000 });
   await eventually("the deleted Deployment gone", async () => (await row(page, ns.name, "before").count()) === 0);
+  assert.ok(!(await table.getAttribute("class"))?.split(" ").includes("stale"), "live rows are not marked stale");
+  assert.equal(await rowsOpacity(), 1, "live rows are not dimmed");
   await b.screenshot("reconnected");
 
   // Stale data: the server says so in a header of every answer (its e2e tests make it do so by
