@@ -90,20 +90,37 @@ func client(kubeconfig string, qps float32, burst int) (*kubernetes.Clientset, e
 	return kubernetes.NewForConfig(cfg)
 }
 
-// retry runs f until it succeeds, a non-transient error occurs, or attempts run out.
+// retry runs f until it succeeds, a non-transient error occurs, or attempts run out. The
+// pauses grow to 10 s and add up to about two minutes: at 150,000 pods and as many ConfigMaps
+// the apiserver has stalled long enough for client-go's HTTP/2 health check to drop the
+// connection ("client connection lost"), and the load must outlast that, not end the run.
 func retry(what string, f func() error) error {
 	var err error
-	for attempt := 0; attempt < 8; attempt++ {
+	for attempt := 0; attempt < 16; attempt++ {
 		if err = f(); err == nil {
 			return nil
 		}
-		if !(apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-			apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || strings.Contains(err.Error(), "connection reset")) {
+		if !transient(err) {
 			break
 		}
-		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
+		time.Sleep(min(time.Duration(50<<attempt)*time.Millisecond, 10*time.Second))
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// transient: an answer or a lost connection that a later attempt may not meet.
+func transient(err error) bool {
+	if apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) {
+		return true
+	}
+	msg := err.Error()
+	for _, lost := range []string{"connection reset", "client connection lost", "connection refused", "EOF", "i/o timeout"} {
+		if strings.Contains(msg, lost) {
+			return true
+		}
+	}
+	return false
 }
 
 // created runs create with retry; when a retried create finds the object already there (an
