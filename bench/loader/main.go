@@ -115,7 +115,7 @@ func transient(err error) bool {
 		return true
 	}
 	msg := err.Error()
-	for _, lost := range []string{"connection reset", "client connection lost", "connection refused", "EOF", "i/o timeout"} {
+	for _, lost := range []string{"connection reset", "client connection lost", "connection refused", "EOF", "i/o timeout", "TLS handshake timeout"} {
 		if strings.Contains(msg, lost) {
 			return true
 		}
