@@ -1,5 +1,5 @@
 //! The reads of the Kubernetes API: a list (`{Kind}List`, or a `Table` for kubectl), one
-//! object, and `watch=true`, each from the objects the cache keeps whole, through the same
+//! object, and `watch=true`, each from the objects the records keep whole, through the same
 //! biz list, get and watch as `/k8sailor/v0`.
 
 use std::convert::Infallible;
@@ -18,8 +18,8 @@ use super::status::Status;
 use super::{Target, accepts, json_answer};
 use crate::AppState;
 use biz::{
-    BizError, GenericRecord, Kind, ListRequest, NamespaceRecord, PodRecord, Resource, Served,
-    ServedBy,
+    BizError, DeploymentRecord, GenericRecord, IngressRecord, Kind, ListRequest, NamespaceRecord,
+    PodRecord, ReplicaSetRecord, Resource, Served, ServedBy, ServiceRecord,
 };
 use k8sdao::{DaoError, WatchEvent};
 use printers::Cell;
@@ -99,16 +99,18 @@ fn wants_table(headers: &HeaderMap) -> bool {
     accepts(headers, &["as=Table", "g=meta.k8s.io", "v=v1"])
 }
 
-/// A record whose whole object the cache keeps, so the Kubernetes API can serve it.
+/// A record served by the Kubernetes API: every record keeps its whole object
+/// ([`biz::Record::raw_json`]); what differs is where its kubectl cells come from.
 pub(super) trait Kept: Served {
-    /// The object as the apiserver sent it (managedFields stripped).
-    fn object(&self) -> Result<Value, Status>;
-    /// kubectl's cells of it.
+    /// kubectl's cells of it (`object` is its object).
     fn cells(&self, resource: &Resource, object: &Value) -> Vec<Cell>;
 }
 
-fn decoded(json: Result<Vec<u8>, String>) -> Result<Value, Status> {
-    json.and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))
+/// The object a record keeps, as the apiserver sent it (managedFields stripped).
+fn object_of(record: &impl Served) -> Result<Value, Status> {
+    record
+        .raw_json()
+        .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))
         .map_err(|e| {
             Status::new(
                 axum::http::StatusCode::INTERNAL_SERVER_ERROR,
@@ -117,51 +119,37 @@ fn decoded(json: Result<Vec<u8>, String>) -> Result<Value, Status> {
         })
 }
 
+/// A generic record keeps its cells, printed once per change.
 impl Kept for GenericRecord {
-    fn object(&self) -> Result<Value, Status> {
-        decoded(self.raw_json())
-    }
     fn cells(&self, _: &Resource, _: &Value) -> Vec<Cell> {
         self.cells.clone()
     }
 }
 
-impl Kept for NamespaceRecord {
-    fn object(&self) -> Result<Value, Status> {
-        decoded(self.raw_json())
-    }
-    fn cells(&self, resource: &Resource, object: &Value) -> Vec<Cell> {
-        resource.printer.cells(object)
-    }
+/// A typed record keeps its DTO's columns, not kubectl's cells: printed from the object.
+macro_rules! printed_on_read {
+    ($($record:ty),*) => {$(
+        impl Kept for $record {
+            fn cells(&self, resource: &Resource, object: &Value) -> Vec<Cell> {
+                resource.printer.cells(object)
+            }
+        }
+    )*};
 }
 
-impl Kept for PodRecord {
-    fn object(&self) -> Result<Value, Status> {
-        decoded(self.raw_json())
-    }
-    fn cells(&self, resource: &Resource, object: &Value) -> Vec<Cell> {
-        resource.printer.cells(object)
-    }
-}
+printed_on_read!(
+    DeploymentRecord,
+    PodRecord,
+    ReplicaSetRecord,
+    ServiceRecord,
+    IngressRecord,
+    NamespaceRecord
+);
 
-/// Which record keeps a resource's whole object, if one does: generic records, Pods and
-/// Namespaces.
-/// The other typed kinds keep what their DTOs need, and Secrets only their metadata, so the
-/// Kubernetes API does not serve them (their objects would not be the apiserver's).
-#[derive(Clone, Copy, Debug)]
-enum Keeper {
-    Generic,
-    Pod,
-    Namespace,
-}
-
-fn keeper(resource: &Resource) -> Option<Keeper> {
-    match resource.served_by {
-        ServedBy::Generic => Some(Keeper::Generic),
-        ServedBy::Typed(Kind::Pod) => Some(Keeper::Pod),
-        ServedBy::Typed(Kind::Namespace) => Some(Keeper::Namespace),
-        ServedBy::Typed(_) | ServedBy::MetadataOnly => None,
-    }
+/// Whether the Kubernetes API serves `resource`: every resource but those kept as metadata
+/// alone (Secrets), whose objects would not be the apiserver's.
+fn is_served(resource: &Resource) -> bool {
+    resource.served_by != ServedBy::MetadataOnly
 }
 
 /// The resources the Kubernetes API serves.
@@ -171,7 +159,7 @@ pub(super) fn served(s: &AppState) -> Vec<Resource> {
         .registry()
         .resources()
         .into_iter()
-        .filter(|r| keeper(r).is_some())
+        .filter(is_served)
         .collect()
 }
 
@@ -259,11 +247,21 @@ async fn read(s: AppState, target: Option<Target>, uri: Uri, headers: HeaderMap)
         table: wants_table(&headers),
         query,
     };
-    let result = match keeper(&answer.resource) {
-        Some(Keeper::Generic) => answer.serve::<GenericRecord>(s, namespace, name).await,
-        Some(Keeper::Pod) => answer.serve::<PodRecord>(s, namespace, name).await,
-        Some(Keeper::Namespace) => answer.serve::<NamespaceRecord>(s, namespace, name).await,
-        None => Err(Status::no_such_path()),
+    let result = match answer.resource.served_by {
+        ServedBy::Generic => answer.serve::<GenericRecord>(s, namespace, name).await,
+        ServedBy::Typed(Kind::Deployment) => {
+            answer.serve::<DeploymentRecord>(s, namespace, name).await
+        }
+        ServedBy::Typed(Kind::Pod) => answer.serve::<PodRecord>(s, namespace, name).await,
+        ServedBy::Typed(Kind::ReplicaSet) => {
+            answer.serve::<ReplicaSetRecord>(s, namespace, name).await
+        }
+        ServedBy::Typed(Kind::Service) => answer.serve::<ServiceRecord>(s, namespace, name).await,
+        ServedBy::Typed(Kind::Ingress) => answer.serve::<IngressRecord>(s, namespace, name).await,
+        ServedBy::Typed(Kind::Namespace) => {
+            answer.serve::<NamespaceRecord>(s, namespace, name).await
+        }
+        ServedBy::MetadataOnly => Err(Status::no_such_path()),
     };
     result.unwrap_or_else(IntoResponse::into_response)
 }
@@ -326,7 +324,7 @@ impl Answer {
                     other => Status::of(&other),
                 })?
                 .0;
-            let object = record.object()?;
+            let object = object_of(record.as_ref())?;
             return Ok(json_response(&match table {
                 Some(include) => self.table_of(
                     [(record.as_ref(), object)],
@@ -367,7 +365,7 @@ impl Answer {
             let objects = page
                 .items
                 .iter()
-                .map(|view| Ok((view.0.as_ref(), view.0.object()?)))
+                .map(|view| Ok((view.0.as_ref(), object_of(view.0.as_ref())?)))
                 .collect::<Result<Vec<_>, Status>>()?;
             Ok(json_response(&match table {
                 Some(include) => self.table_of(objects, &meta, include, true),
@@ -543,7 +541,7 @@ impl Answer {
                 );
             }
         };
-        let object = match record.object() {
+        let object = match object_of(record.as_ref()) {
             Ok(object) => object,
             Err(status) => {
                 return Some(
