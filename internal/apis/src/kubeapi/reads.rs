@@ -106,17 +106,79 @@ pub(super) trait Kept: Served {
     fn cells(&self, resource: &Resource, object: &Value) -> Vec<Cell>;
 }
 
-/// The object a record keeps, as the apiserver sent it (managedFields stripped).
+fn unreadable(e: impl std::fmt::Display) -> Status {
+    Status::new(
+        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+        format!("internal error: a kept object cannot be read: {e}"),
+    )
+}
+
+/// The JSON a record keeps: the object as the apiserver sent it (managedFields stripped).
+fn json_of(record: &impl Served) -> Result<Vec<u8>, Status> {
+    record.raw_json().map_err(unreadable)
+}
+
+/// The object a record keeps, decoded: what Tables are printed from.
 fn object_of(record: &impl Served) -> Result<Value, Status> {
-    record
-        .raw_json()
-        .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))
-        .map_err(|e| {
-            Status::new(
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                format!("internal error: a kept object cannot be read: {e}"),
-            )
-        })
+    serde_json::from_slice(&json_of(record)?).map_err(unreadable)
+}
+
+/// What every kept object of `resource` begins with ([`biz::Record::raw_json`]): its
+/// `apiVersion` and `kind`, which the apiserver's list items do not carry.
+fn type_prefix(resource: &Resource) -> Vec<u8> {
+    let member = |name: &str, value: &str| {
+        format!("{}:{},", json!(name), json!(value))
+    };
+    format!(
+        "{{{}{}",
+        member("apiVersion", &resource.api_version()),
+        member("kind", &resource.kind)
+    )
+    .into_bytes()
+}
+
+/// Appends a kept object's `json` to `out` as a list item: the same bytes with the type
+/// `prefix` cut, so no object is decoded and encoded again; one that does not begin so (none
+/// should) is decoded and written without its type.
+fn push_item(out: &mut Vec<u8>, json: &[u8], prefix: &[u8]) -> Result<(), Status> {
+    match json.strip_prefix(prefix) {
+        Some(rest) => {
+            out.push(b'{');
+            out.extend_from_slice(rest);
+            Ok(())
+        }
+        None => {
+            let object: Value = serde_json::from_slice(json).map_err(unreadable)?;
+            serde_json::to_writer(&mut *out, &without_type(object)).map_err(unreadable)
+        }
+    }
+}
+
+/// A `{Kind}List` of `records` with list metadata `meta`, written from the kept bytes.
+fn list_body<'a, R: Served + 'a>(
+    resource: &Resource,
+    meta: &Value,
+    records: impl IntoIterator<Item = &'a R>,
+) -> Result<Vec<u8>, Status> {
+    let mut body = json!({
+        "kind": format!("{}List", resource.kind),
+        "apiVersion": resource.api_version(),
+        "metadata": meta,
+    })
+    .to_string()
+    .into_bytes();
+    // The head is a JSON object: its closing brace makes room for the items.
+    body.pop();
+    body.extend_from_slice(br#","items":["#);
+    let prefix = type_prefix(resource);
+    for (i, record) in records.into_iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        push_item(&mut body, &json_of(record)?, &prefix)?;
+    }
+    body.extend_from_slice(b"]}");
+    Ok(body)
 }
 
 /// A generic record keeps its cells, printed once per change.
@@ -303,6 +365,18 @@ fn json_response(body: &Value) -> Response {
     json_answer("application/json", body)
 }
 
+/// A JSON answer already written.
+fn json_bytes(body: Vec<u8>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
 impl Answer {
     async fn serve<R: Kept>(
         self,
@@ -324,16 +398,15 @@ impl Answer {
                     other => Status::of(&other),
                 })?
                 .0;
-            let object = object_of(record.as_ref())?;
-            return Ok(json_response(&match table {
-                Some(include) => self.table_of(
-                    [(record.as_ref(), object)],
+            return Ok(match table {
+                Some(include) => json_response(&self.table_of(
+                    [(record.as_ref(), object_of(record.as_ref())?)],
                     &json!({"resourceVersion": record.resource_version()}),
                     include,
                     true,
-                ),
-                None => object,
-            }));
+                )),
+                None => json_bytes(json_of(record.as_ref())?),
+            });
         }
         let limit = number(self.query.limit.as_deref(), "limit")?;
         let req = ListRequest {
@@ -359,23 +432,22 @@ impl Answer {
             page.continue_token.as_deref(),
             page.remaining,
         );
-        // Decoding and encoding every object of a large list is CPU work: off the workers.
-        let resource = self.resource.clone();
-        tokio::task::spawn_blocking(move || {
-            let objects = page
-                .items
-                .iter()
-                .map(|view| Ok((view.0.as_ref(), object_of(view.0.as_ref())?)))
-                .collect::<Result<Vec<_>, Status>>()?;
-            Ok(json_response(&match table {
-                Some(include) => self.table_of(objects, &meta, include, true),
-                None => json!({
-                    "kind": format!("{}List", resource.kind),
-                    "apiVersion": resource.api_version(),
-                    "metadata": meta,
-                    "items": objects.into_iter().map(|(_, o)| without_type(o)).collect::<Vec<_>>(),
-                }),
-            }))
+        // Decompressing every object of a large list, and printing its cells, is CPU work:
+        // off the workers.
+        tokio::task::spawn_blocking(move || match table {
+            Some(include) => {
+                let objects = page
+                    .items
+                    .iter()
+                    .map(|view| Ok((view.0.as_ref(), object_of(view.0.as_ref())?)))
+                    .collect::<Result<Vec<_>, Status>>()?;
+                Ok(json_response(&self.table_of(objects, &meta, include, true)))
+            }
+            None => Ok(json_bytes(list_body(
+                &self.resource,
+                &meta,
+                page.items.iter().map(|view| view.0.as_ref()),
+            )?)),
         })
         .await
         .map_err(|e| {
@@ -541,35 +613,36 @@ impl Answer {
                 );
             }
         };
-        let object = match object_of(record.as_ref()) {
-            Ok(object) => object,
-            Err(status) => {
-                return Some(
-                    json!({"type": "ERROR", "object": status.to_json()})
-                        .to_string()
-                        .into_bytes(),
-                );
-            }
-        };
         let object = match table {
-            Some(include) => {
+            Some(include) => object_of(record.as_ref()).map(|object| {
                 let meta = json!({"resourceVersion": record.resource_version()});
                 let columns = std::mem::replace(first, false);
                 self.table_of([(record.as_ref(), object)], &meta, include, columns)
-            }
-            None => object,
+                    .to_string()
+                    .into_bytes()
+            }),
+            None => json_of(record.as_ref()),
         };
-        Some(
-            json!({"type": kind, "object": object})
-                .to_string()
-                .into_bytes(),
-        )
+        match object {
+            Ok(object) => {
+                let mut line = format!(r#"{{"type":"{kind}","object":"#).into_bytes();
+                line.extend_from_slice(&object);
+                line.push(b'}');
+                Some(line)
+            }
+            Err(status) => Some(
+                json!({"type": "ERROR", "object": status.to_json()})
+                    .to_string()
+                    .into_bytes(),
+            ),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use biz::Typed;
 
     #[test]
     fn kubectl_get_asks_for_a_table() {
@@ -599,5 +672,56 @@ mod tests {
         );
         assert_eq!(IncludeObject::parse(None).unwrap(), IncludeObject::Metadata);
         assert!(IncludeObject::parse(Some("All")).is_err());
+    }
+
+    /// The list written from the kept bytes against the list of the decoded objects, each
+    /// without its type, as it was built before.
+    fn same_as_decoded<R: Served>(resource: &Resource, records: &[std::sync::Arc<R>]) {
+        let meta = list_meta("7", Some("t"), Some(3));
+        let body = list_body(resource, &meta, records.iter().map(|r| r.as_ref())).unwrap();
+        let written: Value = serde_json::from_slice(&body)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&body)));
+        let decoded = json!({
+            "kind": format!("{}List", resource.kind),
+            "apiVersion": resource.api_version(),
+            "metadata": meta,
+            "items": records
+                .iter()
+                .map(|r| without_type(object_of(r.as_ref()).unwrap()))
+                .collect::<Vec<_>>(),
+        });
+        assert_eq!(written, decoded);
+        assert_eq!(written["items"].as_array().map(Vec::len), Some(records.len()));
+    }
+
+    #[test]
+    fn a_list_written_from_the_kept_bytes_is_the_list_of_the_decoded_objects() {
+        use model::fixtures::{mk_deployment, mk_object, mk_pod};
+        let pods = [
+            PodRecord::from_pod(&mk_pod("ns", "a", Some(("web-rs", "rs1")), &[("app", "web")])),
+            PodRecord::from_pod(&mk_pod("ns", "b", None, &[])),
+        ];
+        same_as_decoded(PodRecord::resource(), &pods);
+        let deployments = [DeploymentRecord::from_deployment(&mk_deployment(
+            "ns",
+            "web",
+            "d1",
+            &[],
+        ))];
+        same_as_decoded(DeploymentRecord::resource(), &deployments);
+        // Members that sort before apiVersion, and a kind in the middle of the rest.
+        let slices = model::built_in("endpointslices").unwrap().resource();
+        let objects = [
+            mk_object(&slices, "ns", "s1", &[("app", "web")], json!({"addressType": "IPv4"})),
+            mk_object(&slices, "ns", "s2", &[], json!({"addressType": "IPv6", "endpoints": []})),
+        ];
+        let generic: Vec<_> = objects.iter().map(GenericRecord::from_generic).collect();
+        same_as_decoded(&slices, &generic);
+        same_as_decoded::<GenericRecord>(&slices, &[]);
+        // An object kept without its type first is decoded and written without it.
+        let mut out = Vec::new();
+        let json = br#"{"metadata":{},"kind":"EndpointSlice","apiVersion":"discovery.k8s.io/v1"}"#;
+        push_item(&mut out, json, &type_prefix(&slices)).unwrap();
+        assert_eq!(out, br#"{"metadata":{}}"#);
     }
 }
