@@ -1,20 +1,25 @@
 //! The Kubernetes API served from memory: the real kubectl (v1.35.4, built by hack/cluster)
 //! pointed at k8sailor and at the apiserver must print the same thing for the same command:
-//! `get` of several kinds in one namespace and across namespaces, `-o wide`, `-o json`
-//! (objects equal, managedFields aside), selectors, `--chunk-size`, `api-resources`, errors,
-//! and `get -w` sees a change.
+//! `get` of every kind `/resources` serves (one fixture each, shared with resources.rs) in
+//! one namespace and across namespaces, `-o wide`, `-o json` (objects equal, managedFields
+//! aside), selectors, `--chunk-size`, `--show-labels`, `api-resources`, errors, and `get -w`
+//! sees a change.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::rbac::v1::Role;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::Api;
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::deploy::kubectl;
+use crate::resources::fixtures::{FIXTURES, Fixture, Which};
+use crate::resources::{Leftovers, api_resource};
 use crate::support::{SOON, Server, TestNamespace, cluster, eventually, repo};
 
 /// A kubeconfig for `server` (no credentials: `--auth none`) and a kubectl cache of its own,
@@ -107,7 +112,22 @@ fn normalized(table: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The objects of a `-o json` answer (a List or one object), managedFields aside.
+/// `value` without its members that are null, at any depth.
+fn without_nulls(value: &mut Value) {
+    match value {
+        Value::Object(members) => {
+            members.retain(|_, v| !v.is_null());
+            members.values_mut().for_each(without_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_nulls),
+        _ => {}
+    }
+}
+
+/// The objects of a `-o json` answer (a List or one object), managedFields aside, and an
+/// explicit null as an absent member: k8sailor decodes the built-in kinds through their
+/// k8s-openapi types, which keep no null (an Event's `eventTime`, an HPA's
+/// `status.currentMetrics`), and a client decoding them sees no difference.
 fn objects(json: &str) -> Vec<Value> {
     let value: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
     let mut items = match value.get("items") {
@@ -118,6 +138,7 @@ fn objects(json: &str) -> Vec<Value> {
         if let Some(meta) = item.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("managedFields");
         }
+        without_nulls(item);
     }
     items
 }
@@ -205,6 +226,90 @@ impl Setup {
             "kubectl {args:?}\nk8sailor:\n{out_k}\napiserver:\n{out_a}"
         );
         out_k
+    }
+}
+
+/// Runs `args` with both until they print the same (ages aside; a controller may still be
+/// writing a status, or k8sailor's cache catching up with it); the output. A difference is
+/// logged each time it changes, so a failure shows the last one.
+async fn agree(apiserver: &Kubectl, k8sailor: &Kubectl, args: &[&str]) -> String {
+    agree_by(apiserver, k8sailor, args, |out| format!("{:?}", normalized(out))).await
+}
+
+/// As [`agree`], comparing what `view` makes of each output.
+async fn agree_by(
+    apiserver: &Kubectl,
+    k8sailor: &Kubectl,
+    args: &[&str],
+    view: impl Fn(&str) -> String,
+) -> String {
+    let mut last = String::new();
+    let what = format!("kubectl {args:?} to print the same against both (the last difference is logged above)");
+    eventually(SOON, &what, || {
+        let (ok_a, out_a, err_a) = apiserver.run(args);
+        let (ok_k, out_k, err_k) = k8sailor.run(args);
+        let (a, k) = (view(&out_a), view(&out_k));
+        let same = ok_a && ok_k && a == k;
+        let difference = format!(
+            "kubectl {args:?}\nk8sailor ({ok_k}):\n{out_k}{err_k}\napiserver ({ok_a}):\n{out_a}{err_a}"
+        );
+        if !same && difference != last {
+            eprintln!("{difference}");
+            last = difference;
+        }
+        std::future::ready(same.then_some(out_k))
+    })
+    .await
+    .0
+}
+
+/// A `kubectl get -w` running, its lines read by a thread of its own; killed when dropped.
+struct KubectlWatch {
+    child: Child,
+    lines: Receiver<String>,
+    args: Vec<String>,
+}
+
+impl KubectlWatch {
+    fn start(kubectl: &Kubectl, args: &[&str]) -> KubectlWatch {
+        let mut child = kubectl
+            .command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (lines_tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if lines_tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        KubectlWatch {
+            child,
+            lines,
+            args: args.iter().map(|a| a.to_string()).collect(),
+        }
+    }
+
+    /// The next line `wanted` accepts; a panic naming `what` if none comes.
+    fn next(&self, what: &str, wanted: impl Fn(&[&str]) -> bool) -> String {
+        loop {
+            match self.lines.recv_timeout(Duration::from_secs(30)) {
+                Ok(line) if wanted(&line.split_whitespace().collect::<Vec<_>>()) => return line,
+                Ok(_) => continue,
+                Err(e) => panic!("kubectl {:?}: no line with {what}: {e}", self.args),
+            }
+        }
+    }
+}
+
+impl Drop for KubectlWatch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -378,10 +483,8 @@ async fn api_resources_lists_exactly_what_is_served_as_the_apiserver_does() {
     ] {
         assert!(names.contains(&served), "{served} in {names:?}");
     }
-    // Kinds whose whole object is not kept are not served (yet).
-    for unserved in ["secrets", "deployments", "services"] {
-        assert!(!names.contains(&unserved), "{unserved} in {names:?}");
-    }
+    // Secrets are kept as their metadata alone: their objects would not be the apiserver's.
+    assert!(!names.contains(&"secrets"), "{names:?}");
     for row in &ours {
         assert!(theirs.contains(row), "{row:?} is not the apiserver's");
     }
@@ -397,46 +500,278 @@ async fn api_resources_lists_exactly_what_is_served_as_the_apiserver_does() {
 async fn kubectl_get_watch_sees_a_change() {
     let s = setup("kubeapi-watch").await;
     let ns = s.ns.name.clone();
-    let mut child = s
-        .k8sailor
-        .command(&[
+    let watch = KubectlWatch::start(
+        &s.k8sailor,
+        &[
             "get",
             "configmaps",
             "-n",
             &ns,
             "-w",
             "--output-watch-events",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (lines_tx, lines_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if lines_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let next = |what: &str| -> String {
-        loop {
-            match lines_rx.recv_timeout(Duration::from_secs(30)) {
-                Ok(line) if line.contains(what) => return line,
-                Ok(_) => continue,
-                Err(e) => panic!("no line with {what:?}: {e}"),
-            }
-        }
-    };
-    next("cm-c");
+        ],
+    );
+    watch.next("cm-c", |tokens| tokens.contains(&"cm-c"));
     let patch = json!({"metadata": {"labels": {"changed": "yes"}}});
     s.ns.api::<ConfigMap>()
         .patch("cm-b", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap();
-    let line = next("MODIFIED");
+    let line = watch.next("MODIFIED", |tokens| tokens.first() == Some(&"MODIFIED"));
     assert!(line.contains("cm-b"), "{line}");
-    let _ = child.kill();
-    let _ = child.wait();
+}
+
+/// Whether a printed row names the object `name`: in its NAME column, or (an Event's, which
+/// has none) in its OBJECT column, `pod/x` (the fixture's Events are about a Pod of their
+/// name).
+fn names(row: &[&str], name: &str) -> bool {
+    row.iter()
+        .any(|cell| *cell == name || cell.strip_suffix(name).is_some_and(|k| k.ends_with('/')))
+}
+
+/// One kind `/resources` serves, with its fixture: how kubectl names it unambiguously
+/// (`deployments.apps`; a core kind by its plural) and the apiserver's API of it.
+struct ServedKind {
+    fixture: &'static Fixture,
+    kubectl_name: String,
+    namespaced: bool,
+    api: Api<DynamicObject>,
+}
+
+impl ServedKind {
+    /// `kind/name` of its selected object, as kubectl takes it.
+    fn selected(&self, ns: &str) -> String {
+        format!(
+            "{}/{}",
+            self.kubectl_name,
+            (self.fixture.name)(ns, Which::Selected)
+        )
+    }
+}
+
+/// Every kind `/resources` serves but Secrets (kept as metadata alone, which the Kubernetes
+/// API does not serve) must have a fixture and print through kubectl as the apiserver
+/// prints it: a kind served without a comparison fails here.
+#[tokio::test]
+async fn every_served_kind_prints_as_the_apiserver_prints_it() {
+    let ns = TestNamespace::new("kubeapi-kinds").await;
+    let dir = repo()
+        .join("target")
+        .join(format!("e2e-kubeapi-{}", ns.name));
+    std::fs::create_dir_all(&dir).unwrap();
+    let server = Server::start(&["--auth", "none", "--resources", "*,secrets"]);
+    let apiserver = Kubectl::for_apiserver(&dir);
+    let k8sailor = Kubectl::for_k8sailor(&dir, &server);
+    let (status, all) = server.get("/resources").await;
+    assert_eq!(status, 200, "{all}");
+    let run = format!("e2e-kubeapi={}", ns.name);
+    let mut leftovers = Leftovers::default();
+    let mut kinds = Vec::new();
+    // A custom resource is named with its group (`widgets.example.com`), a built-in kind not.
+    for served in all["data"].as_array().unwrap() {
+        let name = served["name"].as_str().unwrap();
+        if name.contains('.') {
+            continue;
+        }
+        let fixture = FIXTURES
+            .iter()
+            .find(|f| f.resource == name)
+            .unwrap_or_else(|| panic!("{name} is served without a fixture to compare it by"));
+        if name == "secrets" {
+            continue;
+        }
+        let resource = api_resource(served);
+        let namespaced = served["namespaced"] == true;
+        let api = if namespaced {
+            Api::namespaced_with(ns.client.clone(), &ns.name, &resource)
+        } else {
+            Api::all_with(ns.client.clone(), &resource)
+        };
+        for which in [Which::Selected, Which::Other] {
+            let name = (fixture.name)(&ns.name, which);
+            if !namespaced {
+                leftovers.0.push((resource.clone(), name.clone()));
+            }
+            let mut manifest = (fixture.object)(&name, which, &ns.name);
+            manifest["metadata"]["labels"] = json!({"e2e-kubeapi": ns.name});
+            if which == Which::Selected {
+                manifest["metadata"]["labels"]["selected"] = json!("yes");
+            }
+            let object: DynamicObject = serde_json::from_value(manifest).unwrap();
+            api.create(&PostParams::default(), &object)
+                .await
+                .unwrap_or_else(|e| panic!("create {} {name}: {e}", fixture.resource));
+        }
+        let group = served["group"].as_str().unwrap();
+        kinds.push(ServedKind {
+            fixture,
+            kubectl_name: if group.is_empty() {
+                name.to_string()
+            } else {
+                format!("{name}.{group}")
+            },
+            namespaced,
+            api,
+        });
+    }
+    assert!(
+        kinds.iter().any(|k| k.fixture.resource == "deployments") && kinds.len() > 20,
+        "the built-in kinds are served: {all}"
+    );
+
+    let (ok, discovered, err) = k8sailor.run(&["api-resources", "--no-headers"]);
+    assert!(ok, "{err}");
+    let discovered: Vec<String> = normalized(&discovered)
+        .into_iter()
+        .map(|row| row[0].clone())
+        .collect();
+    assert!(!discovered.contains(&"secrets".to_string()), "{discovered:?}");
+    for kind in &kinds {
+        assert!(
+            discovered.contains(&kind.fixture.resource.to_string()),
+            "{} in {discovered:?}",
+            kind.fixture.resource
+        );
+    }
+
+    let ns = ns.name.as_str();
+    let selected = format!("{run},selected");
+    for namespaced in [true, false] {
+        let kinds: Vec<&ServedKind> = kinds.iter().filter(|k| k.namespaced == namespaced).collect();
+        let list = kinds
+            .iter()
+            .map(|k| k.kubectl_name.as_str())
+            .collect::<Vec<_>>()
+            .join(",");
+        let scope: &[&str] = if namespaced { &["-n", ns] } else { &[] };
+        let get = |rest: &[&str]| -> Vec<String> {
+            ["get", list.as_str()]
+                .iter()
+                .chain(scope)
+                .chain(rest)
+                .map(|a| a.to_string())
+                .collect()
+        };
+        let mut commands = vec![
+            get(&["-l", run.as_str()]),
+            get(&["-l", run.as_str(), "-o", "wide"]),
+            get(&["-l", run.as_str(), "--show-labels"]),
+            get(&["-l", selected.as_str()]),
+            get(&["-l", run.as_str(), "--chunk-size", "1"]),
+        ];
+        if namespaced {
+            commands.push(vec![
+                "get".into(),
+                list.clone(),
+                "-A".into(),
+                "-l".into(),
+                run.clone(),
+            ]);
+        }
+        // The selected objects' names differ by kind (a CRD's is its plural and group).
+        let mut by_name: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
+        for kind in &kinds {
+            by_name
+                .entry((kind.fixture.name)(ns, Which::Selected))
+                .or_default()
+                .push(&kind.kubectl_name);
+        }
+        for (name, names) in &by_name {
+            let mut command: Vec<String> = vec!["get".into(), names.join(",")];
+            command.extend(scope.iter().map(|a| a.to_string()));
+            command.extend(["-l".into(), run.clone()]);
+            command.extend(["--field-selector".into(), format!("metadata.name={name}")]);
+            commands.push(command);
+        }
+        let objects_of: Vec<String> = kinds.iter().map(|k| k.selected(ns)).collect();
+        let mut one_each: Vec<String> = vec!["get".into()];
+        one_each.extend(objects_of);
+        one_each.extend(scope.iter().map(|a| a.to_string()));
+        commands.push(one_each.clone());
+        for command in &commands {
+            let args: Vec<&str> = command.iter().map(String::as_str).collect();
+            let out = agree(&apiserver, &k8sailor, &args).await;
+            for kind in &kinds {
+                assert!(
+                    out.contains(&format!("/{}", (kind.fixture.name)(ns, Which::Selected)))
+                        || !args.contains(&list.as_str()),
+                    "kubectl {args:?}: {} printed\n{out}",
+                    kind.fixture.resource
+                );
+            }
+        }
+        // Objects equal, managedFields aside: of a list, paged, and one by one.
+        let mut json_commands = vec![
+            get(&["-l", run.as_str(), "-o", "json"]),
+            get(&["-l", run.as_str(), "-o", "json", "--chunk-size", "1"]),
+        ];
+        let mut one_each_json = one_each;
+        one_each_json.extend(["-o".into(), "json".into()]);
+        json_commands.push(one_each_json);
+        for command in &json_commands {
+            let args: Vec<&str> = command.iter().map(String::as_str).collect();
+            let out = agree_by(&apiserver, &k8sailor, &args, |out| {
+                serde_json::from_str::<Value>(out)
+                    .map(|_| format!("{:?}", objects(out)))
+                    .unwrap_or_else(|e| format!("not JSON: {e}"))
+            })
+            .await;
+            let objects = objects(&out);
+            for kind in &kinds {
+                let name = (kind.fixture.name)(ns, Which::Selected);
+                assert!(
+                    objects
+                        .iter()
+                        .any(|o| o["metadata"]["name"] == name.as_str()
+                            && o["metadata"]["labels"]["selected"] == "yes"),
+                    "kubectl {args:?}: {} {name} among the objects",
+                    kind.fixture.resource
+                );
+            }
+        }
+    }
+
+    // `get -w` of each kind sees its object change.
+    let watches: Vec<KubectlWatch> = kinds
+        .iter()
+        .map(|kind| {
+            let mut args = vec![
+                "get",
+                kind.kubectl_name.as_str(),
+                "-l",
+                selected.as_str(),
+                "-w",
+                "--output-watch-events",
+                "-L",
+                "changed",
+            ];
+            if kind.namespaced {
+                args.extend(["-n", ns]);
+            }
+            KubectlWatch::start(&k8sailor, &args)
+        })
+        .collect();
+    let patch = json!({"metadata": {"labels": {"changed": "yes"}}});
+    for (kind, watch) in kinds.iter().zip(&watches) {
+        let name = (kind.fixture.name)(ns, Which::Selected);
+        watch.next(&format!("{} {name} added", kind.fixture.resource), |tokens| {
+            tokens.first() == Some(&"ADDED") && names(tokens, &name)
+        });
+        kind.api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap_or_else(|e| panic!("patch {} {name}: {e}", kind.fixture.resource));
+    }
+    for (kind, watch) in kinds.iter().zip(&watches) {
+        let name = (kind.fixture.name)(ns, Which::Selected);
+        watch.next(
+            &format!("{} {name} modified with its new label", kind.fixture.resource),
+            |tokens| {
+                tokens.first() == Some(&"MODIFIED")
+                    && names(tokens, &name)
+                    && tokens.last() == Some(&"yes")
+            },
+        );
+    }
+    drop(leftovers);
 }

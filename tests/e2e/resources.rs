@@ -4,7 +4,7 @@
 //! Secrets kept as metadata only; and what k8sailor lists, kind by kind, against the
 //! apiserver's own list at the same resourceVersion.
 
-mod fixtures;
+pub(crate) mod fixtures;
 
 use std::collections::BTreeSet;
 
@@ -23,7 +23,7 @@ use crate::watch::{Watch, summary};
 use fixtures::{FIXTURES, Fixture, Which};
 
 /// A served resource as `/resources` lists it, as a kube `ApiResource`.
-fn api_resource(served: &Value) -> ApiResource {
+pub(crate) fn api_resource(served: &Value) -> ApiResource {
     let group = served["group"].as_str().unwrap();
     let version = served["version"].as_str().unwrap();
     ApiResource {
@@ -549,7 +549,7 @@ async fn a_kind_rbac_refuses_is_named_not_served_and_the_rest_are_served() {
 
 /// Cluster-scoped objects a test makes, deleted when it ends, however it ends.
 #[derive(Default)]
-struct Leftovers(Vec<(ApiResource, String)>);
+pub(crate) struct Leftovers(pub(crate) Vec<(ApiResource, String)>);
 
 impl Drop for Leftovers {
     fn drop(&mut self) {

@@ -22,7 +22,9 @@ use k8sdao::{
     WorkloadWriter,
 };
 use model::catalog::PodOwnership;
-use model::{DeploymentRecord, GenericRecord, Kind, PodRecord, ReplicaSetRecord, Resource, Typed};
+use model::{
+    DeploymentRecord, GenericRecord, Kind, PodRecord, Record, ReplicaSetRecord, Resource, Typed,
+};
 use selector::LabelSelector;
 
 /// `tailLines` above this are refused: a log that long is read whole instead (no tailLines).

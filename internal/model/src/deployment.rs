@@ -1,4 +1,5 @@
-//! Deployments: the original client's DTO and kubectl's columns, and the record reads keep.
+//! Deployments: the original client's DTO and kubectl's columns, and the record reads keep,
+//! the object itself among it.
 
 use std::sync::Arc;
 
@@ -55,6 +56,9 @@ pub struct DeploymentRecord {
     /// The [`DeploymentDto`] as JSON, serialized once per change: answers copy these bytes
     /// rather than serialize the object on every read (serialization is what a LIST costs).
     pub json: Box<str>,
+    /// The object as the apiserver sent it (managedFields stripped), compressed against
+    /// its kind's dictionary: what the Kubernetes API serves ([`Record::raw_json`]).
+    pub raw: bytes::Bytes,
 }
 
 record_fields!(DeploymentRecord, metadata_selectable);
@@ -110,6 +114,7 @@ impl DeploymentRecord {
             available: columns.available,
         };
         Arc::new(DeploymentRecord {
+            raw: Self::resource().keep(d),
             key: ObjectKey::of(meta),
             template_labels: spec
                 .and_then(|s| s.template.metadata.as_ref()?.labels.clone())

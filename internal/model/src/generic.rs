@@ -12,9 +12,7 @@ use printers::Cell;
 use serde::Serialize;
 
 use crate::catalog::field_reading;
-use crate::{
-    Keyed, Labels, ObjectKey, Owner, Record, Resource, Selectable, ServedBy, object_json, rfc3339,
-};
+use crate::{Keyed, Labels, ObjectKey, Owner, Record, Resource, Selectable, ServedBy, rfc3339};
 
 /// An object of a served resource, as the apiserver sent it (managedFields stripped): what a
 /// [`GenericRecord`] is built from.
@@ -56,6 +54,30 @@ pub struct GenericRecord {
     pub json: Box<str>,
     /// The object, compressed against its resource's dictionary (see [`crate::Dictionary`]).
     pub raw: Bytes,
+}
+
+/// An object written as k8s-openapi writes a typed one, its apiVersion and kind first (the
+/// rest in its order), so every kept object begins alike ([`Record::raw_json`]).
+struct TypeFirst<'a>(&'a serde_json::Value);
+
+impl Serialize for TypeFirst<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Some(members) = self.0.as_object() else {
+            return self.0.serialize(serializer);
+        };
+        let mut map = serializer.serialize_map(Some(members.len()))?;
+        const FIRST: [&str; 2] = ["apiVersion", "kind"];
+        for key in FIRST {
+            if let Some(value) = members.get(key) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        for (key, value) in members.iter().filter(|(k, _)| !FIRST.contains(&k.as_str())) {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
 }
 
 /// The value at a dotted `path` as a field selector compares it: strings as they are,
@@ -106,7 +128,7 @@ impl GenericRecord {
         })
         .unwrap_or_else(|e| unreachable!("a generic answer always serializes: {e}"))
         .into_boxed_str();
-        let raw = resource.dictionary.compress(&object_json(object));
+        let raw = resource.keep(&TypeFirst(object));
         Arc::new(GenericRecord {
             resource: resource.clone(),
             owner: Owner::controller_of(&meta),
@@ -120,14 +142,6 @@ impl GenericRecord {
             json,
             raw,
         })
-    }
-
-    /// The object as the apiserver sent it (managedFields stripped); for a resource watched
-    /// as metadata, its metadata alone.
-    pub fn raw_json(&self) -> Result<Vec<u8>, String> {
-        self.resource
-            .dictionary
-            .decompress(&self.raw, &format_args!("{} {}", self.resource, self.key))
     }
 
     /// Whether only the object's metadata was ever read (Secrets).
@@ -184,6 +198,10 @@ impl Record for GenericRecord {
     }
     fn json(&self) -> &str {
         &self.json
+    }
+    /// For a resource watched as metadata, its metadata alone.
+    fn raw_json(&self) -> Result<Vec<u8>, String> {
+        self.resource.kept_json(&self.raw, &self.key)
     }
 }
 
@@ -269,7 +287,13 @@ mod tests {
         assert_eq!(answer["creationTimestamp"], "2026-11-01T10:00:00Z");
         assert_eq!(answer["resourceVersion"], "1");
         assert_eq!(answer["cells"].as_array().unwrap().len(), r.cells.len());
-        let back: serde_json::Value = serde_json::from_slice(&r.raw_json().unwrap()).unwrap();
+        let json = r.raw_json().unwrap();
+        assert!(
+            json.starts_with(br#"{"apiVersion":"v1","kind":"Event","#),
+            "apiVersion and kind first, as a typed object's: {}",
+            String::from_utf8_lossy(&json)
+        );
+        let back: serde_json::Value = serde_json::from_slice(&json).unwrap();
         assert_eq!(back, object.object);
     }
 

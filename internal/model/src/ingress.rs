@@ -61,6 +61,9 @@ pub struct IngressRecord {
     /// The Services its paths and default backend lead to.
     pub services: BTreeSet<String>,
     pub json: Box<str>,
+    /// The object as the apiserver sent it (managedFields stripped), compressed against
+    /// its kind's dictionary: what the Kubernetes API serves ([`Record::raw_json`]).
+    pub raw: bytes::Bytes,
 }
 
 fn path_of(host: &str, path: &str, path_type: &str, backend: &IngressBackend) -> IngressPathDto {
@@ -128,6 +131,7 @@ impl IngressRecord {
             paths,
         };
         Arc::new(IngressRecord {
+            raw: Self::resource().keep(ingress),
             key: ObjectKey::of(meta),
             json: to_json(&dto),
             services: dto

@@ -8,10 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Namespace;
 use serde::Serialize;
 
-use crate::{
-    Kind, Labels, ObjectKey, Record, Selectable, Typed, object_json, record_fields, rfc3339,
-    to_json,
-};
+use crate::{Kind, Labels, ObjectKey, Record, Selectable, Typed, record_fields, rfc3339, to_json};
 
 /// The Namespace as the API shows it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -36,18 +33,8 @@ pub struct NamespaceRecord {
     pub phase: String,
     pub json: Box<str>,
     /// The Namespace, compressed, as the apiserver sent it (managedFields stripped): what
-    /// the Kubernetes API serves (kubectl reads a Namespace to tell a missing one).
+    /// the Kubernetes API serves.
     pub raw: bytes::Bytes,
-}
-
-/// The Namespaces' dictionary (see [`crate::Dictionary`]).
-static RAW_DICTIONARY: crate::Dictionary = crate::Dictionary::new();
-
-impl NamespaceRecord {
-    /// The Namespace's JSON as the apiserver sent it (managedFields stripped).
-    pub fn raw_json(&self) -> Result<Vec<u8>, String> {
-        RAW_DICTIONARY.decompress(&self.raw, &format_args!("namespace {}", self.key.name))
-    }
 }
 
 impl NamespaceRecord {
@@ -66,7 +53,7 @@ impl NamespaceRecord {
                 .and_then(|s| s.phase.clone())
                 .unwrap_or_default(),
         };
-        let raw = RAW_DICTIONARY.compress(&object_json(ns));
+        let raw = Self::resource().keep(ns);
         Arc::new(NamespaceRecord {
             raw,
             key: Self::key_of("", &name),

@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;
 
 use crate::{
-    Dictionary, Kind, Labels, ObjectKey, Owner, Record, Selectable, Typed, metadata_field,
-    object_json, record_fields, rfc3339, to_json,
+    Kind, Labels, ObjectKey, Owner, Record, Selectable, Typed, metadata_field, record_fields,
+    rfc3339, to_json,
 };
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -74,9 +74,8 @@ pub struct PodRecord {
     /// the `deployment` of the answer is resolved and appended at read time.
     pub json: Box<str>,
     /// The object as the apiserver sent it, without managedFields, as LZ4-compressed compact
-    /// JSON: what `/pods/{name}/output` prints. Read rarely, kept for every pod, so it is
-    /// stored at a fraction of its size (see [`RAW_DICTIONARY`]); [`PodRecord::raw_json`]
-    /// gives it back.
+    /// JSON: what the Kubernetes API serves. Kept for every pod, so it is stored at a
+    /// fraction of its size (see [`crate::Dictionary`]); [`Record::raw_json`] gives it back.
     pub raw: Bytes,
 }
 
@@ -214,7 +213,7 @@ impl PodRecord {
             host_network: spec.host_network.unwrap_or(false),
             nominated_node_name: text(&status.nominated_node_name),
         };
-        let raw = RAW_DICTIONARY.compress(&object_json(pod));
+        let raw = Self::resource().keep(pod);
         Arc::new(PodRecord {
             key: ObjectKey::of(meta),
             owner: Owner::controller_of(meta),
@@ -225,16 +224,6 @@ impl PodRecord {
             fields,
             raw,
         })
-    }
-}
-
-/// The Pods' dictionary (see [`Dictionary`]).
-static RAW_DICTIONARY: Dictionary = Dictionary::new();
-
-impl PodRecord {
-    /// The Pod's JSON as the apiserver sent it (managedFields stripped).
-    pub fn raw_json(&self) -> Result<Vec<u8>, String> {
-        RAW_DICTIONARY.decompress(&self.raw, &format_args!("pod {}", self.key))
     }
 }
 

@@ -1,7 +1,7 @@
-//! Objects kept whole, for `/output`: compact JSON, LZ4-compressed against a dictionary of
-//! the kind. Objects of one kind resemble each other (keys, defaults, conditions): against the
-//! first one this process saw, an object takes about a quarter of what it takes compressed
-//! alone.
+//! Objects kept whole, for the Kubernetes API and `/output`: compact JSON, LZ4-compressed
+//! against a dictionary of the kind. Objects of one kind resemble each other (keys, defaults,
+//! conditions): against the first one this process saw, an object takes about a quarter of
+//! what it takes compressed alone.
 
 use std::sync::OnceLock;
 

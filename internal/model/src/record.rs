@@ -44,7 +44,8 @@ pub trait Keyed {
 }
 
 /// The parts of [`Keyed`] and [`Record`] every record has alike, read from its fields of the
-/// same names: `key`, `creation_timestamp`, `resource_version` and `json`; with
+/// same names: `key`, `creation_timestamp`, `resource_version`, `json` and (a typed record's,
+/// kept against its kind's dictionary) `raw`; with
 /// `metadata_selectable`, also [`Selectable`] by its `labels` and the metadata fields alone.
 macro_rules! record_fields {
     ($record:ty, metadata_selectable) => {
@@ -75,6 +76,9 @@ macro_rules! record_fields {
         fn json(&self) -> &str {
             &self.json
         }
+        fn raw_json(&self) -> Result<Vec<u8>, String> {
+            <Self as $crate::Typed>::resource().kept_json(&self.raw, &self.key)
+        }
     };
 }
 pub(crate) use record_fields;
@@ -93,6 +97,12 @@ pub trait Record: Keyed + Selectable + std::fmt::Debug + Sized + Send + Sync + '
     /// The answer as JSON, serialized once per change: answers copy these bytes rather than
     /// serialize on every read (serialization is what a LIST costs).
     fn json(&self) -> &str;
+    /// The object as the apiserver sent it (managedFields stripped), which every record
+    /// keeps compressed ([`Resource::keep`]): what `/output` and the Kubernetes API serve.
+    /// Compact JSON whose first two members are `apiVersion` and `kind`, as k8s-openapi
+    /// writes them (and a generic record its object), so the apiserver's list item, which
+    /// carries neither, is these bytes with that prefix cut.
+    fn raw_json(&self) -> Result<Vec<u8>, String>;
 }
 
 /// A record of its own type for one kind: the six the original client knows, with their
@@ -162,4 +172,65 @@ pub(crate) fn object_json<T: Serialize>(object: &T) -> Vec<u8> {
 
 pub(crate) fn rfc3339(t: &Option<Time>) -> Option<String> {
     t.as_ref().map(|t| t.0.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{mk_deployment, mk_ingress, mk_replicaset, mk_service};
+    use crate::{DeploymentRecord, IngressRecord, ReplicaSetRecord, ServiceRecord};
+
+    /// Each object comes back whole from its record, and one like the kind's first takes a
+    /// fraction of its JSON.
+    fn keeps_whole<R: Typed<Object: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>>(
+        objects: [R::Object; 2],
+    ) {
+        for object in &objects {
+            let record = R::from_object(object);
+            let json = record.raw_json().unwrap();
+            let back: R::Object = serde_json::from_slice(&json).unwrap();
+            assert_eq!(&back, object, "{:?}", R::KIND);
+        }
+        let second = R::from_object(&objects[1]);
+        let prefix = format!(
+            r#"{{"apiVersion":"{}","kind":"{}","#,
+            R::resource().api_version(),
+            R::resource().kind
+        );
+        assert!(
+            second.raw_json().unwrap().starts_with(prefix.as_bytes()),
+            "{:?}: apiVersion and kind first",
+            R::KIND
+        );
+        let json = object_json(&objects[1]);
+        let kept = second.raw_json().unwrap().len();
+        assert_eq!(kept, json.len());
+        let compressed = R::resource().keep(&objects[1]).len();
+        assert!(
+            compressed * 3 < json.len(),
+            "{:?}: {compressed} of {} bytes",
+            R::KIND,
+            json.len()
+        );
+    }
+
+    #[test]
+    fn every_typed_record_keeps_its_whole_object_compressed() {
+        keeps_whole::<DeploymentRecord>([
+            mk_deployment("ns", "web", "d1", &[("app", "web")]),
+            mk_deployment("ns", "api", "d2", &[("app", "api")]),
+        ]);
+        keeps_whole::<ReplicaSetRecord>([
+            mk_replicaset("ns", "web-1a", "rs1", Some(("web", "d1"))),
+            mk_replicaset("ns", "api-2b", "rs2", Some(("api", "d2"))),
+        ]);
+        keeps_whole::<ServiceRecord>([
+            mk_service("ns", "web", &[("app", "web")]),
+            mk_service("ns", "api", &[("app", "api")]),
+        ]);
+        keeps_whole::<IngressRecord>([
+            mk_ingress("ns", "site", "web"),
+            mk_ingress("ns", "shop", "api"),
+        ]);
+    }
 }

@@ -42,6 +42,9 @@ pub struct ReplicaSetRecord {
     pub resource_version: String,
     pub owner: Option<Owner>,
     pub json: Box<str>,
+    /// The object as the apiserver sent it (managedFields stripped), compressed against
+    /// its kind's dictionary: what the Kubernetes API serves ([`Record::raw_json`]).
+    pub raw: bytes::Bytes,
 }
 
 impl ReplicaSetRecord {
@@ -78,6 +81,7 @@ impl ReplicaSetRecord {
                 .map(|o| o.name.clone()),
         };
         Arc::new(ReplicaSetRecord {
+            raw: Self::resource().keep(rs),
             key: ObjectKey::of(meta),
             json: to_json(&dto),
             uid: dto.uid,

@@ -5,9 +5,10 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use printers::Printer;
 
-use crate::{Dictionary, Kind, ObjectKey};
+use crate::{Dictionary, Kind, ObjectKey, object_json};
 
 /// Which record type serves a resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +105,18 @@ impl Resource {
             .iter()
             .map(|f| &**f)
             .filter(|f| !f.starts_with("metadata."))
+    }
+
+    /// An object of it as records keep it: its compact JSON, compressed against the
+    /// resource's dictionary.
+    pub fn keep(&self, object: &impl serde::Serialize) -> Bytes {
+        self.dictionary.compress(&object_json(object))
+    }
+
+    /// The JSON of an object [`Resource::keep`] kept; `key` names the object in the error.
+    pub fn kept_json(&self, raw: &[u8], key: &ObjectKey) -> Result<Vec<u8>, String> {
+        self.dictionary
+            .decompress(raw, &format_args!("{self} {key}"))
     }
 
     /// The typed kind serving it, if one does.

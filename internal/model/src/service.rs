@@ -48,6 +48,9 @@ pub struct ServiceRecord {
     pub type_: String,
     pub cluster_ip: String,
     pub json: Box<str>,
+    /// The object as the apiserver sent it (managedFields stripped), compressed against
+    /// its kind's dictionary: what the Kubernetes API serves ([`Record::raw_json`]).
+    pub raw: bytes::Bytes,
 }
 
 impl ServiceRecord {
@@ -69,6 +72,7 @@ impl ServiceRecord {
             selector: spec.and_then(|s| s.selector.clone()).unwrap_or_default(),
         };
         Arc::new(ServiceRecord {
+            raw: Self::resource().keep(svc),
             key: ObjectKey::of(meta),
             json: to_json(&dto),
             uid: dto.uid,

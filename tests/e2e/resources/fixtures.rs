@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 /// A kind's fixture: the resource as requests name it, its objects' names, the object, and
 /// the field selector of the kind's own allow-list (beyond metadata) with what it selects.
-pub(super) struct Fixture {
+pub(crate) struct Fixture {
     pub resource: &'static str,
     pub name: fn(ns: &str, which: Which) -> String,
     /// The object, without labels (the test adds its own), in namespace `ns` for a
@@ -19,7 +19,7 @@ pub(super) struct Fixture {
 /// The object the label selector (and the field selector, where the kind has one) selects,
 /// or the other one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Which {
+pub(crate) enum Which {
     Selected,
     Other,
 }
@@ -66,7 +66,7 @@ fn template(key: &str, name: &str) -> Value {
 
 const NO_FIELD: Option<(&str, &[Which])> = None;
 
-pub(super) const FIXTURES: &[Fixture] = &[
+pub(crate) const FIXTURES: &[Fixture] = &[
     Fixture {
         resource: "pods",
         name: local,

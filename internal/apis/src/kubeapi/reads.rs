@@ -1,5 +1,5 @@
 //! The reads of the Kubernetes API: a list (`{Kind}List`, or a `Table` for kubectl), one
-//! object, and `watch=true`, each from the objects the cache keeps whole, through the same
+//! object, and `watch=true`, each from the objects the records keep whole, through the same
 //! biz list, get and watch as `/k8sailor/v0`.
 
 use std::convert::Infallible;
@@ -18,8 +18,8 @@ use super::status::Status;
 use super::{Target, accepts, json_answer};
 use crate::AppState;
 use biz::{
-    BizError, GenericRecord, Kind, ListRequest, NamespaceRecord, PodRecord, Resource, Served,
-    ServedBy,
+    BizError, DeploymentRecord, GenericRecord, IngressRecord, Kind, ListRequest, NamespaceRecord,
+    PodRecord, ReplicaSetRecord, Resource, Served, ServedBy, ServiceRecord,
 };
 use k8sdao::{DaoError, WatchEvent};
 use printers::Cell;
@@ -99,69 +99,119 @@ fn wants_table(headers: &HeaderMap) -> bool {
     accepts(headers, &["as=Table", "g=meta.k8s.io", "v=v1"])
 }
 
-/// A record whose whole object the cache keeps, so the Kubernetes API can serve it.
+/// A record served by the Kubernetes API: every record keeps its whole object
+/// ([`biz::Record::raw_json`]); what differs is where its kubectl cells come from.
 pub(super) trait Kept: Served {
-    /// The object as the apiserver sent it (managedFields stripped).
-    fn object(&self) -> Result<Value, Status>;
-    /// kubectl's cells of it.
+    /// kubectl's cells of it (`object` is its object).
     fn cells(&self, resource: &Resource, object: &Value) -> Vec<Cell>;
 }
 
-fn decoded(json: Result<Vec<u8>, String>) -> Result<Value, Status> {
-    json.and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))
-        .map_err(|e| {
-            Status::new(
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                format!("internal error: a kept object cannot be read: {e}"),
-            )
-        })
+fn unreadable(e: impl std::fmt::Display) -> Status {
+    Status::new(
+        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+        format!("internal error: a kept object cannot be read: {e}"),
+    )
 }
 
-impl Kept for GenericRecord {
-    fn object(&self) -> Result<Value, Status> {
-        decoded(self.raw_json())
+/// The JSON a record keeps: the object as the apiserver sent it (managedFields stripped).
+fn json_of(record: &impl Served) -> Result<Vec<u8>, Status> {
+    record.raw_json().map_err(unreadable)
+}
+
+/// The object a record keeps, decoded: what Tables are printed from.
+fn object_of(record: &impl Served) -> Result<Value, Status> {
+    serde_json::from_slice(&json_of(record)?).map_err(unreadable)
+}
+
+/// What every kept object of `resource` begins with ([`biz::Record::raw_json`]): its
+/// `apiVersion` and `kind`, which the apiserver's list items do not carry.
+fn type_prefix(resource: &Resource) -> Vec<u8> {
+    let member = |name: &str, value: &str| {
+        format!("{}:{},", json!(name), json!(value))
+    };
+    format!(
+        "{{{}{}",
+        member("apiVersion", &resource.api_version()),
+        member("kind", &resource.kind)
+    )
+    .into_bytes()
+}
+
+/// Appends a kept object's `json` to `out` as a list item: the same bytes with the type
+/// `prefix` cut, so no object is decoded and encoded again; one that does not begin so (none
+/// should) is decoded and written without its type.
+fn push_item(out: &mut Vec<u8>, json: &[u8], prefix: &[u8]) -> Result<(), Status> {
+    match json.strip_prefix(prefix) {
+        Some(rest) => {
+            out.push(b'{');
+            out.extend_from_slice(rest);
+            Ok(())
+        }
+        None => {
+            let object: Value = serde_json::from_slice(json).map_err(unreadable)?;
+            serde_json::to_writer(&mut *out, &without_type(object)).map_err(unreadable)
+        }
     }
+}
+
+/// A `{Kind}List` of `records` with list metadata `meta`, written from the kept bytes.
+fn list_body<'a, R: Served + 'a>(
+    resource: &Resource,
+    meta: &Value,
+    records: impl IntoIterator<Item = &'a R>,
+) -> Result<Vec<u8>, Status> {
+    let mut body = json!({
+        "kind": format!("{}List", resource.kind),
+        "apiVersion": resource.api_version(),
+        "metadata": meta,
+    })
+    .to_string()
+    .into_bytes();
+    // The head is a JSON object: its closing brace makes room for the items.
+    body.pop();
+    body.extend_from_slice(br#","items":["#);
+    let prefix = type_prefix(resource);
+    for (i, record) in records.into_iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        push_item(&mut body, &json_of(record)?, &prefix)?;
+    }
+    body.extend_from_slice(b"]}");
+    Ok(body)
+}
+
+/// A generic record keeps its cells, printed once per change.
+impl Kept for GenericRecord {
     fn cells(&self, _: &Resource, _: &Value) -> Vec<Cell> {
         self.cells.clone()
     }
 }
 
-impl Kept for NamespaceRecord {
-    fn object(&self) -> Result<Value, Status> {
-        decoded(self.raw_json())
-    }
-    fn cells(&self, resource: &Resource, object: &Value) -> Vec<Cell> {
-        resource.printer.cells(object)
-    }
+/// A typed record keeps its DTO's columns, not kubectl's cells: printed from the object.
+macro_rules! printed_on_read {
+    ($($record:ty),*) => {$(
+        impl Kept for $record {
+            fn cells(&self, resource: &Resource, object: &Value) -> Vec<Cell> {
+                resource.printer.cells(object)
+            }
+        }
+    )*};
 }
 
-impl Kept for PodRecord {
-    fn object(&self) -> Result<Value, Status> {
-        decoded(self.raw_json())
-    }
-    fn cells(&self, resource: &Resource, object: &Value) -> Vec<Cell> {
-        resource.printer.cells(object)
-    }
-}
+printed_on_read!(
+    DeploymentRecord,
+    PodRecord,
+    ReplicaSetRecord,
+    ServiceRecord,
+    IngressRecord,
+    NamespaceRecord
+);
 
-/// Which record keeps a resource's whole object, if one does: generic records, Pods and
-/// Namespaces.
-/// The other typed kinds keep what their DTOs need, and Secrets only their metadata, so the
-/// Kubernetes API does not serve them (their objects would not be the apiserver's).
-#[derive(Clone, Copy, Debug)]
-enum Keeper {
-    Generic,
-    Pod,
-    Namespace,
-}
-
-fn keeper(resource: &Resource) -> Option<Keeper> {
-    match resource.served_by {
-        ServedBy::Generic => Some(Keeper::Generic),
-        ServedBy::Typed(Kind::Pod) => Some(Keeper::Pod),
-        ServedBy::Typed(Kind::Namespace) => Some(Keeper::Namespace),
-        ServedBy::Typed(_) | ServedBy::MetadataOnly => None,
-    }
+/// Whether the Kubernetes API serves `resource`: every resource but those kept as metadata
+/// alone (Secrets), whose objects would not be the apiserver's.
+fn is_served(resource: &Resource) -> bool {
+    resource.served_by != ServedBy::MetadataOnly
 }
 
 /// The resources the Kubernetes API serves.
@@ -171,7 +221,7 @@ pub(super) fn served(s: &AppState) -> Vec<Resource> {
         .registry()
         .resources()
         .into_iter()
-        .filter(|r| keeper(r).is_some())
+        .filter(is_served)
         .collect()
 }
 
@@ -259,11 +309,21 @@ async fn read(s: AppState, target: Option<Target>, uri: Uri, headers: HeaderMap)
         table: wants_table(&headers),
         query,
     };
-    let result = match keeper(&answer.resource) {
-        Some(Keeper::Generic) => answer.serve::<GenericRecord>(s, namespace, name).await,
-        Some(Keeper::Pod) => answer.serve::<PodRecord>(s, namespace, name).await,
-        Some(Keeper::Namespace) => answer.serve::<NamespaceRecord>(s, namespace, name).await,
-        None => Err(Status::no_such_path()),
+    let result = match answer.resource.served_by {
+        ServedBy::Generic => answer.serve::<GenericRecord>(s, namespace, name).await,
+        ServedBy::Typed(Kind::Deployment) => {
+            answer.serve::<DeploymentRecord>(s, namespace, name).await
+        }
+        ServedBy::Typed(Kind::Pod) => answer.serve::<PodRecord>(s, namespace, name).await,
+        ServedBy::Typed(Kind::ReplicaSet) => {
+            answer.serve::<ReplicaSetRecord>(s, namespace, name).await
+        }
+        ServedBy::Typed(Kind::Service) => answer.serve::<ServiceRecord>(s, namespace, name).await,
+        ServedBy::Typed(Kind::Ingress) => answer.serve::<IngressRecord>(s, namespace, name).await,
+        ServedBy::Typed(Kind::Namespace) => {
+            answer.serve::<NamespaceRecord>(s, namespace, name).await
+        }
+        ServedBy::MetadataOnly => Err(Status::no_such_path()),
     };
     result.unwrap_or_else(IntoResponse::into_response)
 }
@@ -305,6 +365,18 @@ fn json_response(body: &Value) -> Response {
     json_answer("application/json", body)
 }
 
+/// A JSON answer already written.
+fn json_bytes(body: Vec<u8>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
 impl Answer {
     async fn serve<R: Kept>(
         self,
@@ -326,16 +398,15 @@ impl Answer {
                     other => Status::of(&other),
                 })?
                 .0;
-            let object = record.object()?;
-            return Ok(json_response(&match table {
-                Some(include) => self.table_of(
-                    [(record.as_ref(), object)],
+            return Ok(match table {
+                Some(include) => json_response(&self.table_of(
+                    [(record.as_ref(), object_of(record.as_ref())?)],
                     &json!({"resourceVersion": record.resource_version()}),
                     include,
                     true,
-                ),
-                None => object,
-            }));
+                )),
+                None => json_bytes(json_of(record.as_ref())?),
+            });
         }
         let limit = number(self.query.limit.as_deref(), "limit")?;
         let req = ListRequest {
@@ -361,23 +432,22 @@ impl Answer {
             page.continue_token.as_deref(),
             page.remaining,
         );
-        // Decoding and encoding every object of a large list is CPU work: off the workers.
-        let resource = self.resource.clone();
-        tokio::task::spawn_blocking(move || {
-            let objects = page
-                .items
-                .iter()
-                .map(|view| Ok((view.0.as_ref(), view.0.object()?)))
-                .collect::<Result<Vec<_>, Status>>()?;
-            Ok(json_response(&match table {
-                Some(include) => self.table_of(objects, &meta, include, true),
-                None => json!({
-                    "kind": format!("{}List", resource.kind),
-                    "apiVersion": resource.api_version(),
-                    "metadata": meta,
-                    "items": objects.into_iter().map(|(_, o)| without_type(o)).collect::<Vec<_>>(),
-                }),
-            }))
+        // Decompressing every object of a large list, and printing its cells, is CPU work:
+        // off the workers.
+        tokio::task::spawn_blocking(move || match table {
+            Some(include) => {
+                let objects = page
+                    .items
+                    .iter()
+                    .map(|view| Ok((view.0.as_ref(), object_of(view.0.as_ref())?)))
+                    .collect::<Result<Vec<_>, Status>>()?;
+                Ok(json_response(&self.table_of(objects, &meta, include, true)))
+            }
+            None => Ok(json_bytes(list_body(
+                &self.resource,
+                &meta,
+                page.items.iter().map(|view| view.0.as_ref()),
+            )?)),
         })
         .await
         .map_err(|e| {
@@ -543,35 +613,36 @@ impl Answer {
                 );
             }
         };
-        let object = match record.object() {
-            Ok(object) => object,
-            Err(status) => {
-                return Some(
-                    json!({"type": "ERROR", "object": status.to_json()})
-                        .to_string()
-                        .into_bytes(),
-                );
-            }
-        };
         let object = match table {
-            Some(include) => {
+            Some(include) => object_of(record.as_ref()).map(|object| {
                 let meta = json!({"resourceVersion": record.resource_version()});
                 let columns = std::mem::replace(first, false);
                 self.table_of([(record.as_ref(), object)], &meta, include, columns)
-            }
-            None => object,
+                    .to_string()
+                    .into_bytes()
+            }),
+            None => json_of(record.as_ref()),
         };
-        Some(
-            json!({"type": kind, "object": object})
-                .to_string()
-                .into_bytes(),
-        )
+        match object {
+            Ok(object) => {
+                let mut line = format!(r#"{{"type":"{kind}","object":"#).into_bytes();
+                line.extend_from_slice(&object);
+                line.push(b'}');
+                Some(line)
+            }
+            Err(status) => Some(
+                json!({"type": "ERROR", "object": status.to_json()})
+                    .to_string()
+                    .into_bytes(),
+            ),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use biz::Typed;
 
     #[test]
     fn kubectl_get_asks_for_a_table() {
@@ -601,5 +672,56 @@ mod tests {
         );
         assert_eq!(IncludeObject::parse(None).unwrap(), IncludeObject::Metadata);
         assert!(IncludeObject::parse(Some("All")).is_err());
+    }
+
+    /// The list written from the kept bytes against the list of the decoded objects, each
+    /// without its type, as it was built before.
+    fn same_as_decoded<R: Served>(resource: &Resource, records: &[std::sync::Arc<R>]) {
+        let meta = list_meta("7", Some("t"), Some(3));
+        let body = list_body(resource, &meta, records.iter().map(|r| r.as_ref())).unwrap();
+        let written: Value = serde_json::from_slice(&body)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&body)));
+        let decoded = json!({
+            "kind": format!("{}List", resource.kind),
+            "apiVersion": resource.api_version(),
+            "metadata": meta,
+            "items": records
+                .iter()
+                .map(|r| without_type(object_of(r.as_ref()).unwrap()))
+                .collect::<Vec<_>>(),
+        });
+        assert_eq!(written, decoded);
+        assert_eq!(written["items"].as_array().map(Vec::len), Some(records.len()));
+    }
+
+    #[test]
+    fn a_list_written_from_the_kept_bytes_is_the_list_of_the_decoded_objects() {
+        use model::fixtures::{mk_deployment, mk_object, mk_pod};
+        let pods = [
+            PodRecord::from_pod(&mk_pod("ns", "a", Some(("web-rs", "rs1")), &[("app", "web")])),
+            PodRecord::from_pod(&mk_pod("ns", "b", None, &[])),
+        ];
+        same_as_decoded(PodRecord::resource(), &pods);
+        let deployments = [DeploymentRecord::from_deployment(&mk_deployment(
+            "ns",
+            "web",
+            "d1",
+            &[],
+        ))];
+        same_as_decoded(DeploymentRecord::resource(), &deployments);
+        // Members that sort before apiVersion, and a kind in the middle of the rest.
+        let slices = model::built_in("endpointslices").unwrap().resource();
+        let objects = [
+            mk_object(&slices, "ns", "s1", &[("app", "web")], json!({"addressType": "IPv4"})),
+            mk_object(&slices, "ns", "s2", &[], json!({"addressType": "IPv6", "endpoints": []})),
+        ];
+        let generic: Vec<_> = objects.iter().map(GenericRecord::from_generic).collect();
+        same_as_decoded(&slices, &generic);
+        same_as_decoded::<GenericRecord>(&slices, &[]);
+        // An object kept without its type first is decoded and written without it.
+        let mut out = Vec::new();
+        let json = br#"{"metadata":{},"kind":"EndpointSlice","apiVersion":"discovery.k8s.io/v1"}"#;
+        push_item(&mut out, json, &type_prefix(&slices)).unwrap();
+        assert_eq!(out, br#"{"metadata":{}}"#);
     }
 }
