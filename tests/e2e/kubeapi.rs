@@ -34,12 +34,17 @@ impl Kubectl {
 
     /// For `server` without credentials (`--auth none`).
     pub(crate) fn for_k8sailor(dir: &Path, server: &Server) -> Kubectl {
-        Kubectl::at(dir, "k8sailor", server.root(), json!({}))
+        Kubectl::at(dir, "k8sailor", json!({"server": server.root()}), json!({}))
     }
 
-    /// For `server` as the owner of `token` (`--auth delegated`); `name` tells it from others.
-    pub(crate) fn for_k8sailor_as(dir: &Path, name: &str, server: &Server, token: &str) -> Kubectl {
-        Kubectl::at(dir, name, server.root(), json!({ "token": token }))
+    /// For k8sailor behind TLS at `url` (kubectl sends a token over TLS only), whose
+    /// certificate is `ca` (PEM), as the owner of `token` (`--auth delegated`); `name` tells
+    /// this kubectl's files from others'.
+    pub(crate) fn for_k8sailor_as(dir: &Path, name: &str, url: &str, ca: &str, token: &str) -> Kubectl {
+        use base64::Engine;
+        let ca = base64::engine::general_purpose::STANDARD.encode(ca);
+        let cluster = json!({"server": url, "certificate-authority-data": ca});
+        Kubectl::at(dir, name, cluster, json!({ "token": token }))
     }
 
     /// For the apiserver (its address and CA from the cluster's kubeconfig) as the owner of
@@ -58,12 +63,12 @@ impl Kubectl {
         }
     }
 
-    fn at(dir: &Path, name: &str, server: &str, user: Value) -> Kubectl {
+    fn at(dir: &Path, name: &str, cluster: Value, user: Value) -> Kubectl {
         let kubeconfig = dir.join(format!("kubeconfig-{name}"));
         let config = json!({
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "k8sailor", "cluster": {"server": server}}],
+            "clusters": [{"name": "k8sailor", "cluster": cluster}],
             "contexts": [{"name": "k8sailor", "context": {"cluster": "k8sailor", "user": "caller"}}],
             "users": [{"name": "caller", "user": user}],
             "current-context": "k8sailor",

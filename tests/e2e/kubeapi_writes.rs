@@ -35,10 +35,16 @@ struct Both {
 }
 
 impl Both {
-    fn new(dir: &std::path::Path, server: &Server, user: &User) -> Both {
+    fn new(dir: &std::path::Path, front: &TlsFront, user: &User) -> Both {
         Both {
             apiserver: Kubectl::for_apiserver_as(dir, &format!("apiserver-{}", user.name), &user.token),
-            k8sailor: Kubectl::for_k8sailor_as(dir, &format!("k8sailor-{}", user.name), server, &user.token),
+            k8sailor: Kubectl::for_k8sailor_as(
+                dir,
+                &format!("k8sailor-{}", user.name),
+                &front.url,
+                &front.certificate,
+                &user.token,
+            ),
         }
     }
 
@@ -87,7 +93,17 @@ async fn kubectl_writes_through_k8sailor_as_through_the_apiserver() {
     )
     .await;
     let reader = account(&ns, "reader").await;
-    grant(&ns, &ns, &reader, vec![rule("", &["configmaps"], &["get", "list", "watch"])]).await;
+    // Reads of what its writes name, so that kubectl reaches the write the apiserver refuses.
+    grant(
+        &ns,
+        &ns,
+        &reader,
+        vec![
+            rule("", &["configmaps", "pods"], &["get", "list", "watch"]),
+            rule("apps", &["statefulsets"], &["get", "list", "watch"]),
+        ],
+    )
+    .await;
     let statefulset: StatefulSet = serde_json::from_value(json!({
         "metadata": {"name": "web"},
         "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
@@ -106,8 +122,9 @@ async fn kubectl_writes_through_k8sailor_as_through_the_apiserver() {
     .unwrap();
     ns.api::<Pod>().create(&PostParams::default(), &pod).await.unwrap();
     let server = Server::start(&["--auth", "delegated"]);
-    let as_writer = Both::new(&dir, &server, &writer);
-    let as_reader = Both::new(&dir, &server, &reader);
+    let front = TlsFront::before(&dir, &server);
+    let as_writer = Both::new(&dir, &front, &writer);
+    let as_reader = Both::new(&dir, &front, &reader);
     let n = ns.name.as_str();
     eventually(SOON, "k8sailor serves the StatefulSet", || async {
         let (ok, out, _) = field(&as_writer.k8sailor, n, "statefulset/web", "{.spec.replicas}");
@@ -123,8 +140,9 @@ async fn kubectl_writes_through_k8sailor_as_through_the_apiserver() {
 
     // create -f, then a read at once sees it; the same create through the apiserver prints
     // the same once the first object is gone.
+    // kubectl validates a manifest against /openapi, which is not served here yet.
     let made = manifest(&dir, "made", "1");
-    let (ok, out, err) = as_writer.k8sailor.run(&["create", "-f", &made, "-n", n]);
+    let (ok, out, err) = as_writer.k8sailor.run(&["create", "--validate=false", "-f", &made, "-n", n]);
     assert!(ok, "{err}");
     assert_eq!(out.trim(), "configmap/made created");
     assert_eq!(field(&as_writer.k8sailor, n, "configmap/made", "{.data.v}").1, "1");
@@ -133,7 +151,7 @@ async fn kubectl_writes_through_k8sailor_as_through_the_apiserver() {
     assert!(ok, "{err}");
     let (ok, _, err) = field(&as_writer.k8sailor, n, "configmap/made", "{.data.v}");
     assert!(!ok && err.contains("NotFound"), "{err}");
-    let (ok, theirs, err) = as_writer.apiserver.run(&["create", "-f", &made, "-n", n]);
+    let (ok, theirs, err) = as_writer.apiserver.run(&["create", "--validate=false", "-f", &made, "-n", n]);
     assert!(ok && theirs == out, "{theirs} {err}");
     let (ok, theirs, err) = as_writer.apiserver.run(&["delete", "configmap", "made", "-n", n]);
     assert!(ok && theirs == deleted, "{theirs} {err}");
@@ -141,7 +159,7 @@ async fn kubectl_writes_through_k8sailor_as_through_the_apiserver() {
     // apply: created, then configured, each seen at once by the next read.
     for (value, printed) in [("1", "created"), ("2", "configured")] {
         let applied = manifest(&dir, "applied", value);
-        let (ok, out, err) = as_writer.k8sailor.run(&["apply", "-f", &applied, "-n", n]);
+        let (ok, out, err) = as_writer.k8sailor.run(&["apply", "--validate=false", "-f", &applied, "-n", n]);
         assert!(ok, "{err}");
         assert_eq!(out.trim(), format!("configmap/applied {printed}"));
         assert_eq!(field(&as_writer.k8sailor, n, "configmap/applied", "{.data.v}").1, value);
@@ -150,7 +168,7 @@ async fn kubectl_writes_through_k8sailor_as_through_the_apiserver() {
     assert!(ok, "{err}");
     for value in ["1", "2"] {
         let applied = manifest(&dir, "applied", value);
-        as_writer.same(&["apply", "-f", &applied, "-n", n, "--dry-run=server"]);
+        as_writer.same(&["apply", "--validate=false", "-f", &applied, "-n", n, "--dry-run=server"]);
     }
 
     // scale: through the scale subresource; the StatefulSet shows it at once.
@@ -313,4 +331,188 @@ async fn on_the_kubernetes_api_a_caller_past_its_share_gets_429_and_another_is_s
     assert_eq!(status, 200, "{list}");
     let _quiet_watch = open_watch(&server, n, &quiet.token).await;
     drop(held);
+}
+
+/// TLS in front of a k8sailor process, as an ingress would terminate it: kubectl sends a
+/// bearer token only over TLS (kubectl#744). Its certificate, for 127.0.0.1, is made by
+/// openssl for the test and is its own CA.
+struct TlsFront {
+    /// `https://127.0.0.1:PORT`.
+    url: String,
+    /// The certificate, PEM: the kubeconfig's certificate-authority-data.
+    certificate: String,
+    /// Its own runtime: the test's thread blocks while kubectl runs.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for TlsFront {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl TlsFront {
+    fn before(dir: &std::path::Path, server: &Server) -> TlsFront {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let (cert, key) = (dir.join("front.crt"), dir.join("front.key"));
+        let made = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"])
+            .args(["-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
+            .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .output()
+            .expect("openssl runs");
+        assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+        let chain = vec![CertificateDer::from_pem_file(&cert).expect("the certificate")];
+        let private = PrivateKeyDer::from_pem_file(&key).expect("the key");
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(chain, private)
+            .expect("a TLS configuration");
+        let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("https://{}", listener.local_addr().unwrap());
+        let backend = server
+            .root()
+            .trim_start_matches("http://")
+            .to_string();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.spawn(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            while let Ok((client, _)) = listener.accept().await {
+                let (acceptor, backend) = (acceptor.clone(), backend.clone());
+                tokio::spawn(async move {
+                    let Ok(mut client) = acceptor.accept(client).await else {
+                        return;
+                    };
+                    let Ok(mut upstream) = tokio::net::TcpStream::connect(&backend).await else {
+                        return;
+                    };
+                    let _ = relay_bytes(&mut client, &mut upstream).await;
+                });
+            }
+        });
+        TlsFront {
+            url,
+            certificate: std::fs::read_to_string(&cert).unwrap(),
+            runtime: Some(runtime),
+        }
+    }
+}
+
+/// Bytes waiting to go one way.
+struct Pending {
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    read_done: bool,
+    shut: bool,
+}
+
+impl Pending {
+    fn new() -> Pending {
+        Pending {
+            buf: vec![0; 16 * 1024].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            read_done: false,
+            shut: false,
+        }
+    }
+
+    /// Moves what `from` has to `to` until one of them must wait; Ready once `from` ended
+    /// and all of it went.
+    fn pump<R, W>(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        from: &mut R,
+        to: &mut W,
+    ) -> std::task::Poll<std::io::Result<()>>
+    where
+        R: tokio::io::AsyncRead + Unpin,
+        W: tokio::io::AsyncWrite + Unpin,
+    {
+        use std::pin::Pin;
+        use std::task::Poll;
+        loop {
+            if self.start < self.end {
+                match Pin::new(&mut *to).poll_write(cx, &self.buf[self.start..self.end]) {
+                    Poll::Ready(Ok(n)) => self.start += n,
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => return Poll::Pending,
+                }
+                continue;
+            }
+            if self.read_done {
+                if !self.shut {
+                    match Pin::new(&mut *to).poll_shutdown(cx) {
+                        Poll::Ready(_) => self.shut = true,
+                        Poll::Pending => return Poll::Pending,
+                    }
+                }
+                return Poll::Ready(Ok(()));
+            }
+            match Pin::new(&mut *to).poll_flush(cx) {
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Ready(Ok(())) | Poll::Pending => {}
+            }
+            let mut read = tokio::io::ReadBuf::new(&mut self.buf);
+            match Pin::new(&mut *from).poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) => {
+                    let n = read.filled().len();
+                    (self.start, self.end) = (0, n);
+                    self.read_done = n == 0;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+/// Copies both ways until both sides have ended (tokio's `copy_bidirectional` is behind a
+/// feature the build does not turn on).
+async fn relay_bytes<A, B>(a: &mut A, b: &mut B) -> std::io::Result<()>
+where
+    A: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    B: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let (mut up, mut down) = (Pending::new(), Pending::new());
+    let (mut up_done, mut down_done) = (false, false);
+    std::future::poll_fn(|cx| {
+        if !up_done {
+            match up.pump(cx, a, b) {
+                std::task::Poll::Ready(Ok(())) => up_done = true,
+                std::task::Poll::Ready(Err(e)) => return std::task::Poll::Ready(Err(e)),
+                std::task::Poll::Pending => {}
+            }
+        }
+        if !down_done {
+            match down.pump(cx, b, a) {
+                std::task::Poll::Ready(Ok(())) => down_done = true,
+                std::task::Poll::Ready(Err(e)) => return std::task::Poll::Ready(Err(e)),
+                std::task::Poll::Pending => {}
+            }
+        }
+        if up_done && down_done {
+            std::task::Poll::Ready(Ok(()))
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await
 }
