@@ -164,6 +164,29 @@ async fn kubectl_writes_through_k8sailor_as_through_the_apiserver() {
         assert_eq!(out.trim(), format!("configmap/applied {printed}"));
         assert_eq!(field(&as_writer.k8sailor, n, "configmap/applied", "{.data.v}").1, value);
     }
+    // Read-your-writes with no kubectl start-up between the write and the read: a PATCH
+    // relayed, then at once a GET from memory, each time the new value.
+    let bearer = format!("Bearer {}", writer.token);
+    let object = format!("/api/v1/namespaces/{n}/configmaps/applied");
+    for value in 10..20 {
+        let patch = json!({"data": {"v": value.to_string()}}).to_string();
+        let written = server
+            .http
+            .patch(format!("{}{object}", server.root()))
+            .header("authorization", &bearer)
+            .header("content-type", "application/merge-patch+json")
+            .body(patch)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(written.status(), 200);
+        let (status, _, read) = server
+            .request("GET", &object, &[("authorization", &bearer)])
+            .await;
+        let read: Value = serde_json::from_str(&read).unwrap();
+        assert_eq!((status, &read["data"]["v"]), (200, &json!(value.to_string())));
+    }
+
     let (ok, _, err) = as_writer.apiserver.run(&["delete", "configmap", "applied", "-n", n]);
     assert!(ok, "{err}");
     for value in ["1", "2"] {
