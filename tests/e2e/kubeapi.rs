@@ -22,39 +22,70 @@ use crate::resources::fixtures::{FIXTURES, Fixture, Which};
 use crate::resources::{Leftovers, api_resource};
 use crate::support::{SOON, Server, TestNamespace, cluster, eventually, repo};
 
-/// A kubeconfig for `server` (no credentials: `--auth none`) and a kubectl cache of its own,
-/// so no discovery cached for another server is read.
-struct Kubectl {
+/// kubectl with a kubeconfig of its own and a cache of its own, so no discovery cached for
+/// another server is read; shared by the tests of the Kubernetes API.
+pub(crate) struct Kubectl {
     kubeconfig: PathBuf,
     cache: PathBuf,
 }
 
 impl Kubectl {
-    fn for_apiserver(dir: &Path) -> Kubectl {
+    pub(crate) fn for_apiserver(dir: &Path) -> Kubectl {
         Kubectl {
             kubeconfig: cluster().kubeconfig.clone(),
             cache: dir.join("cache-apiserver"),
         }
     }
 
-    fn for_k8sailor(dir: &Path, server: &Server) -> Kubectl {
-        let kubeconfig = dir.join("kubeconfig-k8sailor");
+    /// For `server` without credentials (`--auth none`).
+    pub(crate) fn for_k8sailor(dir: &Path, server: &Server) -> Kubectl {
+        Kubectl::at(dir, "k8sailor", json!({"server": server.root()}), json!({}))
+    }
+
+    /// For k8sailor behind TLS at `url` (kubectl sends a token over TLS only), whose
+    /// certificate is `ca` (PEM), as the owner of `token` (`--auth delegated`); `name` tells
+    /// this kubectl's files from others'.
+    pub(crate) fn for_k8sailor_as(dir: &Path, name: &str, url: &str, ca: &str, token: &str) -> Kubectl {
+        use base64::Engine;
+        let ca = base64::engine::general_purpose::STANDARD.encode(ca);
+        let cluster = json!({"server": url, "certificate-authority-data": ca});
+        Kubectl::at(dir, name, cluster, json!({ "token": token }))
+    }
+
+    /// For the apiserver (its address and CA from the cluster's kubeconfig) as the owner of
+    /// `token`, nothing else of the admin's credentials.
+    pub(crate) fn for_apiserver_as(dir: &Path, name: &str, token: &str) -> Kubectl {
+        let text = std::fs::read_to_string(&cluster().kubeconfig).expect("the cluster's kubeconfig");
+        let mut config: Value = serde_saphyr::from_str(&text).expect("kubeconfig YAML");
+        for user in config["users"].as_array_mut().expect("users") {
+            user["user"] = json!({ "token": token });
+        }
+        let kubeconfig = dir.join(format!("kubeconfig-{name}"));
+        std::fs::write(&kubeconfig, config.to_string()).unwrap();
+        Kubectl {
+            kubeconfig,
+            cache: dir.join(format!("cache-{name}")),
+        }
+    }
+
+    fn at(dir: &Path, name: &str, cluster: Value, user: Value) -> Kubectl {
+        let kubeconfig = dir.join(format!("kubeconfig-{name}"));
         let config = json!({
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "k8sailor", "cluster": {"server": server.root()}}],
-            "contexts": [{"name": "k8sailor", "context": {"cluster": "k8sailor", "user": "anonymous"}}],
-            "users": [{"name": "anonymous", "user": {}}],
+            "clusters": [{"name": "k8sailor", "cluster": cluster}],
+            "contexts": [{"name": "k8sailor", "context": {"cluster": "k8sailor", "user": "caller"}}],
+            "users": [{"name": "caller", "user": user}],
             "current-context": "k8sailor",
         });
         std::fs::write(&kubeconfig, config.to_string()).unwrap();
         Kubectl {
             kubeconfig,
-            cache: dir.join("cache-k8sailor"),
+            cache: dir.join(format!("cache-{name}")),
         }
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(kubectl());
         command
             .arg("--kubeconfig")
@@ -67,7 +98,7 @@ impl Kubectl {
     }
 
     /// Exit success, stdout and stderr.
-    fn run(&self, args: &[&str]) -> (bool, String, String) {
+    pub(crate) fn run(&self, args: &[&str]) -> (bool, String, String) {
         let out = self.command(args).output().expect("kubectl runs");
         (
             out.status.success(),
@@ -95,7 +126,7 @@ fn is_age(token: &str) -> bool {
 }
 
 /// kubectl's table with each age as `<age>` and columns' spacing ignored.
-fn normalized(table: &str) -> Vec<Vec<String>> {
+pub(crate) fn normalized(table: &str) -> Vec<Vec<String>> {
     table
         .lines()
         .map(|line| {

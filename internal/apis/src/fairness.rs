@@ -227,7 +227,7 @@ impl Fairness {
         }
     }
 
-    fn take(self: &Arc<Self>, held: Held, who: Identity) -> Result<Permit, ApiError> {
+    fn take(self: &Arc<Self>, held: Held, who: Identity) -> Result<Permit, Refused> {
         let taken = self.ledger(held).take(&who);
         match taken {
             Ok(()) => Ok(Permit {
@@ -241,16 +241,15 @@ impl Fairness {
                     Held::Requests => "requests in progress",
                     Held::Watches => "open watches",
                 };
-                Err(ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    format!(
+                Err(Refused {
+                    message: format!(
                         "{who} holds {} {what}, its share of {} ({}): try again when one ends",
                         over.held,
                         over.share,
                         self.setting(held),
                     ),
-                )
-                .retry_after(RETRY_AFTER_SECONDS))
+                    retry_after: RETRY_AFTER_SECONDS,
+                })
             }
         }
     }
@@ -314,9 +313,40 @@ struct WatchQuery {
     watch: Option<String>,
 }
 
-/// Counts the request against its identity's share, or refuses it with 429: a watch or a log
-/// for as long as its stream is open, any other request until its answer is ready (answers are
+/// A request past its identity's share: each API presents it its own way, as a 429 with
+/// `Retry-After`.
+#[derive(Debug)]
+pub(super) struct Refused {
+    pub message: String,
+    /// Whole seconds.
+    pub retry_after: u64,
+}
+
+impl From<Refused> for ApiError {
+    fn from(refused: Refused) -> ApiError {
+        ApiError::new(StatusCode::TOO_MANY_REQUESTS, refused.message).retry_after(refused.retry_after)
+    }
+}
+
+/// Counts the request against its identity's share as `held`, or refuses it: a stream for
+/// as long as its body is open, any other request until its answer is ready (answers are
 /// built in memory; sending them costs the connection, bounded at its own layer).
+pub(super) async fn admit(
+    fairness: &Arc<Fairness>,
+    held: Held,
+    request: Request,
+    next: Next,
+) -> Result<Response, Refused> {
+    let permit = fairness.take(held, Identity::of(&request))?;
+    let response = next.run(request).await;
+    Ok(match held {
+        Held::Requests => response,
+        Held::Watches => response.map(|body| Body::new(Holding::new(body, permit))),
+    })
+}
+
+/// [`admit`] for the prefix's routes: a watch or a log holds a watch's place, and a refusal
+/// is answered in the envelope.
 pub(super) async fn share(
     State(fairness): State<Arc<Fairness>>,
     request: Request,
@@ -337,15 +367,9 @@ pub(super) async fn share(
     } else {
         Held::Requests
     };
-    let permit = match fairness.take(held, Identity::of(&request)) {
-        Ok(permit) => permit,
-        Err(refused) => return refused.into_response(),
-    };
-    let response = next.run(request).await;
-    match held {
-        Held::Requests => response,
-        Held::Watches => response.map(|body| Body::new(Holding::new(body, permit))),
-    }
+    admit(&fairness, held, request, next)
+        .await
+        .unwrap_or_else(|refused| ApiError::from(refused).into_response())
 }
 
 /// A body holding `T` until it is dropped: sent whole, or its client gone. A watch's place
@@ -455,10 +479,7 @@ mod tests {
         let who = || Identity::Address([127, 0, 0, 2].into());
         let first = fairness.take(Held::Watches, who()).ok().unwrap();
         let _second = fairness.take(Held::Watches, who()).ok().unwrap();
-        let refused = fairness
-            .take(Held::Watches, who())
-            .err()
-            .unwrap()
+        let refused = ApiError::from(fairness.take(Held::Watches, who()).err().unwrap())
             .into_response();
         assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(refused.headers()["retry-after"], "1");

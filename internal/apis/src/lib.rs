@@ -303,10 +303,15 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
         })
         .fallback(edge::method_not_allowed),
     );
-    // The Kubernetes API, at the root; its reads are authorized as the apiserver would.
+    // The Kubernetes API, at the root; its reads are authorized as the apiserver would, and
+    // each caller's share counted inside the check, against the user it authenticated as.
+    let kube = kubeapi::routes(opts.auth).route_layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        kubeapi::share,
+    ));
     let kube = match opts.auth {
-        AuthMode::None => kubeapi::routes(),
-        AuthMode::Delegated => kubeapi::routes().route_layer(axum::middleware::from_fn_with_state(
+        AuthMode::None => kube,
+        AuthMode::Delegated => kube.route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             kubeapi::check,
         )),

@@ -65,6 +65,19 @@ macro_rules! caches {
                 0 $(+ self.$field.len())* + self.generic.len()
             }
 
+            /// Whether the cache of `resource` is at `version` or later, waiting up to
+            /// `within` for it ([`Cache::reached`]); true when no cache keeps `resource`,
+            /// since no read from memory can then miss anything.
+            pub async fn reached(&self, resource: &Resource, version: u64, within: Duration) -> bool {
+                $(if resource.typed() == Some(<$record as Typed>::KIND) {
+                    return self.$field.reached(version, within).await;
+                })*
+                match self.generic.cache(resource) {
+                    Some(cache) => cache.reached(version, within).await,
+                    None => true,
+                }
+            }
+
             /// The namespaces holding at least one object of `resource`, in order.
             pub fn namespaces_holding(&self, resource: &Resource) -> Vec<String> {
                 $(if resource.typed() == Some(<$record as Typed>::KIND) {

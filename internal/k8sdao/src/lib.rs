@@ -14,6 +14,7 @@ mod registry;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use confk8s::{Connection, FactoryError, InformerFactory, InformerState, InitialList};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
@@ -23,7 +24,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use cache::CacheSource;
-pub use live::{ApiScope, LiveSource, Namespaced};
+pub use live::{ApiScope, LiveSource, Namespaced, Passthrough, RelayedBody};
 pub use logs::{LogLines, LogOptions, LogSource, MAX_LOG_LINE_BYTES};
 pub use registry::{Registry, ResourceSelection};
 
@@ -385,6 +386,8 @@ pub struct Source {
     factory: Option<Arc<InformerFactory>>,
     /// Writes go to the apiserver whatever the read source; None without a client (tests).
     writer: Option<LiveSource>,
+    /// Callers' own requests, relayed with their own tokens; None without a client (tests).
+    passthrough: Option<Passthrough>,
     /// What is served, by name.
     registry: Registry,
 }
@@ -430,6 +433,7 @@ impl Source {
         shutdown: CancellationToken,
     ) -> Result<(Source, Vec<JoinHandle<()>>), FactoryError> {
         let client = connection.client;
+        let passthrough = Some(Passthrough::new(connection.without_credentials));
         match kind {
             SourceKind::Live => Ok((
                 Source {
@@ -438,6 +442,7 @@ impl Source {
                     registry: Registry::live(resources, scope.is_some()),
                     scope,
                     writer: Some(LiveSource::new(client)),
+                    passthrough,
                 },
                 Vec::new(),
             )),
@@ -508,6 +513,7 @@ impl Source {
                         scope,
                         factory: Some(factory),
                         writer: Some(LiveSource::new(client)),
+                        passthrough,
                         registry,
                     },
                     tasks,
@@ -524,6 +530,7 @@ impl Source {
             scope,
             factory: None,
             writer: None,
+            passthrough: None,
         }
     }
 
@@ -535,6 +542,7 @@ impl Source {
             scope,
             factory: None,
             writer: None,
+            passthrough: None,
             registry: Registry::typed_only(),
         }
     }
@@ -708,6 +716,103 @@ impl Source {
             tracing::warn!(kind = %R::KIND, namespace, name, ?effect, timeout = ?SETTLE_TIMEOUT,
                 "the cache has not shown a write yet; answering anyway");
         }
+    }
+}
+
+/// The largest answer to a relayed write that is held back until the cache shows the write:
+/// an object's answer is well under it (etcd takes objects of at most 1.5 MiB); a larger one
+/// is sent on as it comes, without waiting.
+const MAX_SETTLED_ANSWER: usize = 4 * 1024 * 1024;
+
+/// A relayed request that writes an object the cache keeps: its answer waits for the cache.
+#[derive(Clone, Copy, Debug)]
+pub struct WrittenTo<'a> {
+    pub resource: &'a Resource,
+    /// Where the object is; None for a cluster-scoped one.
+    pub namespace: Option<&'a str>,
+}
+
+/// `body` read whole if it ends, cleanly, within `limit` bytes; else the same body, what was
+/// read of it first.
+async fn read_within(mut body: RelayedBody, limit: usize) -> Result<Bytes, RelayedBody> {
+    use futures::StreamExt;
+    let mut read: Vec<Bytes> = Vec::new();
+    let mut size = 0;
+    loop {
+        match body.next().await {
+            None => return Ok(read.concat().into()),
+            Some(Ok(chunk)) if size + chunk.len() <= limit => {
+                size += chunk.len();
+                read.push(chunk);
+            }
+            Some(next) => {
+                let read = futures::stream::iter(read.into_iter().map(Ok));
+                return Err(read.chain(futures::stream::once(async { next })).chain(body).boxed());
+            }
+        }
+    }
+}
+
+/// The `metadata.resourceVersion` of an answer's object, if it has a numeric one.
+fn answered_version(answer: &[u8]) -> Option<u64> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Meta {
+        resource_version: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        metadata: Option<Meta>,
+    }
+    let answer: Answer = serde_json::from_slice(answer).ok()?;
+    answer.metadata?.resource_version?.parse().ok()
+}
+
+impl Source {
+    /// Relays a caller's request to the apiserver with the caller's `token` (see
+    /// [`Passthrough::send`]). A successful write to an object the cache keeps (`written`) is
+    /// answered once the cache is at the answer's resourceVersion (bounded, as the typed
+    /// writes wait), so the caller's next read from memory sees it.
+    pub async fn relay(
+        &self,
+        request: http::Request<Bytes>,
+        token: &str,
+        written: Option<WrittenTo<'_>>,
+    ) -> Result<http::Response<RelayedBody>, DaoError> {
+        use futures::StreamExt;
+        let passthrough = self
+            .passthrough
+            .as_ref()
+            .ok_or_else(|| DaoError::Unavailable("no Kubernetes client to relay with".into()))?;
+        let writes = !matches!(
+            *request.method(),
+            http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
+        );
+        let response = passthrough.send(request, token).await?;
+        let (Backend::Cache(cache), Some(written)) = (&self.backend, written) else {
+            return Ok(response);
+        };
+        // A scoped server's caches hold the objects of its namespace alone.
+        let kept = self.scope.is_none() || written.namespace == self.scope.as_deref();
+        if !writes || !kept || !response.status().is_success() {
+            return Ok(response);
+        }
+        let (parts, body) = response.into_parts();
+        let answer = match read_within(body, MAX_SETTLED_ANSWER).await {
+            Ok(answer) => answer,
+            Err(body) => return Ok(http::Response::from_parts(parts, body)),
+        };
+        if let Some(version) = answered_version(&answer)
+            && !cache
+                .caches()
+                .reached(written.resource, version, SETTLE_TIMEOUT)
+                .await
+        {
+            tracing::warn!(resource = %written.resource, version, timeout = ?SETTLE_TIMEOUT,
+                "the cache has not shown a relayed write yet; answering anyway");
+        }
+        let body = futures::stream::once(async { Ok(answer) }).boxed();
+        Ok(http::Response::from_parts(parts, body))
     }
 }
 

@@ -178,6 +178,21 @@ pub struct Connection {
     pub source: ConfigSource,
     /// Fed by every watch `client` opens; shared by its clones.
     pub watches: WatchSignals,
+    /// The same apiserver with none of our credentials (no token, exec plugin, client
+    /// certificate or impersonation) and no read timeout: each request relayed through it
+    /// carries its caller's own token, so the apiserver authenticates the caller, never us,
+    /// and a quiet stream (`logs -f`) is not cut.
+    pub without_credentials: Client,
+}
+
+/// A client of `config`'s apiserver that authenticates as nobody: what a caller's request is
+/// relayed with, its own token added.
+fn without_credentials(config: &Config) -> Result<Client, kube::Error> {
+    let mut config = config.clone();
+    config.auth_info = kube::config::AuthInfo::default();
+    config.headers.clear();
+    config.read_timeout = None;
+    Client::try_from(config)
 }
 
 /// Builds a client and checks that the apiserver answers, so that a wrong file, context or
@@ -186,6 +201,10 @@ pub async fn connect(opts: &ClientOptions) -> Result<Connection, ClientError> {
     let (config, source) = load_config(opts).await?;
     let url = config.cluster_url.to_string();
     let watches = WatchSignals::default();
+    let relaying = without_credentials(&config).map_err(|e| ClientError::Client {
+        source_: source.clone(),
+        reason: one_line(&e),
+    })?;
     let client = kube::client::ClientBuilder::try_from(config)
         .map_err(|e| ClientError::Client {
             source_: source.clone(),
@@ -204,6 +223,7 @@ pub async fn connect(opts: &ClientOptions) -> Result<Connection, ClientError> {
             client,
             source,
             watches,
+            without_credentials: relaying,
         }),
         Ok(Err(e)) => Err(unreachable(one_line(&e))),
         Err(_) => Err(unreachable(format!("no answer in {timeout:?}"))),

@@ -1,7 +1,9 @@
-//! `--auth delegated` for the Kubernetes API: each read is authorized as the apiserver
-//! authorizes it, for its exact verb, resource, namespace and name (a list across namespaces
-//! needs the right across the cluster). Discovery is open, as the apiserver's is to any
-//! caller: it names what is served, never an object.
+//! `--auth delegated` for the Kubernetes API: each read from memory is authorized as the
+//! apiserver authorizes it, for its exact verb, resource, namespace and name (a list across
+//! namespaces needs the right across the cluster). Discovery is open, as the apiserver's is to
+//! any caller: it names what is served, never an object. A request that is relayed is
+//! authorized by the apiserver itself; here its token is only authenticated (a cached
+//! TokenReview), so that it counts against its user's fair share.
 
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
@@ -9,16 +11,19 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use confk8s::{Access, ReviewError};
 
-use super::Target;
 use super::reads::{KubeQuery, served_resource};
+use super::{Routed, Target};
 use super::status::Status;
 use crate::AppState;
 use crate::auth::{access_to, bearer_token, client_address};
+use crate::fairness::Caller;
 
 /// The access a read of `target` needs; None for discovery (open).
 fn access_of(s: &AppState, target: &Target, watch: bool) -> Option<Access> {
     let (group, version, resource, namespace, name) = match target {
-        Target::Group { .. } | Target::GroupVersion { .. } => return None,
+        Target::Group { .. } | Target::GroupVersion { .. } | Target::Subresource { .. } => {
+            return None;
+        }
         Target::Collection {
             group,
             version,
@@ -50,22 +55,37 @@ fn access_of(s: &AppState, target: &Target, watch: bool) -> Option<Access> {
     ))
 }
 
-/// Refuses a read unless the caller's token may do exactly it.
-pub(crate) async fn check(State(s): State<AppState>, request: Request, next: Next) -> Response {
-    let path = request.uri().path();
-    let target = if let Some(rest) = path.strip_prefix("/api/") {
-        Target::parse(true, rest)
-    } else if let Some(rest) = path.strip_prefix("/apis/") {
-        Target::parse(false, rest)
-    } else {
-        None
+/// The apiserver's answer to a failed review.
+fn refusal(e: ReviewError) -> Response {
+    let status = match e {
+        ReviewError::Unauthenticated(_) => Status::new(StatusCode::UNAUTHORIZED, "Unauthorized"),
+        ReviewError::Forbidden { .. } => Status::new(StatusCode::FORBIDDEN, e.to_string()),
+        ReviewError::Throttled { retry_after } => Status {
+            retry_after: Some(retry_after.as_secs()),
+            ..Status::new(StatusCode::TOO_MANY_REQUESTS, e.to_string())
+        },
+        ReviewError::Unavailable(_) => Status::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     };
+    status.into_response()
+}
+
+/// Refuses a read from memory unless the caller's token may do exactly it, and a relayed
+/// request unless it carries a token the apiserver knows; the caller, once known, is put
+/// among the request's extensions for its fair share.
+pub(crate) async fn check(State(s): State<AppState>, mut request: Request, next: Next) -> Response {
+    let routed = Routed::of(&s, request.method(), request.uri().path());
     let watch = axum::extract::Query::<KubeQuery>::try_from_uri(request.uri())
         .ok()
         .and_then(|q| q.0.watch)
         .is_some_and(|w| w == "true" || w == "1");
-    let Some(access) = target.and_then(|t| access_of(&s, &t, watch)) else {
-        return next.run(request).await;
+    let access = match &routed.target {
+        Some(target) if routed.from_memory => match access_of(&s, target, watch) {
+            Some(access) => Some(access),
+            None => return next.run(request).await,
+        },
+        _ if routed.from_memory => return next.run(request).await,
+        // Relayed: the apiserver authorizes it.
+        _ => None,
     };
     let Some(reviewer) = s.reviewer.clone() else {
         return Status::new(StatusCode::FORBIDDEN, "no reviewer for --auth delegated")
@@ -74,19 +94,20 @@ pub(crate) async fn check(State(s): State<AppState>, request: Request, next: Nex
     let Some(token) = bearer_token(&request).map(str::to_string) else {
         return Status::new(StatusCode::UNAUTHORIZED, "Unauthorized").into_response();
     };
-    match reviewer
-        .review(&token, client_address(&request), &access)
-        .await
+    let from = client_address(&request);
+    if let Some(access) = access
+        && let Err(e) = reviewer.review(&token, from, &access).await
     {
-        Ok(()) => next.run(request).await,
-        Err(e) => {
-            let code = match e {
-                ReviewError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
-                ReviewError::Forbidden { .. } => StatusCode::FORBIDDEN,
-                ReviewError::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
-                ReviewError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            };
-            Status::new(code, e.to_string()).into_response()
-        }
+        return refusal(e);
     }
+    match reviewer.user(&token, from).await {
+        Ok(user) if !user.username.is_empty() => {
+            request.extensions_mut().insert(Caller {
+                user: user.username,
+            });
+        }
+        Ok(_) => {}
+        Err(e) => return refusal(e),
+    }
+    next.run(request).await
 }

@@ -6,26 +6,124 @@
 mod access;
 mod discovery;
 mod reads;
+mod relay;
 mod status;
 
 use axum::Router;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{any, get};
 
 use super::AppState;
+use crate::auth::AuthMode;
+use crate::fairness::{self, Held};
 pub(super) use access::check;
 pub(super) use reads::is_streamed;
+use status::Status;
 
 /// The routes of the Kubernetes API. Every path under `/api` and `/apis` goes to one handler
-/// that reads it as a [`Target`], so that the handler and the access check read it alike.
-pub(super) fn routes() -> Router<AppState> {
+/// that reads it as a [`Target`], so that the handler, the access check and the fairness
+/// share read it alike. What memory cannot answer is relayed to the apiserver with the
+/// caller's own token under `--auth delegated`, and refused as the apiserver would refuse it
+/// under `--auth none` (404 for a read, 405 for a write): k8sailor's identity is never lent.
+pub(super) fn routes(auth: AuthMode) -> Router<AppState> {
+    let refused = || async { Status::method_not_allowed() };
     Router::new()
-        .route("/version", get(discovery::version))
-        .route("/api", get(discovery::core_versions))
-        .route("/apis", get(discovery::groups))
-        .route("/api/{*path}", get(reads::core))
-        .route("/apis/{*path}", get(reads::grouped))
+        .route("/version", get(discovery::version).fallback(refused))
+        .route("/api", get(discovery::core_versions).fallback(refused))
+        .route("/apis", get(discovery::groups).fallback(refused))
+        .route("/api/{*path}", any(move |s, request| answer(s, auth, request)))
+        .route("/apis/{*path}", any(move |s, request| answer(s, auth, request)))
+}
+
+/// The query parameters that make a request a stream.
+#[derive(serde::Deserialize, Default)]
+struct StreamQuery {
+    watch: Option<String>,
+    follow: Option<String>,
+}
+
+/// The fair share of each caller, as on the prefix's routes: a watch or a followed log holds
+/// a watch's place for as long as it is open, any other request a request's until answered;
+/// one past its share gets the apiserver's 429 Status.
+pub(super) async fn share(State(s): State<AppState>, request: Request, next: Next) -> Response {
+    let query = axum::extract::Query::<StreamQuery>::try_from_uri(request.uri())
+        .map(|q| q.0)
+        .unwrap_or_default();
+    let is_true = |v: Option<&str>| matches!(v, Some("true" | "1"));
+    let followed_log = is_true(query.follow.as_deref())
+        && matches!(
+            Routed::of(&s, request.method(), request.uri().path()).target,
+            Some(Target::Subresource { subresource, .. }) if subresource == "log"
+        );
+    let held = if is_true(query.watch.as_deref()) || followed_log {
+        Held::Watches
+    } else {
+        Held::Requests
+    };
+    fairness::admit(&s.fairness, held, request, next)
+        .await
+        .unwrap_or_else(|refused| Status::too_many_requests(refused).into_response())
+}
+
+/// Whether a method only reads.
+fn reads(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD)
+}
+
+/// The target of a request's path under `/api` or `/apis`, and whether memory answers it.
+pub(super) struct Routed {
+    pub target: Option<Target>,
+    pub from_memory: bool,
+}
+
+impl Routed {
+    pub fn of(s: &AppState, method: &Method, path: &str) -> Routed {
+        let target = if let Some(rest) = path.strip_prefix("/api/") {
+            Target::parse(true, rest)
+        } else if let Some(rest) = path.strip_prefix("/apis/") {
+            Target::parse(false, rest)
+        } else {
+            None
+        };
+        let from_memory = reads(method)
+            && match &target {
+                // Discovery is ours: it lists what memory serves.
+                Some(Target::Group { .. } | Target::GroupVersion { .. }) => true,
+                Some(Target::Collection {
+                    group,
+                    version,
+                    resource,
+                    ..
+                })
+                | Some(Target::Object {
+                    group,
+                    version,
+                    resource,
+                    ..
+                }) => reads::served_resource(s, group, version, resource).is_some(),
+                Some(Target::Subresource { .. }) | None => false,
+            };
+        Routed {
+            target,
+            from_memory,
+        }
+    }
+}
+
+async fn answer(State(s): State<AppState>, auth: AuthMode, request: Request) -> Response {
+    let routed = Routed::of(&s, request.method(), request.uri().path());
+    if routed.from_memory {
+        let (parts, _) = request.into_parts();
+        return reads::read(s, routed.target, parts.uri, parts.headers).await;
+    }
+    match auth {
+        AuthMode::None if reads(request.method()) => Status::no_such_path().into_response(),
+        AuthMode::None => Status::method_not_allowed().into_response(),
+        AuthMode::Delegated => relay::forward(s, routed.target, request).await,
+    }
 }
 
 /// Whether some media range of `Accept` has every one of `params` (`as=Table`, `v=v1`...):
@@ -73,11 +171,21 @@ pub(super) enum Target {
         namespace: Option<String>,
         name: String,
     },
+    /// `.../{resource}/{name}/{subresource}` (`log`, `scale`, `eviction`...), never served
+    /// from memory.
+    Subresource {
+        group: String,
+        version: String,
+        resource: String,
+        namespace: Option<String>,
+        name: String,
+        subresource: String,
+    },
 }
 
 impl Target {
     /// `path` under `/api` (`core`) or `/apis`, without its leading slash; None for what the
-    /// apiserver would not serve either (subresources among them: none is served yet).
+    /// apiserver would not serve either.
     pub(super) fn parse(core: bool, path: &str) -> Option<Target> {
         let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
         if segments.iter().any(|s| s.is_empty()) {
@@ -123,6 +231,22 @@ impl Target {
                 resource: resource.to_string(),
                 namespace: Some(namespace.to_string()),
                 name: name.to_string(),
+            },
+            [resource, name, subresource] => Target::Subresource {
+                group,
+                version,
+                resource: resource.to_string(),
+                namespace: None,
+                name: name.to_string(),
+                subresource: subresource.to_string(),
+            },
+            ["namespaces", namespace, resource, name, subresource] => Target::Subresource {
+                group,
+                version,
+                resource: resource.to_string(),
+                namespace: Some(namespace.to_string()),
+                name: name.to_string(),
+                subresource: subresource.to_string(),
             },
             _ => return None,
         })
@@ -177,8 +301,18 @@ mod tests {
                 name: "n1".into(),
             })
         );
+        assert_eq!(
+            Target::parse(true, "v1/namespaces/ns/pods/web/log"),
+            Some(Target::Subresource {
+                group: "".into(),
+                version: "v1".into(),
+                resource: "pods".into(),
+                namespace: Some("ns".into()),
+                name: "web".into(),
+                subresource: "log".into(),
+            })
+        );
         for unserved in [
-            "v1/namespaces/ns/pods/web/log",
             "v1//pods",
             "",
             "v1/a/b/c/d/e",

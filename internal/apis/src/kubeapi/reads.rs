@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::time::{Duration, SystemTime};
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+
 use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -232,7 +232,21 @@ pub(super) fn served_resource(
     version: &str,
     plural: &str,
 ) -> Option<Resource> {
-    served(s)
+    cached_resource(s, group, version, plural).filter(|r| keeper(r).is_some())
+}
+
+/// The resource `group`/`version`/`plural` if the cache keeps it, whether or not this API
+/// serves it from memory: what a relayed write waits for the cache to show.
+pub(super) fn cached_resource(
+    s: &AppState,
+    group: &str,
+    version: &str,
+    plural: &str,
+) -> Option<Resource> {
+    s.workloads
+        .source()
+        .registry()
+        .resources()
         .into_iter()
         .find(|r| r.group == group && r.version == version && r.plural == plural)
 }
@@ -246,27 +260,13 @@ pub(crate) fn is_streamed(extensions: &axum::http::Extensions) -> bool {
     extensions.get::<Streamed>().is_some()
 }
 
-/// `GET /api/{*path}`.
-pub(super) async fn core(
-    State(s): State<AppState>,
-    Path(path): Path<String>,
+/// A read memory answers: discovery, or a list, object or watch of a served resource.
+pub(super) async fn read(
+    s: AppState,
+    target: Option<Target>,
     uri: Uri,
     headers: HeaderMap,
 ) -> Response {
-    read(s, Target::parse(true, &path), uri, headers).await
-}
-
-/// `GET /apis/{*path}`.
-pub(super) async fn grouped(
-    State(s): State<AppState>,
-    Path(path): Path<String>,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
-    read(s, Target::parse(false, &path), uri, headers).await
-}
-
-async fn read(s: AppState, target: Option<Target>, uri: Uri, headers: HeaderMap) -> Response {
     let query = match axum::extract::Query::<KubeQuery>::try_from_uri(&uri) {
         Ok(q) => q.0,
         Err(e) => {
@@ -296,6 +296,7 @@ async fn read(s: AppState, target: Option<Target>, uri: Uri, headers: HeaderMap)
             namespace,
             name,
         }) => (group, version, resource, namespace, Some(name)),
+        Some(Target::Subresource { .. }) => return Status::no_such_path().into_response(),
     };
     let Some(resource) = served_resource(&s, &group, &version, &plural) else {
         return Status::no_such_path().into_response();

@@ -5,6 +5,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::envelope::status_of;
+use crate::fairness::Refused;
 use biz::{BizError, Resource};
 
 /// A failed request, as a `Status`.
@@ -13,6 +14,9 @@ pub(super) struct Status {
     pub code: StatusCode,
     pub message: String,
     pub details: Option<Value>,
+    /// When to try again, in whole seconds: the `Retry-After` header and
+    /// `details.retryAfterSeconds`, as the apiserver sends both.
+    pub retry_after: Option<u64>,
 }
 
 impl Status {
@@ -21,6 +25,25 @@ impl Status {
             code,
             message: message.into(),
             details: None,
+            retry_after: None,
+        }
+    }
+
+    /// What the apiserver answers a method a resource does not take; with `--auth none`,
+    /// every write, since k8sailor never writes with its own identity for an anonymous caller.
+    pub fn method_not_allowed() -> Status {
+        Status::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "the server does not allow this method on the requested resource",
+        )
+    }
+
+    /// A request past its caller's fair share, as the apiserver's priority and fairness
+    /// answers one it turns away.
+    pub fn too_many_requests(refused: Refused) -> Status {
+        Status {
+            retry_after: Some(refused.retry_after),
+            ..Status::new(StatusCode::TOO_MANY_REQUESTS, refused.message)
         }
     }
 
@@ -83,6 +106,9 @@ impl Status {
         if let Some(details) = &self.details {
             status["details"] = details.clone();
         }
+        if let Some(seconds) = self.retry_after {
+            status["details"]["retryAfterSeconds"] = json!(seconds);
+        }
         status
     }
 }
@@ -102,10 +128,13 @@ impl IntoResponse for Status {
             tracing::warn!(status = %self.code, error = %self.message, "request failed");
         }
         let mut response = (self.code, axum::Json(self.to_json())).into_response();
-        if self.code == StatusCode::SERVICE_UNAVAILABLE {
+        let retry_after = self
+            .retry_after
+            .or((self.code == StatusCode::SERVICE_UNAVAILABLE).then_some(1));
+        if let Some(seconds) = retry_after {
             response
                 .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(1));
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }
