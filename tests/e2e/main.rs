@@ -18,6 +18,7 @@ mod ingresses;
 mod initial_list;
 mod kinds;
 mod kubeapi;
+mod kubeapi_queries;
 mod logs;
 mod operations;
 mod parity;

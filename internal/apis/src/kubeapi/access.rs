@@ -10,7 +10,8 @@ use axum::response::{IntoResponse, Response};
 use confk8s::{Access, ReviewError};
 
 use super::Target;
-use super::reads::{KubeQuery, served_resource};
+use super::query::KubeQuery;
+use super::reads::served_resource;
 use super::status::Status;
 use crate::AppState;
 use crate::auth::{access_to, bearer_token, client_address};
