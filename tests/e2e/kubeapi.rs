@@ -15,7 +15,9 @@ use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::deploy::kubectl;
-use crate::support::{SOON, Server, TestNamespace, cluster, eventually, repo};
+use crate::support::{
+    SOON, Server, TestNamespace, anonymous_kubeconfig, cluster, eventually, repo,
+};
 
 /// A kubeconfig for `server` (no credentials: `--auth none`) and a kubectl cache of its own,
 /// so no discovery cached for another server is read.
@@ -34,15 +36,7 @@ impl Kubectl {
 
     fn for_k8sailor(dir: &Path, server: &Server) -> Kubectl {
         let kubeconfig = dir.join("kubeconfig-k8sailor");
-        let config = json!({
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "k8sailor", "cluster": {"server": server.root()}}],
-            "contexts": [{"name": "k8sailor", "context": {"cluster": "k8sailor", "user": "anonymous"}}],
-            "users": [{"name": "anonymous", "user": {}}],
-            "current-context": "k8sailor",
-        });
-        std::fs::write(&kubeconfig, config.to_string()).unwrap();
+        anonymous_kubeconfig(&kubeconfig, server.root());
         Kubectl {
             kubeconfig,
             cache: dir.join("cache-k8sailor"),

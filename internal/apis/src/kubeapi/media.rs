@@ -22,7 +22,7 @@ impl Encoding {
     }
 }
 
-/// The media types the 406 answer names, as the apiserver lists its serializers'.
+/// The media types a 406 names, as the apiserver lists its serializers'.
 const SERVED: [&str; 2] = ["application/json", "application/yaml"];
 /// A watch is a stream: only JSON has a stream encoding.
 const SERVED_STREAMS: [&str; 1] = ["application/json;stream=watch"];
@@ -112,8 +112,14 @@ fn shape(params: &[(&str, &str)]) -> Option<Shape> {
 }
 
 /// The answer `Accept` asks for: the first range served, by the apiserver's order; no
-/// header is JSON; a header none of whose ranges is served is the apiserver's 406.
-pub(super) fn negotiate(headers: &HeaderMap, stream: bool) -> Result<Media, Status> {
+/// header is JSON. Refused as the apiserver refuses: no range of a type served (the route's
+/// 406, naming the stream types too on a collection's path), a range of a served type only
+/// with a conversion not served, or a watch whose first served range has no stream encoding.
+pub(super) fn negotiate(
+    headers: &HeaderMap,
+    collection: bool,
+    stream: bool,
+) -> Result<Media, Status> {
     let accept: Vec<&str> = headers
         .get_all(header::ACCEPT)
         .iter()
@@ -126,13 +132,9 @@ pub(super) fn negotiate(headers: &HeaderMap, stream: bool) -> Result<Media, Stat
             shape: Shape::Plain,
         });
     }
-    let encodings: &[Encoding] = if stream {
-        &[Encoding::Json]
-    } else {
-        &[Encoding::Json, Encoding::Yaml]
-    };
+    let mut type_served = false;
     for range in ranges(&accept) {
-        for &encoding in encodings {
+        for encoding in [Encoding::Json, Encoding::Yaml] {
             let (kind, subtype) = encoding.content_type().split_once('/').unwrap_or_default();
             let matches = (range.kind == kind
                 && (range.subtype == subtype || range.subtype == "*"))
@@ -140,16 +142,23 @@ pub(super) fn negotiate(headers: &HeaderMap, stream: bool) -> Result<Media, Stat
             if !matches {
                 continue;
             }
+            type_served = true;
             if let Some(shape) = shape(&range.params) {
+                if stream && encoding != Encoding::Json {
+                    return Err(Status::not_acceptable(&SERVED_STREAMS));
+                }
                 return Ok(Media { encoding, shape });
             }
         }
     }
-    Err(Status::not_acceptable(if stream {
-        &SERVED_STREAMS
-    } else {
-        &SERVED
-    }))
+    if !type_served {
+        let mut available = SERVED.to_vec();
+        if collection {
+            available.extend(SERVED_STREAMS);
+        }
+        return Err(Status::no_representation(&available));
+    }
+    Err(Status::not_acceptable(&SERVED))
 }
 
 #[cfg(test)]
@@ -160,7 +169,13 @@ mod tests {
     fn negotiated(accept: &str, stream: bool) -> Result<Media, u16> {
         let mut headers = HeaderMap::new();
         headers.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
-        negotiate(&headers, stream).map_err(|s| s.code.as_u16())
+        negotiate(&headers, true, stream).map_err(|s| s.code.as_u16())
+    }
+
+    fn refusal(accept: &str, collection: bool, stream: bool) -> String {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
+        negotiate(&headers, collection, stream).unwrap_err().message
     }
 
     fn media(encoding: Encoding, shape: Shape) -> Result<Media, u16> {
@@ -230,6 +245,23 @@ mod tests {
         assert_eq!(
             negotiated("application/json;as=Table;g=meta.k8s.io;v=v2", false),
             Err(406)
+        );
+        // The apiserver's words for each refusal.
+        assert_eq!(
+            refusal("text/html", false, false),
+            "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml"
+        );
+        assert_eq!(
+            refusal("application/vnd.kubernetes.protobuf", true, true),
+            "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/json;stream=watch"
+        );
+        assert_eq!(
+            refusal("application/json;as=Foo;g=meta.k8s.io;v=v1", true, true),
+            "only the following media types are accepted: application/json, application/yaml"
+        );
+        assert_eq!(
+            refusal("application/yaml", true, true),
+            "only the following media types are accepted: application/json;stream=watch"
         );
     }
 }

@@ -206,11 +206,12 @@ async fn read(s: AppState, target: Option<Target>, uri: Uri, headers: HeaderMap)
     if namespace.is_some() != resource.namespaced && (name.is_some() || namespace.is_some()) {
         return Status::no_such_path().into_response();
     }
-    let media =
-        match flag(query.watch.as_deref(), "watch").and_then(|watch| negotiate(&headers, watch)) {
-            Ok(media) => media,
-            Err(status) => return status.into_response(),
-        };
+    let media = match flag(query.watch.as_deref(), "watch")
+        .and_then(|watch| negotiate(&headers, name.is_none(), watch))
+    {
+        Ok(media) => media,
+        Err(status) => return status.into_response(),
+    };
     let answer = Answer {
         resource,
         media,

@@ -131,7 +131,22 @@ impl Status {
         )
     }
 
-    /// The apiserver's 406 for an `Accept` none of whose types is served.
+    /// The apiserver's 406 for an `Accept` none of whose media types its route serves.
+    pub fn no_representation(available: &[&str]) -> Status {
+        Status {
+            details: Some(json!({})),
+            ..Status::new(
+                StatusCode::NOT_ACCEPTABLE,
+                format!(
+                    "406: Not Acceptable\n\nAvailable representations: {}",
+                    available.join(", ")
+                ),
+            )
+        }
+    }
+
+    /// The apiserver's 406 for an `Accept` whose served types ask what cannot be answered
+    /// (a conversion not served, or a stream without a stream encoding).
     pub fn not_acceptable(served: &[&str]) -> Status {
         Status::new(
             StatusCode::NOT_ACCEPTABLE,
