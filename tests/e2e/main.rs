@@ -19,6 +19,7 @@ mod initial_list;
 mod kinds;
 mod kubeapi;
 mod kubeapi_writes;
+mod kubeapi_queries;
 mod logs;
 mod operations;
 mod parity;

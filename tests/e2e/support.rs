@@ -475,3 +475,18 @@ impl Server {
         (status, headers, res.text().await.expect("a body"))
     }
 }
+
+/// A kubeconfig at `path` whose server is `server` (a root URL such as
+/// [`Server::root`]) and whose user has no credentials, as an anonymous client of k8sailor
+/// with `--auth none` is.
+pub fn anonymous_kubeconfig(path: &Path, server: &str) {
+    let config = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "k8sailor", "cluster": {"server": server}}],
+        "contexts": [{"name": "k8sailor", "context": {"cluster": "k8sailor", "user": "anonymous"}}],
+        "users": [{"name": "anonymous", "user": {}}],
+        "current-context": "k8sailor",
+    });
+    std::fs::write(path, config.to_string()).unwrap();
+}

@@ -17,7 +17,7 @@ use super::envelope::{
 use super::{AppState, kinds, watch};
 use biz::{
     CreateDeployment, CreateIngress, CreateService, DeploymentRecord, EventDto, IngressDto, Kind,
-    ListRequest, OutputFormat, ServiceDto, Typed, Visibility,
+    ListRequest, OutputFormat, ReadAt, ServiceDto, Typed, Visibility,
 };
 
 /// Every API route: each is registered together with its OpenAPI description.
@@ -96,6 +96,7 @@ pub(super) fn list_request(
         continue_token: q.continue_token,
         sort: q.sort,
         resource_version,
+        read_at: ReadAt::Newest,
         visibility: visibility.map(|v| v.0).unwrap_or_default(),
     })
 }

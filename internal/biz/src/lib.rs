@@ -36,11 +36,11 @@ pub use services::{CreateService, PortValue, ServicePortRequest, ServiceType};
 pub use watch::{WatchUpdate, WatchUpdates, WatchedView};
 pub use writes::{ContainerRequest, CreateDeployment};
 
-use k8sdao::{DaoError, HistoryError, ListQuery, ReadAt, WorkloadSource};
+use k8sdao::{DaoError, HistoryError, ListQuery, WorkloadSource};
 pub use k8sdao::{GenericRecord, Registry, Resource};
 pub use model::{ServedBy, typed_resource};
 
-pub use k8sdao::{Kind, NamespaceFilter};
+pub use k8sdao::{Kind, NamespaceFilter, ReadAt};
 use paging::PageStores;
 
 /// Raw objects up to this size are rendered on the runtime's worker (well under a
@@ -285,6 +285,10 @@ pub struct ListRequest {
     pub sort: Option<String>,
     /// For a watch, the version the client has: only the changes after it are sent.
     pub resource_version: Option<String>,
+    /// The state a list's first page is of, or where a watch starts, as the Kubernetes API's
+    /// `resourceVersion` and `resourceVersionMatch` ask it (`resource_version` is
+    /// /k8sailor/v0's: at most one of the two is given); a continue token carries its own.
+    pub read_at: ReadAt,
     pub visibility: Visibility,
 }
 
@@ -476,6 +480,12 @@ impl<S: WorkloadSource> Workloads<S> {
             ));
         }
         if let Some(token) = req.continue_token.as_deref().filter(|t| !t.is_empty()) {
+            if req.read_at != ReadAt::Newest {
+                // The apiserver's wording: the token's version is the list's.
+                return Err(BizError::Query(
+                    "specifying resource version is not allowed when using continue".into(),
+                ));
+            }
             let cursor = match store.continued(token, &fingerprint, &query.visible)? {
                 paging::Continued::Kept(cursor) => cursor,
                 paging::Continued::Rebuild(cursor) => {
@@ -495,15 +505,14 @@ impl<S: WorkloadSource> Workloads<S> {
             return Ok(cursor.next(&sort, limit));
         }
         let listing = self
-            .sorted::<R>(resource, &query, ReadAt::Newest, &sort)
+            .sorted::<R>(resource, &query, req.read_at, &sort)
             .await?;
-        store.first(
-            listing.items,
-            &listing.resource_version,
-            fingerprint,
-            &query.visible,
-            limit,
-        )
+        // A list at a version is of that version, whatever the source has reached since.
+        let version = match req.read_at {
+            ReadAt::Version(version) => version.to_string(),
+            ReadAt::Newest | ReadAt::NotOlderThan(_) => listing.resource_version,
+        };
+        store.first(listing.items, &version, fingerprint, &query.visible, limit)
     }
 
     /// The list at `at`, sorted.

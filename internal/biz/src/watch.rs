@@ -114,7 +114,12 @@ fn until_failed(
 impl ListRequest {
     /// Where the watch starts: the current state, or after the client's version.
     fn watch_from(&self) -> Result<ReadAt, BizError> {
-        read_at(self.resource_version.as_deref())
+        match (read_at(self.resource_version.as_deref())?, self.read_at) {
+            (ReadAt::Newest, at) | (at, ReadAt::Newest) => Ok(at),
+            _ => Err(BizError::Query(
+                "the watch's version is given twice: as resourceVersion and as read_at".into(),
+            )),
+        }
     }
 
     /// The query of a watch: a list's selection, without what only a list has.

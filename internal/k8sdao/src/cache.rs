@@ -80,6 +80,17 @@ fn select<R: Indexed + Selectable>(index: &Index<R>, q: &ListQuery) -> Vec<Arc<R
     }
 }
 
+/// Whether a cache at `current` has reached `version`, as a read not older than it needs.
+fn reached(current: Option<u64>, version: u64) -> Result<(), HistoryError> {
+    match current {
+        Some(current) if current >= version => Ok(()),
+        current => Err(HistoryError::Ahead {
+            requested: version,
+            current,
+        }),
+    }
+}
+
 /// The records `q` selects in the state at `at`: the index's, with each object changed since
 /// `at` as it was then (the history's), in (namespace, name) order.
 fn select_at<R: Indexed + Selectable>(
@@ -87,8 +98,13 @@ fn select_at<R: Indexed + Selectable>(
     q: &ListQuery,
     at: ReadAt,
 ) -> Result<Vec<Arc<R>>, HistoryError> {
-    let ReadAt::Version(version) = at else {
-        return Ok(select(&state.index, q));
+    let version = match at {
+        ReadAt::Version(version) => version,
+        ReadAt::Newest => return Ok(select(&state.index, q)),
+        ReadAt::NotOlderThan(version) => {
+            reached(state.history.current(), version)?;
+            return Ok(select(&state.index, q));
+        }
     };
     let then = state.history.rewound_to(version)?;
     if then.is_empty() {
@@ -109,8 +125,9 @@ fn select_at<R: Indexed + Selectable>(
 }
 
 /// How long a read at a version this replica has not seen yet waits for its watches to bring
-/// it: replicas hear of each change within moments of each other.
-const CATCH_UP: Duration = Duration::from_secs(2);
+/// it: replicas hear of each change within moments of each other, and the apiserver's watch
+/// cache waits as long for etcd's.
+const CATCH_UP: Duration = Duration::from_secs(3);
 
 /// A resourceVersion as answered; empty when the cache has seen none (an empty kind): the
 /// absence is the truth, not a failure.
@@ -204,7 +221,7 @@ impl CacheSource {
     /// Ready to read `cache` at `at`: synced, and, for a version, caught up with it.
     async fn ready_at<R: Indexed>(&self, cache: &Cache<R>, at: ReadAt) -> Result<(), DaoError> {
         self.ensure_synced()?;
-        if let ReadAt::Version(version) = at {
+        if let ReadAt::Version(version) | ReadAt::NotOlderThan(version) = at {
             // Past the wait, the read itself says how far behind the cache still is.
             cache.reached(version, CATCH_UP).await;
         }
@@ -255,6 +272,10 @@ impl CacheSource {
             let (state, changes) = cache.read_and_watch();
             let (initial, missed) = match from {
                 ReadAt::Newest => (initial(&state.index), Vec::new()),
+                ReadAt::NotOlderThan(version) => {
+                    reached(state.history.current(), version)?;
+                    (initial(&state.index), Vec::new())
+                }
                 ReadAt::Version(version) => (
                     Vec::new(),
                     state

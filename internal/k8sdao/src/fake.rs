@@ -34,10 +34,13 @@ const VERSION: u64 = 1;
 fn check(at: ReadAt) -> Result<(), HistoryError> {
     match at {
         ReadAt::Newest | ReadAt::Version(VERSION) => Ok(()),
-        ReadAt::Version(requested) if requested > VERSION => Err(HistoryError::Ahead {
-            requested,
-            current: Some(VERSION),
-        }),
+        ReadAt::NotOlderThan(requested) | ReadAt::Version(requested) if requested > VERSION => {
+            Err(HistoryError::Ahead {
+                requested,
+                current: Some(VERSION),
+            })
+        }
+        ReadAt::NotOlderThan(_) => Ok(()),
         ReadAt::Version(requested) => Err(HistoryError::Expired {
             requested,
             complete_after: Some(VERSION),
@@ -121,7 +124,7 @@ impl FakeSource {
 /// until the client leaves.
 fn watch_of<R: Send + Sync + 'static>(records: Vec<Arc<R>>, from: ReadAt) -> WatchStream<R> {
     let records = match from {
-        ReadAt::Newest => records,
+        ReadAt::Newest | ReadAt::NotOlderThan(_) => records,
         ReadAt::Version(_) => Vec::new(),
     };
     let initial = records

@@ -89,6 +89,10 @@ pub enum ReadAt {
     /// The state at this resourceVersion: a list of it exactly (the next page of a list
     /// begun there), or a watch sending only the changes after it (a client resuming).
     Version(u64),
+    /// The newest state, once the source has reached this resourceVersion (a client that
+    /// has seen it must never be answered an older state): a list of it, or a watch sending
+    /// it first.
+    NotOlderThan(u64),
 }
 
 /// One event of a watch, in the apiserver's watch terms.

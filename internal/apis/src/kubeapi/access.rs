@@ -11,7 +11,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use confk8s::{Access, ReviewError};
 
-use super::reads::{KubeQuery, served_resource};
+use super::query::KubeQuery;
+use super::reads::served_resource;
 use super::{Routed, Target};
 use super::status::Status;
 use crate::AppState;

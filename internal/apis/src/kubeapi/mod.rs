@@ -5,6 +5,8 @@
 
 mod access;
 mod discovery;
+mod media;
+mod query;
 mod reads;
 mod relay;
 mod status;

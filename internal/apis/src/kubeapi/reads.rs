@@ -10,67 +10,24 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::discovery;
+use super::media::{Encoding, Media, Shape, negotiate};
+use super::query::{InitialEvents, KubeQuery, flag, number};
 use super::status::Status;
-use super::{Target, accepts, json_answer};
+use super::{Target, json_answer};
 use crate::AppState;
 use biz::{
     BizError, DeploymentRecord, GenericRecord, IngressRecord, Kind, ListRequest, NamespaceRecord,
-    PodRecord, ReplicaSetRecord, Resource, Served, ServedBy, ServiceRecord,
+    OutputFormat, PodRecord, ReadAt, ReplicaSetRecord, Resource, Served, ServedBy, ServiceRecord,
 };
-use k8sdao::{DaoError, WatchEvent};
+use k8sdao::{DaoError, HistoryError, WatchEvent};
 use printers::Cell;
-
-/// The query of a Kubernetes API read, as the apiserver names its parameters; the ones not
-/// read here (`resourceVersionMatch`, `timeoutSeconds` of a list) are accepted and ignored.
-#[derive(Deserialize, Default, Debug)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct KubeQuery {
-    label_selector: Option<String>,
-    field_selector: Option<String>,
-    limit: Option<String>,
-    #[serde(rename = "continue")]
-    continue_token: Option<String>,
-    resource_version: Option<String>,
-    pub(super) watch: Option<String>,
-    allow_watch_bookmarks: Option<String>,
-    timeout_seconds: Option<String>,
-    include_object: Option<String>,
-    send_initial_events: Option<String>,
-}
 
 /// The longest watch a client may ask for; the apiserver's `--min-request-timeout` bounds
 /// its own likewise.
 const MAX_WATCH_SECONDS: u64 = 3600;
-
-/// A boolean parameter as the apiserver reads it.
-fn flag(value: Option<&str>, what: &str) -> Result<bool, Status> {
-    match value {
-        None | Some("" | "false" | "0") => Ok(false),
-        Some("true" | "1") => Ok(true),
-        Some(other) => Err(Status::new(
-            axum::http::StatusCode::BAD_REQUEST,
-            format!("invalid {what} {other:?}: expected true or false"),
-        )),
-    }
-}
-
-fn number(value: Option<&str>, what: &str) -> Result<Option<u64>, Status> {
-    value
-        .filter(|v| !v.is_empty())
-        .map(|v| {
-            v.parse().map_err(|_| {
-                Status::new(
-                    axum::http::StatusCode::BAD_REQUEST,
-                    format!("invalid {what} {v:?}: expected a non-negative integer"),
-                )
-            })
-        })
-        .transpose()
-}
 
 /// What of each object a Table row carries (`includeObject`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,11 +49,6 @@ impl IncludeObject {
             )),
         }
     }
-}
-
-/// Whether `Accept` asks for a `meta.k8s.io/v1` Table, as `kubectl get` does.
-fn wants_table(headers: &HeaderMap) -> bool {
-    accepts(headers, &["as=Table", "g=meta.k8s.io", "v=v1"])
 }
 
 /// A record served by the Kubernetes API: every record keeps its whole object
@@ -305,9 +257,15 @@ pub(super) async fn read(
     if namespace.is_some() != resource.namespaced && (name.is_some() || namespace.is_some()) {
         return Status::no_such_path().into_response();
     }
+    let media = match flag(query.watch.as_deref(), "watch")
+        .and_then(|watch| negotiate(&headers, name.is_none(), watch))
+    {
+        Ok(media) => media,
+        Err(status) => return status.into_response(),
+    };
     let answer = Answer {
         resource,
-        table: wants_table(&headers),
+        media,
         query,
     };
     let result = match answer.resource.served_by {
@@ -332,7 +290,7 @@ pub(super) async fn read(
 /// One read of one resource, as asked.
 struct Answer {
     resource: Resource,
-    table: bool,
+    media: Media,
     query: KubeQuery,
 }
 
@@ -362,8 +320,49 @@ fn list_meta(
     Value::Object(meta)
 }
 
-fn json_response(body: &Value) -> Response {
-    json_answer("application/json", body)
+/// An object's metadata alone, as `PartialObjectMetadata`.
+fn partial_metadata(object: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": object.get("metadata").cloned().unwrap_or(json!({})),
+    })
+}
+
+/// `body` in the negotiated encoding.
+fn encoded(encoding: Encoding, body: &Value) -> Result<Response, Status> {
+    match encoding {
+        Encoding::Json => Ok(json_answer(encoding.content_type(), body)),
+        Encoding::Yaml => {
+            let yaml = OutputFormat::Yaml
+                .render(body.to_string().as_bytes())
+                .map_err(|e| Status::of(&e))?;
+            Ok(([(header::CONTENT_TYPE, encoding.content_type())], yaml).into_response())
+        }
+    }
+}
+
+/// The apiserver's 406 for metadata of the wrong cardinality: an object's for a list, or a
+/// list's for an object.
+fn wrong_cardinality(resource: &Resource, list: bool) -> Status {
+    // The apiserver names the Go type of what it read (its internal one for built-in kinds).
+    let package = if resource.group.is_empty() {
+        "core"
+    } else {
+        resource.group.split('.').next().unwrap_or_default()
+    };
+    let message = if list {
+        format!(
+            "you requested PartialObjectMetadata, but the requested object is a list (*{package}.{}List)",
+            resource.kind
+        )
+    } else {
+        format!(
+            "you requested PartialObjectMetadataList, but the requested object is not a list (*{package}.{})",
+            resource.kind
+        )
+    };
+    Status::new(axum::http::StatusCode::NOT_ACCEPTABLE, message)
 }
 
 /// A JSON answer already written.
@@ -386,7 +385,6 @@ impl Answer {
         name: Option<String>,
     ) -> Result<Response, Status> {
         let include = IncludeObject::parse(self.query.include_object.as_deref())?;
-        let table = self.table.then_some(include);
         if let Some(name) = name {
             let record = s
                 .workloads
@@ -399,15 +397,23 @@ impl Answer {
                     other => Status::of(&other),
                 })?
                 .0;
-            return Ok(match table {
-                Some(include) => json_response(&self.table_of(
-                    [(record.as_ref(), object_of(record.as_ref())?)],
+            // A plain JSON object is the kept bytes as they are: nothing decoded.
+            if self.media.shape == Shape::Plain && self.media.encoding == Encoding::Json {
+                return Ok(json_bytes(json_of(record.as_ref())?));
+            }
+            let object = object_of(record.as_ref())?;
+            let body = match self.media.shape {
+                Shape::Table => self.table_of(
+                    [(record.as_ref(), object)],
                     &json!({"resourceVersion": record.resource_version()}),
                     include,
                     true,
-                )),
-                None => json_bytes(json_of(record.as_ref())?),
-            });
+                ),
+                Shape::Metadata => partial_metadata(&object),
+                Shape::MetadataList => return Err(wrong_cardinality(&self.resource, false)),
+                Shape::Plain => object,
+            };
+            return encoded(self.media.encoding, &body);
         }
         let limit = number(self.query.limit.as_deref(), "limit")?;
         let req = ListRequest {
@@ -418,37 +424,69 @@ impl Answer {
             continue_token: self.query.continue_token.clone(),
             sort: None,
             resource_version: None,
+            read_at: ReadAt::Newest,
             visibility: Default::default(),
         };
         if flag(self.query.watch.as_deref(), "watch")? {
-            return self.watch::<R>(s, req, table).await;
+            return self.watch::<R>(s, req, include).await;
         }
+        if self.media.shape == Shape::Metadata {
+            return Err(wrong_cardinality(&self.resource, true));
+        }
+        let req = ListRequest {
+            read_at: self.query.list_at()?,
+            ..req
+        };
         let page = s
             .workloads
             .list::<R>(&self.resource, &req)
             .await
-            .map_err(|e| Status::of(&e))?;
+            .map_err(|e| match e {
+                BizError::Source(DaoError::Version(HistoryError::Expired { .. })) => {
+                    Status::list_too_old()
+                }
+                other => Status::of(&other),
+            })?;
         let meta = list_meta(
             &page.resource_version,
             page.continue_token.as_deref(),
             page.remaining,
         );
-        // Decompressing every object of a large list, and printing its cells, is CPU work:
-        // off the workers.
-        tokio::task::spawn_blocking(move || match table {
-            Some(include) => {
-                let objects = page
-                    .items
-                    .iter()
-                    .map(|view| Ok((view.0.as_ref(), object_of(view.0.as_ref())?)))
-                    .collect::<Result<Vec<_>, Status>>()?;
-                Ok(json_response(&self.table_of(objects, &meta, include, true)))
+        // Decompressing every object of a large list, decoding what is not written from the
+        // kept bytes and printing cells is CPU work: off the workers.
+        let resource = self.resource.clone();
+        tokio::task::spawn_blocking(move || {
+            let shape = self.media.shape;
+            if matches!(shape, Shape::Plain | Shape::Metadata)
+                && self.media.encoding == Encoding::Json
+            {
+                return Ok(json_bytes(list_body(
+                    &resource,
+                    &meta,
+                    page.items.iter().map(|view| view.0.as_ref()),
+                )?));
             }
-            None => Ok(json_bytes(list_body(
-                &self.resource,
-                &meta,
-                page.items.iter().map(|view| view.0.as_ref()),
-            )?)),
+            let objects = page
+                .items
+                .iter()
+                .map(|view| Ok((view.0.as_ref(), object_of(view.0.as_ref())?)))
+                .collect::<Result<Vec<_>, Status>>()?;
+            let body = match shape {
+                Shape::Table => self.table_of(objects, &meta, include, true),
+                Shape::MetadataList => json!({
+                    "kind": "PartialObjectMetadataList",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": meta,
+                    "items": objects.iter().map(|(_, o)| partial_metadata(o)).collect::<Vec<_>>(),
+                }),
+                Shape::Plain | Shape::Metadata => json!({
+                    "kind": format!("{}List", resource.kind),
+                    "apiVersion": resource.api_version(),
+                    "metadata": meta,
+                    "items": objects.into_iter().map(|(_, o)| without_type(o)).collect::<Vec<_>>(),
+                }),
+            };
+            encoded(self.media.encoding, &body)
         })
         .await
         .map_err(|e| {
@@ -479,13 +517,7 @@ impl Answer {
                 let mut row = json!({"cells": cells});
                 match include {
                     IncludeObject::None => {}
-                    IncludeObject::Metadata => {
-                        row["object"] = json!({
-                            "kind": "PartialObjectMetadata",
-                            "apiVersion": "meta.k8s.io/v1",
-                            "metadata": object.get("metadata").cloned().unwrap_or(json!({})),
-                        });
-                    }
+                    IncludeObject::Metadata => row["object"] = partial_metadata(&object),
                     IncludeObject::Object => row["object"] = object,
                 }
                 row
@@ -505,28 +537,32 @@ impl Answer {
         })
     }
 
-    /// `watch=true`: each change as a JSON watch event, one a line, from the version asked
-    /// (the history's, else a 410 `Status` event, as the apiserver ends such a watch).
+    /// `watch=true`: each change as a JSON watch event, one a line, from where the query
+    /// starts it (a version the history no longer has, or one not reached in time, is an
+    /// ERROR event, as the apiserver ends such a watch).
     async fn watch<R: Kept>(
         self,
         s: AppState,
         mut req: ListRequest,
-        table: Option<IncludeObject>,
+        include: IncludeObject,
     ) -> Result<Response, Status> {
-        req.resource_version = self.query.resource_version.clone();
+        if self.media.shape == Shape::MetadataList {
+            return Err(wrong_cardinality(&self.resource, false));
+        }
+        let start = self.query.watch_start()?;
+        req.read_at = start.from;
         let bookmarks = flag(
             self.query.allow_watch_bookmarks.as_deref(),
             "allowWatchBookmarks",
-        )?;
-        let initial_events = flag(
-            self.query.send_initial_events.as_deref(),
-            "sendInitialEvents",
         )?;
         let timeout = number(self.query.timeout_seconds.as_deref(), "timeoutSeconds")?
             .filter(|t| *t > 0)
             .map_or(MAX_WATCH_SECONDS, |t| t.min(MAX_WATCH_SECONDS));
         let events = match s.workloads.watch_records::<R>(&self.resource, &req).await {
             Ok(events) => events,
+            Err(BizError::Source(dao @ DaoError::Version(_))) => {
+                futures::stream::iter([Err(dao)]).boxed()
+            }
             Err(e) => {
                 let status = Status::of(&e);
                 if status.code != axum::http::StatusCode::GONE {
@@ -541,6 +577,8 @@ impl Answer {
         };
         let guard = s.metrics.watch_opened(self.resource.kind.clone());
         let mut first = true;
+        // sendInitialEvents=false: what comes before the state's end is the state.
+        let mut skipping = start.initial == InitialEvents::Skipped;
         let lines = events
             .take_until(s.watch_end())
             .take_until(tokio::time::sleep(Duration::from_secs(timeout)))
@@ -553,7 +591,12 @@ impl Answer {
                 futures::future::ready(next)
             })
             .filter_map(move |event| {
-                let line = self.event_line(event, table, bookmarks, initial_events, &mut first);
+                if skipping && event.is_ok() {
+                    skipping = !matches!(event, Ok(WatchEvent::Synced { .. }));
+                    return futures::future::ready(None);
+                }
+                let initial_end = start.initial == InitialEvents::Sent;
+                let line = self.event_line(event, include, bookmarks, initial_end, &mut first);
                 futures::future::ready(line)
             })
             .inspect(move |_| guard.sent())
@@ -577,7 +620,7 @@ impl Answer {
     fn event_line<R: Kept>(
         &self,
         event: Result<WatchEvent<R>, DaoError>,
-        table: Option<IncludeObject>,
+        include: IncludeObject,
         bookmarks: bool,
         initial_events: bool,
         first: &mut bool,
@@ -594,11 +637,14 @@ impl Answer {
                 if initial_events {
                     metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
                 }
-                let object = json!({
-                    "kind": self.resource.kind,
-                    "apiVersion": self.resource.api_version(),
-                    "metadata": metadata,
-                });
+                let object = match self.media.shape {
+                    Shape::Metadata => partial_metadata(&json!({"metadata": metadata})),
+                    Shape::Plain | Shape::Table | Shape::MetadataList => json!({
+                        "kind": self.resource.kind,
+                        "apiVersion": self.resource.api_version(),
+                        "metadata": metadata,
+                    }),
+                };
                 return Some(
                     json!({"type": "BOOKMARK", "object": object})
                         .to_string()
@@ -614,15 +660,17 @@ impl Answer {
                 );
             }
         };
-        let object = match table {
-            Some(include) => object_of(record.as_ref()).map(|object| {
+        let object = match self.media.shape {
+            Shape::Table => object_of(record.as_ref()).map(|object| {
                 let meta = json!({"resourceVersion": record.resource_version()});
                 let columns = std::mem::replace(first, false);
                 self.table_of([(record.as_ref(), object)], &meta, include, columns)
                     .to_string()
                     .into_bytes()
             }),
-            None => json_of(record.as_ref()),
+            Shape::Metadata => object_of(record.as_ref())
+                .map(|object| partial_metadata(&object).to_string().into_bytes()),
+            Shape::Plain | Shape::MetadataList => json_of(record.as_ref()),
         };
         match object {
             Ok(object) => {
@@ -644,18 +692,6 @@ impl Answer {
 mod tests {
     use super::*;
     use biz::Typed;
-
-    #[test]
-    fn kubectl_get_asks_for_a_table() {
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            header::ACCEPT,
-            HeaderValue::from_static("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"),
-        );
-        assert!(wants_table(&headers));
-        headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-        assert!(!wants_table(&headers));
-    }
 
     #[test]
     fn list_items_carry_no_type_and_list_metadata_only_what_is_set() {

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use crate::envelope::status_of;
 use crate::fairness::Refused;
 use biz::{BizError, Resource};
+use k8sdao::{DaoError, HistoryError};
 
 /// A failed request, as a `Status`.
 #[derive(Debug)]
@@ -17,6 +18,59 @@ pub(super) struct Status {
     /// When to try again, in whole seconds: the `Retry-After` header and
     /// `details.retryAfterSeconds`, as the apiserver sends both.
     pub retry_after: Option<u64>,
+}
+
+/// A query parameter the apiserver's validation refuses, as it words it (apimachinery's
+/// `field.Error`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum FieldError {
+    Forbidden {
+        field: &'static str,
+        detail: String,
+    },
+    NotSupported {
+        field: &'static str,
+        value: String,
+        supported: &'static [&'static str],
+    },
+}
+
+impl FieldError {
+    fn field(&self) -> &'static str {
+        match self {
+            FieldError::Forbidden { field, .. } | FieldError::NotSupported { field, .. } => field,
+        }
+    }
+
+    /// The cause's `reason`.
+    fn cause_type(&self) -> &'static str {
+        match self {
+            FieldError::Forbidden { .. } => "FieldValueForbidden",
+            FieldError::NotSupported { .. } => "FieldValueNotSupported",
+        }
+    }
+
+    /// What is wrong, without the field: the cause's `message`.
+    fn body(&self) -> String {
+        match self {
+            FieldError::Forbidden { detail, .. } => format!("Forbidden: {detail}"),
+            FieldError::NotSupported {
+                value, supported, ..
+            } => {
+                let supported: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+                format!(
+                    "Unsupported value: {value:?}: supported values: {}",
+                    supported.join(", ")
+                )
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field(), self.body())
+    }
 }
 
 impl Status {
@@ -47,6 +101,85 @@ impl Status {
         }
     }
 
+    /// The apiserver's 422 for query parameters its validation of `ListOptions` refuses.
+    pub fn invalid_list_options(errors: &[FieldError]) -> Status {
+        let mut messages: Vec<String> = Vec::new();
+        for error in errors {
+            let message = error.to_string();
+            if !messages.contains(&message) {
+                messages.push(message);
+            }
+        }
+        // apimachinery's aggregate error: one message as it is, several in brackets.
+        let aggregate = match messages.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        let causes: Vec<Value> = errors
+            .iter()
+            .map(|e| json!({"reason": e.cause_type(), "message": e.body(), "field": e.field()}))
+            .collect();
+        Status {
+            details: Some(json!({"group": "meta.k8s.io", "kind": "ListOptions", "causes": causes})),
+            ..Status::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("ListOptions.meta.k8s.io \"\" is invalid: {aggregate}"),
+            )
+        }
+    }
+
+    /// The apiserver's answer to a read at a version it has not reached after waiting for
+    /// it: come back in a second.
+    pub fn too_large_resource_version(requested: u64, current: Option<u64>) -> Status {
+        Status {
+            details: Some(json!({
+                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            })),
+            retry_after: Some(TOO_LARGE_RETRY_SECONDS),
+            ..Status::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                format!(
+                    "Timeout: Too large resource version: {requested}, current: {}",
+                    current.unwrap_or(0)
+                ),
+            )
+        }
+    }
+
+    /// The apiserver's 410 for a list at a version no longer kept.
+    pub fn list_too_old() -> Status {
+        Status::new(
+            StatusCode::GONE,
+            "The resourceVersion for the provided list is too old.",
+        )
+    }
+
+    /// The apiserver's 406 for an `Accept` none of whose media types its route serves.
+    pub fn no_representation(available: &[&str]) -> Status {
+        Status {
+            details: Some(json!({})),
+            ..Status::new(
+                StatusCode::NOT_ACCEPTABLE,
+                format!(
+                    "406: Not Acceptable\n\nAvailable representations: {}",
+                    available.join(", ")
+                ),
+            )
+        }
+    }
+
+    /// The apiserver's 406 for an `Accept` whose served types ask what cannot be answered
+    /// (a conversion not served, or a stream without a stream encoding).
+    pub fn not_acceptable(served: &[&str]) -> Status {
+        Status::new(
+            StatusCode::NOT_ACCEPTABLE,
+            format!(
+                "only the following media types are accepted: {}",
+                served.join(", ")
+            ),
+        )
+    }
+
     /// What the apiserver answers for a path it does not serve.
     pub fn no_such_path() -> Status {
         Status {
@@ -71,7 +204,23 @@ impl Status {
 
     /// `biz`'s failure as the apiserver would say it.
     pub fn of(e: &BizError) -> Status {
-        Status::new(status_of(e.failure()), e.to_string())
+        match e {
+            BizError::Source(DaoError::Version(HistoryError::Ahead { requested, current })) => {
+                Status::too_large_resource_version(*requested, *current)
+            }
+            // The watch cache's wording, with the oldest version it could still resume.
+            BizError::Source(DaoError::Version(HistoryError::Expired {
+                requested,
+                complete_after,
+            })) => Status::new(
+                StatusCode::GONE,
+                format!(
+                    "too old resource version: {requested} ({})",
+                    complete_after.unwrap_or(0)
+                ),
+            ),
+            other => Status::new(status_of(other.failure()), other.to_string()),
+        }
     }
 
     /// The apiserver's `reason` for each code it answers.
@@ -83,6 +232,7 @@ impl Status {
             StatusCode::NOT_FOUND => "NotFound",
             StatusCode::METHOD_NOT_ALLOWED => "MethodNotAllowed",
             StatusCode::NOT_ACCEPTABLE => "NotAcceptable",
+            StatusCode::UNPROCESSABLE_ENTITY => "Invalid",
             StatusCode::CONFLICT => "Conflict",
             StatusCode::GONE => "Expired",
             StatusCode::TOO_MANY_REQUESTS => "TooManyRequests",
@@ -113,6 +263,10 @@ impl Status {
     }
 }
 
+/// The seconds the apiserver tells a client to wait before asking again for a version it has
+/// not reached.
+const TOO_LARGE_RETRY_SECONDS: u64 = 1;
+
 /// `configmaps`, `statefulsets.apps`: a resource as the apiserver's messages name it.
 pub(super) fn qualified(resource: &Resource) -> String {
     if resource.group.is_empty() {
@@ -127,10 +281,10 @@ impl IntoResponse for Status {
         if self.code.is_server_error() {
             tracing::warn!(status = %self.code, error = %self.message, "request failed");
         }
-        let mut response = (self.code, axum::Json(self.to_json())).into_response();
         let retry_after = self
             .retry_after
             .or((self.code == StatusCode::SERVICE_UNAVAILABLE).then_some(1));
+        let mut response = (self.code, axum::Json(self.to_json())).into_response();
         if let Some(seconds) = retry_after {
             response
                 .headers_mut()

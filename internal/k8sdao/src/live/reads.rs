@@ -93,6 +93,9 @@ pub(super) fn list_params(q: &ListQuery, at: ReadAt) -> ListParams {
         ReadAt::Version(version) => ListParams::default()
             .at(&version.to_string())
             .matching(VersionMatch::Exact),
+        ReadAt::NotOlderThan(version) => ListParams::default()
+            .at(&version.to_string())
+            .matching(VersionMatch::NotOlderThan),
     };
     if !q.labels.is_empty() {
         params = params.labels(&q.labels.to_string());

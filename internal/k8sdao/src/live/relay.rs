@@ -211,8 +211,8 @@ impl LiveSource {
         R: Send + Sync + 'static,
     {
         let listed = match from {
-            ReadAt::Newest => {
-                let list = self.list_objects::<K>(q, ReadAt::Newest).await?;
+            ReadAt::Newest | ReadAt::NotOlderThan(_) => {
+                let list = self.list_objects::<K>(q, from).await?;
                 State::Listed {
                     resource_version: list_version(&list)?,
                     items: list.items.into_iter(),
