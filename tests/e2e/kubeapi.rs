@@ -19,13 +19,17 @@ use crate::support::{SOON, Server, TestNamespace, cluster, eventually, repo};
 
 /// A kubeconfig for `server` (no credentials: `--auth none`) and a kubectl cache of its own,
 /// so no discovery cached for another server is read.
-struct Kubectl {
+pub(crate) struct Kubectl {
     kubeconfig: PathBuf,
     cache: PathBuf,
 }
 
 impl Kubectl {
-    fn for_apiserver(dir: &Path) -> Kubectl {
+    pub(crate) fn new(kubeconfig: PathBuf, cache: PathBuf) -> Kubectl {
+        Kubectl { kubeconfig, cache }
+    }
+
+    pub(crate) fn for_apiserver(dir: &Path) -> Kubectl {
         Kubectl {
             kubeconfig: cluster().kubeconfig.clone(),
             cache: dir.join("cache-apiserver"),
@@ -49,7 +53,7 @@ impl Kubectl {
         }
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(kubectl());
         command
             .arg("--kubeconfig")
@@ -62,7 +66,7 @@ impl Kubectl {
     }
 
     /// Exit success, stdout and stderr.
-    fn run(&self, args: &[&str]) -> (bool, String, String) {
+    pub(crate) fn run(&self, args: &[&str]) -> (bool, String, String) {
         let out = self.command(args).output().expect("kubectl runs");
         (
             out.status.success(),
@@ -90,7 +94,7 @@ fn is_age(token: &str) -> bool {
 }
 
 /// kubectl's table with each age as `<age>` and columns' spacing ignored.
-fn normalized(table: &str) -> Vec<Vec<String>> {
+pub(crate) fn normalized(table: &str) -> Vec<Vec<String>> {
     table
         .lines()
         .map(|line| {

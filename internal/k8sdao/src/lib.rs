@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use cache::CacheSource;
-pub use live::{ApiScope, LiveSource, Namespaced};
+pub use live::{ApiScope, LiveSource, Namespaced, OpenApiAnswer, OpenApiDocs, OpenApiDocument};
 pub use logs::{LogLines, LogOptions, LogSource, MAX_LOG_LINE_BYTES};
 pub use registry::{Registry, ResourceSelection};
 
@@ -387,6 +387,8 @@ pub struct Source {
     writer: Option<LiveSource>,
     /// What is served, by name.
     registry: Registry,
+    /// The apiserver's OpenAPI documents, kept as they are asked for; None without a client.
+    openapi: Option<Arc<OpenApiDocs>>,
 }
 
 /// The namespace a list request is about: the one asked for (empty is none), else the one
@@ -437,6 +439,7 @@ impl Source {
                     factory: None,
                     registry: Registry::live(resources, scope.is_some()),
                     scope,
+                    openapi: Some(Arc::new(OpenApiDocs::new(client.clone()))),
                     writer: Some(LiveSource::new(client)),
                 },
                 Vec::new(),
@@ -507,6 +510,7 @@ impl Source {
                         backend: Backend::Cache(source),
                         scope,
                         factory: Some(factory),
+                        openapi: Some(Arc::new(OpenApiDocs::new(client.clone()))),
                         writer: Some(LiveSource::new(client)),
                         registry,
                     },
@@ -524,6 +528,7 @@ impl Source {
             scope,
             factory: None,
             writer: None,
+            openapi: None,
         }
     }
 
@@ -535,8 +540,16 @@ impl Source {
             scope,
             factory: None,
             writer: None,
+            openapi: None,
             registry: Registry::typed_only(),
         }
+    }
+
+    /// The apiserver's OpenAPI documents (always read from it, whatever the read source).
+    pub fn openapi(&self) -> Result<&OpenApiDocs, DaoError> {
+        self.openapi.as_deref().ok_or_else(|| {
+            DaoError::Unavailable("no Kubernetes client to read OpenAPI with".into())
+        })
     }
 
     /// What is served, by name.

@@ -1,7 +1,8 @@
 //! `--auth delegated` for the Kubernetes API: each read is authorized as the apiserver
 //! authorizes it, for its exact verb, resource, namespace and name (a list across namespaces
 //! needs the right across the cluster). Discovery is open, as the apiserver's is to any
-//! caller: it names what is served, never an object.
+//! caller: it names what is served, never an object. The OpenAPI documents need an
+//! authenticated caller, as the apiserver serves them to any (`system:discovery`).
 
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
@@ -53,6 +54,9 @@ fn access_of(s: &AppState, target: &Target, watch: bool) -> Option<Access> {
 /// Refuses a read unless the caller's token may do exactly it.
 pub(crate) async fn check(State(s): State<AppState>, request: Request, next: Next) -> Response {
     let path = request.uri().path();
+    if path == "/openapi/v2" || path.starts_with("/openapi/v3") {
+        return authenticated(&s, request, next).await;
+    }
     let target = if let Some(rest) = path.strip_prefix("/api/") {
         Target::parse(true, rest)
     } else if let Some(rest) = path.strip_prefix("/apis/") {
@@ -79,14 +83,32 @@ pub(crate) async fn check(State(s): State<AppState>, request: Request, next: Nex
         .await
     {
         Ok(()) => next.run(request).await,
-        Err(e) => {
-            let code = match e {
-                ReviewError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
-                ReviewError::Forbidden { .. } => StatusCode::FORBIDDEN,
-                ReviewError::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
-                ReviewError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            };
-            Status::new(code, e.to_string()).into_response()
-        }
+        Err(e) => refused(&e),
     }
+}
+
+/// Serves the request to a caller whose token the apiserver knows, whoever it is.
+async fn authenticated(s: &AppState, request: Request, next: Next) -> Response {
+    let Some(reviewer) = s.reviewer.clone() else {
+        return Status::new(StatusCode::FORBIDDEN, "no reviewer for --auth delegated")
+            .into_response();
+    };
+    let Some(token) = bearer_token(&request).map(str::to_string) else {
+        return Status::new(StatusCode::UNAUTHORIZED, "Unauthorized").into_response();
+    };
+    match reviewer.user(&token, client_address(&request)).await {
+        Ok(_) => next.run(request).await,
+        Err(e) => refused(&e),
+    }
+}
+
+/// A review's refusal as the apiserver's Status.
+fn refused(e: &ReviewError) -> Response {
+    let code = match e {
+        ReviewError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+        ReviewError::Forbidden { .. } => StatusCode::FORBIDDEN,
+        ReviewError::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
+        ReviewError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    Status::new(code, e.to_string()).into_response()
 }

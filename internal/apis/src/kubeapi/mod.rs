@@ -1,10 +1,12 @@
 //! The Kubernetes API itself, served from memory at the server's root beside the prefix:
-//! discovery, and the reads (lists, objects, Tables, watches) of every served resource whose
-//! whole object the cache keeps, answered as the apiserver answers them, so that kubectl and
-//! client-go can be pointed at k8sailor.
+//! discovery, the apiserver's OpenAPI documents (relayed and kept), and the reads (lists,
+//! objects, Tables, watches) of every served resource whose whole object the cache keeps,
+//! answered as the apiserver answers them, so that kubectl and client-go can be pointed at
+//! k8sailor.
 
 mod access;
 mod discovery;
+mod openapi;
 mod reads;
 mod status;
 
@@ -26,6 +28,9 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/apis", get(discovery::groups))
         .route("/api/{*path}", get(reads::core))
         .route("/apis/{*path}", get(reads::grouped))
+        .route("/openapi/v2", get(openapi::document))
+        .route("/openapi/v3", get(openapi::document))
+        .route("/openapi/v3/{*path}", get(openapi::document))
 }
 
 /// Whether some media range of `Accept` has every one of `params` (`as=Table`, `v=v1`...):
