@@ -49,8 +49,10 @@ pub(super) async fn document(State(s): State<AppState>, headers: HeaderMap, uri:
             return Status::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()).into_response();
         }
     };
-    let path_and_query = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
-    match docs.get(path_and_query).await {
+    let hash = uri
+        .query()
+        .and_then(|q| q.split('&').find_map(|p| p.strip_prefix("hash=")));
+    match docs.get(uri.path(), hash).await {
         Ok(OpenApiAnswer::Document(document)) => {
             let mut response = if let Some(etag) = &document.etag
                 && unchanged(&headers, etag)

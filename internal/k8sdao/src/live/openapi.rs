@@ -93,14 +93,11 @@ pub struct OpenApiDocs {
     documents: Mutex<Documents>,
 }
 
-/// Whether `path_and_query` names an OpenAPI document the apiserver serves, and nothing
-/// else: these requests carry k8sailor's identity, so no escape (`..`, `%2e`) and no query
-/// but the content's `hash` reaches the apiserver.
-fn is_openapi_path(path_and_query: &str) -> bool {
-    let (path, query) = match path_and_query.split_once('?') {
-        Some((path, query)) => (path, Some(query)),
-        None => (path_and_query, None),
-    };
+/// The request for the OpenAPI document at `path` with content `hash`, if that is one the
+/// apiserver serves, and nothing else: these requests carry k8sailor's identity, so no
+/// escape (`..`, `%2e`) and no query but the content's `hash` reaches the apiserver (a
+/// client's others, as kubectl's `timeout`, are its own business).
+fn openapi_request(path: &str, hash: Option<&str>) -> Option<String> {
     let plain = |s: &str| {
         !s.is_empty()
             && s != "."
@@ -113,11 +110,15 @@ fn is_openapi_path(path_and_query: &str) -> bool {
         || path
             .strip_prefix("/openapi/v3/")
             .is_some_and(|rest| rest.split('/').all(plain));
-    let query_ok = query.is_none_or(|q| {
-        q.strip_prefix("hash=")
-            .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric()))
-    });
-    document && query_ok
+    let hash_ok =
+        hash.is_none_or(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric()));
+    if !(document && hash_ok) {
+        return None;
+    }
+    Some(match hash {
+        Some(hash) => format!("{path}?hash={hash}"),
+        None => path.to_string(),
+    })
 }
 
 impl OpenApiDocs {
@@ -132,13 +133,14 @@ impl OpenApiDocs {
         self.documents.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The document at `path_and_query` (`/openapi/v3/apis/apps/v1?hash=...`): kept, or
-    /// fetched (or checked) now.
-    pub async fn get(&self, path_and_query: &str) -> Result<OpenApiAnswer, DaoError> {
-        if !is_openapi_path(path_and_query) {
+    /// The document at `path` (`/openapi/v3/apis/apps/v1`) with content `hash` (the index's
+    /// links carry it): kept, or fetched (or checked) now.
+    pub async fn get(&self, path: &str, hash: Option<&str>) -> Result<OpenApiAnswer, DaoError> {
+        let Some(path_and_query) = openapi_request(path, hash) else {
             return Ok(OpenApiAnswer::NotFound);
-        }
-        let hashed = path_and_query.contains("?hash=");
+        };
+        let path_and_query = path_and_query.as_str();
+        let hashed = hash.is_some();
         let now = Instant::now();
         let known = {
             let mut documents = self.documents();
@@ -230,25 +232,29 @@ mod tests {
 
     #[test]
     fn only_openapi_documents_are_asked_for() {
-        for path in [
-            "/openapi/v2",
-            "/openapi/v3",
-            "/openapi/v3/apis/apps/v1?hash=ABC",
-            "/openapi/v3/api/v1",
+        for (path, hash, asked) in [
+            ("/openapi/v2", None, "/openapi/v2"),
+            ("/openapi/v3", None, "/openapi/v3"),
+            (
+                "/openapi/v3/apis/apps/v1",
+                Some("AB12"),
+                "/openapi/v3/apis/apps/v1?hash=AB12",
+            ),
+            ("/openapi/v3/api/v1", None, "/openapi/v3/api/v1"),
         ] {
-            assert!(is_openapi_path(path), "{path}");
+            assert_eq!(openapi_request(path, hash).as_deref(), Some(asked));
         }
-        for path in [
-            "/openapi/v3/",
-            "/openapi/v3/../../api/v1/secrets",
-            "/openapi/v3/apis//v1",
-            "/api/v1/secrets",
-            "/openapi/v2/x",
-            "/openapi/v3/%2e%2e/api/v1/secrets",
-            "/openapi/v3/apis/apps/v1?hash=A&watch=1",
-            "/openapi/v2?labelSelector=x",
+        for (path, hash) in [
+            ("/openapi/v3/", None),
+            ("/openapi/v3/../../api/v1/secrets", None),
+            ("/openapi/v3/apis//v1", None),
+            ("/api/v1/secrets", None),
+            ("/openapi/v2/x", None),
+            ("/openapi/v3/%2e%2e/api/v1/secrets", None),
+            ("/openapi/v3/apis/apps/v1", Some("A&watch=1")),
+            ("/openapi/v3/apis/apps/v1", Some("")),
         ] {
-            assert!(!is_openapi_path(path), "{path}");
+            assert_eq!(openapi_request(path, hash), None, "{path} {hash:?}");
         }
     }
 
