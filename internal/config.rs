@@ -10,6 +10,7 @@ use confk8s::{ClientOptions, InitialList, TokenReviewLimits};
 use serde::Deserialize;
 
 use crate::connections::ConnectionLimits;
+use crate::tls::TlsFiles;
 use apis::{
     AllowedHosts, AllowedOrigins, AuthMode, BodyLimits, FairShares, HttpOptions, LogLimits,
 };
@@ -24,6 +25,11 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
 /// Enough for thousands of dashboards and watches; the file descriptors it takes stay well
 /// under the usual limits (1024 soft on many hosts: see the start-up warning).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// The apiserver's is 100, after Go's HTTP/2 client, which opens another connection at the
+/// bound. Watches are bounded by the fairness shares per client, so the connection's bound
+/// need not be lower: a thousand watches share one connection, each stream's unsent answer
+/// bounded (`connections::HTTP2_SEND_BUFFER`).
+pub const DEFAULT_HTTP2_MAX_CONCURRENT_STREAMS: u32 = 1000;
 
 /// Declares the settings once: each key with its flag, its `K8SAILOR_*` variable, its help
 /// (the field's doc comment) and, after `=`, its default. From that one list it writes the
@@ -240,6 +246,18 @@ settings! {
         /// [default: 1024].
         #[arg(long, env = "K8SAILOR_MAX_CONNECTIONS")]
         max_connections: usize = DEFAULT_MAX_CONNECTIONS,
+        /// Requests one HTTP/2 connection may have in progress at once, watches included; a
+        /// client past it opens another connection [default: 1000].
+        #[arg(long, env = "K8SAILOR_HTTP2_MAX_CONCURRENT_STREAMS")]
+        http2_max_concurrent_streams: u32 = DEFAULT_HTTP2_MAX_CONCURRENT_STREAMS,
+        /// PEM certificate chain to serve the API over TLS with (HTTP/2 or HTTP/1.1 by ALPN),
+        /// re-read when it changes; needs --tls-private-key-file [default: none, plain
+        /// HTTP, and HTTP/2 only with prior knowledge].
+        #[arg(long, env = "K8SAILOR_TLS_CERT_FILE")]
+        tls_cert_file: PathBuf,
+        /// PEM private key of --tls-cert-file's first certificate.
+        #[arg(long, env = "K8SAILOR_TLS_PRIVATE_KEY_FILE")]
+        tls_private_key_file: PathBuf,
         /// Address of a listener serving only /livez, /readyz and /metrics, with connections
         /// of its own (never counted against --max-connections) and no auth, for the kubelet's
         /// probes and metrics scrapes [default: none, they are on the API's listener only].
@@ -328,6 +346,8 @@ pub struct Settings {
     pub connections: ConnectionLimits,
     /// The listener of the probes and metrics alone, if any.
     pub health_listen: Option<SocketAddr>,
+    /// The API listener's certificate and key; None: plain TCP.
+    pub tls: Option<TlsFiles>,
     /// What each client may hold of requests and watches, and how long a watch lasts.
     pub fair_shares: FairShares,
     /// How often a quiet event stream gets a keep-alive comment.
@@ -437,6 +457,22 @@ impl Settings {
                 reason: format!("{addr:?} is not an address like 0.0.0.0:8089 ({e})"),
             })?),
         };
+        let tls = match (layer.tls_cert_file, layer.tls_private_key_file) {
+            (None, None) => None,
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            (Some(_), None) => {
+                return Err(ConfigError::Invalid {
+                    key: "tlsPrivateKeyFile",
+                    reason: "tlsCertFile is set: its private key is needed too".to_string(),
+                });
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError::Invalid {
+                    key: "tlsCertFile",
+                    reason: "tlsPrivateKeyFile is set: the certificate is needed too".to_string(),
+                });
+            }
+        };
         let namespace = layer.namespace.filter(|ns| !ns.is_empty());
         if let Some(ns) = &namespace
             && !selector::validation::is_dns1123_label(ns)
@@ -481,7 +517,13 @@ impl Settings {
                     layer.max_connections,
                 )?
                 .get(),
+                http2_max_concurrent_streams: positive::<_, std::num::NonZeroU32>(
+                    "http2MaxConcurrentStreams",
+                    layer.http2_max_concurrent_streams,
+                )?
+                .get(),
             },
+            tls,
             namespace,
             source: layer.source,
             change_history: layer.change_history,
@@ -687,6 +729,27 @@ mod tests {
                     ..Default::default()
                 },
                 "maxWatches",
+            ),
+            (
+                SettingsLayer {
+                    http2_max_concurrent_streams: Some(0),
+                    ..Default::default()
+                },
+                "http2MaxConcurrentStreams",
+            ),
+            (
+                SettingsLayer {
+                    tls_cert_file: Some("tls.crt".into()),
+                    ..Default::default()
+                },
+                "tlsPrivateKeyFile",
+            ),
+            (
+                SettingsLayer {
+                    tls_private_key_file: Some("tls.key".into()),
+                    ..Default::default()
+                },
+                "tlsCertFile",
             ),
             (
                 SettingsLayer {

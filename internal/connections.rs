@@ -1,14 +1,27 @@
-//! Serving connections: HTTP/1.1 through hyper, each connection bounded in time and their
-//! number bounded, so that clients that open connections and send nothing, send headers
-//! byte by byte, or keep idle connections open cannot hold file descriptors and memory.
+//! Serving connections: HTTP/1.1 and HTTP/2 (h2 by ALPN over TLS, h2c with prior knowledge
+//! on plain TCP; hyper-util's `auto` builder tells them apart by the client's first bytes),
+//! each connection bounded in time and their number bounded, so that clients that open
+//! connections and send nothing, send headers byte by byte, or keep idle connections open
+//! cannot hold file descriptors and memory.
 //!
 //! A connection is always in one of three phases, and each but the busy one has a deadline:
-//! - waiting for headers (from the connection's start, or from the first byte of a request
-//!   after an idle time): closed `headerReadTimeout` after it began;
-//! - idle between keep-alive requests: closed after `idleTimeout`;
-//! - busy, a request in progress until its answer is sent: not closed for time while the
-//!   client takes what is sent (the body has `bodyReadTimeout`, handlers `requestTimeout`,
-//!   and streams are meant to last); a client that stops reading for `idleTimeout` is.
+//! - waiting for headers (from the connection's start, or the end of its TLS handshake, which
+//!   has the same deadline of its own; for HTTP/1.1 also from the first byte of a request
+//!   after an idle time): closed `headerReadTimeout` after it began; for HTTP/2 this is the
+//!   preface and the first request's headers;
+//! - idle, no request in progress: closed after `idleTimeout`. HTTP/1.1's idle time restarts
+//!   while an answer is still being written; HTTP/2's runs from its last stream's end, and
+//!   the frames that keep the connection alive (pings, window updates) do not restart it;
+//! - busy, a request in progress (HTTP/2: any stream open, a watch among them) until its
+//!   answer is sent: not closed for time while the client takes what is sent (the body has
+//!   `bodyReadTimeout`, handlers `requestTimeout`, and streams are meant to last); a client
+//!   that stops reading for `idleTimeout` is, and an HTTP/2 peer that does not answer our
+//!   keep-alive ping within [`HTTP2_KEEP_ALIVE_TIMEOUT`] is taken for dead.
+//!
+//! HTTP/2 streams per connection are bounded by `http2MaxConcurrentStreams`: watches are
+//! bounded per client by the fairness shares, not by the connection they share, so the
+//! default lets a thousand share one; each stream's unsent answer is bounded by
+//! [`HTTP2_SEND_BUFFER`] and what all of them may send us by the connection's window.
 //!
 //! hyper's own `header_read_timeout` runs from the end of the previous answer, so it would
 //! close idle keep-alive connections at the header deadline too; it is off, and this module
@@ -39,11 +52,12 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use tokio::time::Instant;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
@@ -59,7 +73,18 @@ pub struct ConnectionLimits {
     pub idle_timeout: Duration,
     /// `maxConnections`.
     pub max_connections: usize,
+    /// `http2MaxConcurrentStreams`: requests one HTTP/2 connection may have in progress.
+    pub http2_max_concurrent_streams: u32,
 }
+
+/// How often an HTTP/2 connection with nothing arriving is pinged, so that a peer gone
+/// without a word (a watch's client on a host that died) is found and its streams end.
+pub const HTTP2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
+/// How long the ping's answer may take before the connection is closed.
+pub const HTTP2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+/// Bytes of one HTTP/2 stream's answer held while the client's window or the socket is
+/// full (hyper's default is 400 KiB): a thousand watches on a connection hold 64 MiB at most.
+pub const HTTP2_SEND_BUFFER: usize = 64 * 1024;
 
 /// File descriptors the process may need besides its connections: the apiserver's, the
 /// listener, the runtime's, logs.
@@ -116,6 +141,9 @@ struct Inner {
     in_flight: usize,
     /// Since when the client has not taken what we have to send (the socket's buffer is full).
     write_blocked_since: Option<Instant>,
+    /// HTTP/2, known from its first request: bytes that arrive or leave while no stream is
+    /// open are frames of the connection (pings, settings), not a request or an answer.
+    multiplexed: bool,
 }
 
 /// One connection, as its task, the registry and the reads see it.
@@ -138,6 +166,7 @@ impl Connection {
                 },
                 in_flight: 0,
                 write_blocked_since: None,
+                multiplexed: false,
             }),
             evict: CancellationToken::new(),
         }
@@ -153,21 +182,31 @@ impl Connection {
         self.peer.ip().to_canonical()
     }
 
-    /// Bytes arrived: after an idle time, they start a request, whose headers now have a
-    /// deadline.
+    /// Bytes arrived: after an idle time, on HTTP/1.1 they start a request, whose headers now
+    /// have a deadline.
     fn received(&self) {
         let mut inner = self.lock();
-        if let Phase::Idle { .. } = inner.phase {
+        if let Phase::Idle { .. } = inner.phase
+            && !inner.multiplexed
+        {
             inner.phase = Phase::Headers {
                 since: Instant::now(),
             };
         }
     }
 
-    fn request_started(self: &Arc<Self>) -> InFlight {
+    /// The TLS handshake is done: the request's headers get their own deadline from now.
+    fn handshaken(&self) {
+        self.lock().phase = Phase::Headers {
+            since: Instant::now(),
+        };
+    }
+
+    fn request_started(self: &Arc<Self>, version: http::Version) -> InFlight {
         let mut inner = self.lock();
         inner.in_flight += 1;
         inner.phase = Phase::Busy;
+        inner.multiplexed |= version == http::Version::HTTP_2;
         InFlight(self.clone())
     }
 
@@ -178,7 +217,9 @@ impl Connection {
         let mut inner = self.lock();
         if progressed {
             inner.write_blocked_since = None;
-            if let Phase::Idle { .. } = inner.phase {
+            if let Phase::Idle { .. } = inner.phase
+                && !inner.multiplexed
+            {
                 inner.phase = Phase::Idle {
                     since: Instant::now(),
                 };
@@ -426,12 +467,13 @@ impl Registry {
     }
 }
 
-/// Serves `app` on `listener` until `drain` completes; then stops accepting, lets each
-/// connection finish the request it is serving (idle ones close at once), and returns when
-/// every connection has closed. Each request carries its client's address as
-/// `ConnectInfo<SocketAddr>`; what the bound does is counted in `counts`.
+/// Serves `app` on `listener` (through TLS with `tls`) until `drain` completes; then stops
+/// accepting, lets each connection finish the requests it is serving (idle ones close at
+/// once), and returns when every connection has closed. Each request carries its client's
+/// address as `ConnectInfo<SocketAddr>`; what the bound does is counted in `counts`.
 pub async fn serve(
     listener: TcpListener,
+    tls: Option<TlsAcceptor>,
     app: Router,
     limits: ConnectionLimits,
     counts: Arc<ConnectionCounts>,
@@ -466,9 +508,20 @@ pub async fn serve(
         };
         // Answers are written whole or streamed as events: no reason to hold small writes.
         let _ = stream.set_nodelay(true);
-        let (app, registry, stop) = (app.clone(), registry.clone(), stop.clone());
+        let (app, registry, stop, tls) = (app.clone(), registry.clone(), stop.clone(), tls.clone());
         tokio::spawn(async move {
-            run_connection(stream, connection, app, limits, stop).await;
+            let io = Watched {
+                stream,
+                connection: connection.clone(),
+            };
+            match tls {
+                None => run_connection(io, connection, app, limits, stop).await,
+                Some(tls) => {
+                    if let Some(io) = handshake(&tls, io, &connection, &limits, &stop).await {
+                        run_connection(io, connection, app, limits, stop).await;
+                    }
+                }
+            }
             registry.remove(id);
         });
     }
@@ -479,17 +532,49 @@ pub async fn serve(
     }
 }
 
-async fn run_connection(
-    stream: TcpStream,
+/// The TLS handshake, within `headerReadTimeout`; None when it failed, timed out, or the
+/// connection was closed meanwhile (it holds its place among the connections throughout).
+async fn handshake(
+    tls: &TlsAcceptor,
+    io: Watched,
+    connection: &Connection,
+    limits: &ConnectionLimits,
+    stop: &CancellationToken,
+) -> Option<tokio_rustls::server::TlsStream<Watched>> {
+    let accepted = tokio::select! {
+        accepted = tokio::time::timeout(limits.header_read_timeout, tls.accept(io)) => accepted,
+        () = connection.evict.cancelled() => return None,
+        () = stop.cancelled() => return None,
+    };
+    match accepted {
+        Ok(Ok(io)) => {
+            connection.handshaken();
+            Some(io)
+        }
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, peer = %connection.peer, "TLS handshake failed");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(peer = %connection.peer, "TLS handshake timed out");
+            None
+        }
+    }
+}
+
+async fn run_connection<I>(
+    io: I,
     connection: Arc<Connection>,
     app: Router,
     limits: ConnectionLimits,
     stop: CancellationToken,
-) {
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let service = {
         let connection = connection.clone();
         hyper::service::service_fn(move |request: http::Request<Incoming>| {
-            let in_flight = connection.request_started();
+            let in_flight = connection.request_started(request.version());
             let mut request = request.map(Body::new);
             request
                 .extensions_mut()
@@ -505,13 +590,19 @@ async fn run_connection(
             }
         })
     };
-    let io = TokioIo::new(Watched {
-        stream,
-        connection: connection.clone(),
-    });
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(None);
-    let mut served = pin!(builder.serve_connection(io, service));
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(None);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(limits.http2_max_concurrent_streams)
+        .max_send_buf_size(HTTP2_SEND_BUFFER)
+        .keep_alive_interval(HTTP2_KEEP_ALIVE_INTERVAL)
+        .keep_alive_timeout(HTTP2_KEEP_ALIVE_TIMEOUT);
+    let mut served = pin!(builder.serve_connection(TokioIo::new(io), service));
     let mut deadline = pin!(tokio::time::sleep(limits.header_read_timeout));
     let mut armed = None;
     let mut evicted = pin!(connection.evict.cancelled());
@@ -559,6 +650,7 @@ mod tests {
         header_read_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(90),
         max_connections: 2,
+        http2_max_concurrent_streams: 100,
     };
 
     #[tokio::test(start_paused = true)]
@@ -569,7 +661,7 @@ mod tests {
             c.deadline(&LIMITS),
             Some(opened + LIMITS.header_read_timeout)
         );
-        let request = c.request_started();
+        let request = c.request_started(http::Version::HTTP_11);
         assert_eq!(c.deadline(&LIMITS), None, "busy: never timed out here");
         c.received();
         assert_eq!(c.deadline(&LIMITS), None, "body bytes keep it busy");
@@ -596,7 +688,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_client_that_stops_reading_gets_the_idle_timeout() {
         let c = Arc::new(Connection::new(client(1)));
-        let _request = c.request_started();
+        let _request = c.request_started(http::Version::HTTP_11);
         c.wrote(true);
         assert_eq!(c.deadline(&LIMITS), None);
         c.wrote(false);
@@ -616,6 +708,37 @@ mod tests {
         );
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn an_http2_connection_idles_from_its_last_stream_whatever_frames_move() {
+        let c = Arc::new(Connection::new(client(1)));
+        tokio::time::advance(Duration::from_secs(3)).await;
+        c.handshaken();
+        assert_eq!(
+            c.deadline(&LIMITS),
+            Some(Instant::now() + LIMITS.header_read_timeout),
+            "the preface and first headers get their own deadline after the handshake"
+        );
+        let watch = c.request_started(http::Version::HTTP_2);
+        let other = c.request_started(http::Version::HTTP_2);
+        drop(other);
+        assert_eq!(
+            c.deadline(&LIMITS),
+            None,
+            "a stream (a watch) is still open"
+        );
+        drop(watch);
+        let idle = Instant::now();
+        tokio::time::advance(Duration::from_secs(30)).await;
+        // A keep-alive ping and its answer.
+        c.wrote(true);
+        c.received();
+        assert_eq!(
+            c.deadline(&LIMITS),
+            Some(idle + LIMITS.idle_timeout),
+            "connection frames neither start a header deadline nor restart the idle time"
+        );
+    }
+
     fn client(n: u8) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, n], 40000))
     }
@@ -628,7 +751,7 @@ mod tests {
     async fn at_the_bound_the_longest_waiting_connection_makes_room() {
         let registry = registry();
         let (_, busy) = registry.admit(LIMITS.max_connections, client(1)).unwrap();
-        let _request = busy.request_started();
+        let _request = busy.request_started(http::Version::HTTP_11);
         tokio::time::advance(Duration::from_secs(1)).await;
         let (_, waiting) = registry.admit(LIMITS.max_connections, client(1)).unwrap();
         tokio::time::advance(Duration::from_secs(1)).await;
@@ -638,7 +761,7 @@ mod tests {
             !busy.evict.is_cancelled(),
             "a request in progress is never cut for its own client"
         );
-        let _request = newest.request_started();
+        let _request = newest.request_started(http::Version::HTTP_11);
         assert!(
             registry.admit(LIMITS.max_connections, client(1)).is_none(),
             "all busy: the new connection is refused"
@@ -657,7 +780,7 @@ mod tests {
         (0..n)
             .map(|_| {
                 let (_, c) = registry.admit(max, client).expect("admitted");
-                let request = c.request_started();
+                let request = c.request_started(http::Version::HTTP_11);
                 (c, request)
             })
             .collect()

@@ -5,3 +5,4 @@
 pub mod config;
 pub mod connections;
 pub mod server;
+pub mod tls;

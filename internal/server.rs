@@ -31,6 +31,8 @@ pub enum ServerError {
     Serve(std::io::Error),
     #[error("--auth delegated: {0}")]
     Auth(#[from] confk8s::ReviewError),
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
 }
 
 pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), ServerError> {
@@ -38,6 +40,11 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         settings.connections.max_connections
             + settings.health_listen.map_or(0, |_| HEALTH_MAX_CONNECTIONS),
     );
+    // Before connecting: a bad certificate file is a mistake to hear of at once.
+    let tls = match settings.tls.clone() {
+        Some(files) => Some(crate::tls::acceptor(files).await?),
+        None => None,
+    };
     let connection = confk8s::connect(&settings.client).await?;
     tracing::info!(config = %connection.source, source = ?settings.source, namespace = ?settings.namespace, "connected to the Kubernetes API");
 
@@ -121,8 +128,9 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
     };
     let addr = listener.local_addr().map_err(ServerError::Serve)?;
     // One plain line on stdout, for people and for scripts that start us on port 0.
+    let scheme = if tls.is_some() { "https" } else { "http" };
     println!(
-        "k8sailor listening on http://{addr}{}",
+        "k8sailor listening on {scheme}://{addr}{}",
         settings.http.prefix
     );
     tracing::info!(%addr, prefix = %settings.http.prefix, "serving");
@@ -137,8 +145,10 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
                 ..settings.connections
             };
             let stop = health_stop.clone();
+            // Plain HTTP: the kubelet's probes and scrapes stay on the pod's network.
             Some(tokio::spawn(crate::connections::serve(
                 listener,
+                None,
                 health_app,
                 limits,
                 Arc::default(),
@@ -164,6 +174,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
     };
     let serve = crate::connections::serve(
         listener,
+        tls,
         app,
         settings.connections,
         connection_counts,

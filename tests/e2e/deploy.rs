@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -143,6 +143,10 @@ impl TempDir {
             .create(&path)
             .unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
         TempDir(path)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
     }
 
     pub(crate) fn write(&self, name: &str, contents: &[u8]) -> PathBuf {
@@ -567,10 +571,10 @@ async fn the_manifests_and_the_no_auth_overlay_pass_a_server_side_dry_run() {
     let container = &pod["spec"]["containers"][0];
     assert_eq!(
         container["ports"],
-        json!([{"name": "http", "containerPort": 8088, "protocol": "TCP"},
+        json!([{"name": "https", "containerPort": 8088, "protocol": "TCP"},
                {"name": "health", "containerPort": 8089, "protocol": "TCP"}])
     );
-    assert_eq!(service["ports"][0]["targetPort"], "http");
+    assert_eq!(service["ports"][0]["targetPort"], "https");
     assert_eq!(service["ports"][0]["port"], 8088);
     // Two replicas, never both disrupted at once, each with room for a large cluster's cache.
     assert_eq!(deployment["spec"]["replicas"], 2);
@@ -594,8 +598,49 @@ async fn the_manifests_and_the_no_auth_overlay_pass_a_server_side_dry_run() {
             "--auth=delegated",
             "--log-format=json",
             "--shutdown-delay=5s",
-            "--health-listen=0.0.0.0:8089"
+            "--health-listen=0.0.0.0:8089",
+            "--tls-cert-file=/etc/k8sailor/tls/tls.crt",
+            "--tls-private-key-file=/etc/k8sailor/tls/tls.key",
         ]
+    );
+    // The certificate comes from a Secret volume the kubelet updates in place when it is
+    // rotated (a subPath mount would never see the new files).
+    assert_eq!(
+        container["volumeMounts"],
+        json!([{"name": "tls", "mountPath": "/etc/k8sailor/tls", "readOnly": true}])
+    );
+    let volume = &pod["spec"]["volumes"][0];
+    assert_eq!(volume["name"], "tls");
+    assert_eq!(volume["secret"]["secretName"], "k8sailor-tls");
+    // cert-manager's overlay issues exactly that Secret, for the Service's names.
+    let issued = kustomize("overlays/cert-manager");
+    let certificate = issued
+        .iter()
+        .find(|o| o["kind"] == "Certificate" && o["metadata"]["name"] == "k8sailor-tls")
+        .expect("the serving Certificate");
+    assert_eq!(certificate["spec"]["secretName"], "k8sailor-tls");
+    assert!(
+        certificate["spec"]["dnsNames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "k8sailor.k8sailor.svc"),
+        "{certificate}"
+    );
+    // The plain-HTTP option: no TLS flags, no volume, the port named for what it serves.
+    let plain = dry_run("overlays/plain-http");
+    assert_eq!(object_names(&plain), expected);
+    let plain_deployment = of_kind(&plain, "Deployment");
+    assert!(
+        !container_args(plain_deployment)
+            .iter()
+            .any(|a| a.starts_with("--tls")),
+        "{plain_deployment}"
+    );
+    assert!(plain_deployment["spec"]["template"]["spec"]["volumes"].is_null());
+    assert_eq!(
+        of_kind(&plain, "Service")["spec"]["ports"][0]["targetPort"],
+        "http"
     );
     // Probes and the scrape on the health listener, which API clients cannot crowd out.
     for (probe, path) in [("livenessProbe", "/livez"), ("readinessProbe", "/readyz")] {
@@ -642,21 +687,27 @@ async fn the_manifests_and_the_no_auth_overlay_pass_a_server_side_dry_run() {
     assert_eq!(policy["policyTypes"], json!(["Ingress"]));
     assert_eq!(
         policy["ingress"],
-        json!([{"from": [{"podSelector": {}}], "ports": [{"port": "http", "protocol": "TCP"},
+        json!([{"from": [{"podSelector": {}}], "ports": [{"port": "https", "protocol": "TCP"},
                                                           {"port": "health", "protocol": "TCP"}]}])
     );
 }
 
 /// The k8sailor container's arguments in `kubectl kustomize dir`, but listening on free
-/// loopback ports (as [`Server::start_with`] does) instead of 0.0.0.0:8088 and :8089.
+/// loopback ports (as [`Server::start_with`] does) instead of 0.0.0.0:8088 and :8089, with a
+/// certificate of the test CA where the pod's would be mounted.
 fn shipped_args_on_loopback(dir: &str) -> Vec<String> {
     let items = kustomize(dir);
+    let serving = crate::tls::test_ca().issue();
     container_args(of_kind(&items, "Deployment"))
         .into_iter()
         .filter(|a| !a.starts_with("--listen"))
         .map(|a| {
             if a.starts_with("--health-listen=") {
                 "--health-listen=127.0.0.1:0".to_string()
+            } else if a.starts_with("--tls-cert-file=") {
+                format!("--tls-cert-file={}", serving.cert.display())
+            } else if a.starts_with("--tls-private-key-file=") {
+                format!("--tls-private-key-file={}", serving.key.display())
             } else {
                 a
             }

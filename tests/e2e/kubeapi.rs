@@ -30,6 +30,10 @@ pub(crate) struct Kubectl {
 }
 
 impl Kubectl {
+    pub(crate) fn new(kubeconfig: PathBuf, cache: PathBuf) -> Kubectl {
+        Kubectl { kubeconfig, cache }
+    }
+
     pub(crate) fn for_apiserver(dir: &Path) -> Kubectl {
         Kubectl {
             kubeconfig: cluster().kubeconfig.clone(),

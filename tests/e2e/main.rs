@@ -32,6 +32,7 @@ mod revocation;
 mod selectors;
 mod services;
 mod startup;
+mod tls;
 mod versions;
 mod watch;
 mod writes;

@@ -405,10 +405,16 @@ impl Server {
             let logs = logs.lock().unwrap_or_else(|e| e.into_inner()).clone();
             return Err(format!("k8sailor did not start ({status}): {logs}"));
         };
+        // A server on TLS is asked through a client that trusts the run's test CA.
+        let http = if base.starts_with("https://") {
+            crate::tls::test_ca().http_client()
+        } else {
+            reqwest::Client::new()
+        };
         Ok(Server {
             base: base.to_string(),
             child,
-            http: reqwest::Client::new(),
+            http,
             logs,
         })
     }

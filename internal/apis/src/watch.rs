@@ -62,7 +62,7 @@ const NDJSON_TYPE: (&str, &str) = ("application", "x-ndjson");
 /// How much `Accept` wants a media type: the quality of its most specific matching range
 /// (`type/subtype` over `type/*` over `*/*`), with that specificity; None when no range
 /// matches. Ranges that do not parse are skipped, as are qualities that do not.
-fn preference(accept: &[&str], (kind, subtype): (&str, &str)) -> Option<(u16, u8)> {
+pub(crate) fn preference(accept: &[&str], (kind, subtype): (&str, &str)) -> Option<(u16, u8)> {
     let mut best: Option<(u8, u16)> = None;
     for range in accept.iter().flat_map(|v| v.split(',')) {
         let mut params = range.split(';');

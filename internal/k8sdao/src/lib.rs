@@ -24,7 +24,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use cache::CacheSource;
-pub use live::{ApiScope, LiveSource, Namespaced, Passthrough, RelayedBody};
+pub use live::{
+    ApiScope, LiveSource, Namespaced, OpenApiAnswer, OpenApiDocs, OpenApiDocument, Passthrough,
+    RelayedBody,
+};
 pub use logs::{LogLines, LogOptions, LogSource, MAX_LOG_LINE_BYTES};
 pub use registry::{Registry, ResourceSelection};
 
@@ -394,6 +397,8 @@ pub struct Source {
     passthrough: Option<Passthrough>,
     /// What is served, by name.
     registry: Registry,
+    /// The apiserver's OpenAPI documents, kept as they are asked for; None without a client.
+    openapi: Option<Arc<OpenApiDocs>>,
 }
 
 /// The namespace a list request is about: the one asked for (empty is none), else the one
@@ -445,6 +450,7 @@ impl Source {
                     factory: None,
                     registry: Registry::live(resources, scope.is_some()),
                     scope,
+                    openapi: Some(Arc::new(OpenApiDocs::new(client.clone()))),
                     writer: Some(LiveSource::new(client)),
                     passthrough,
                 },
@@ -516,6 +522,7 @@ impl Source {
                         backend: Backend::Cache(source),
                         scope,
                         factory: Some(factory),
+                        openapi: Some(Arc::new(OpenApiDocs::new(client.clone()))),
                         writer: Some(LiveSource::new(client)),
                         passthrough,
                         registry,
@@ -535,6 +542,7 @@ impl Source {
             factory: None,
             writer: None,
             passthrough: None,
+            openapi: None,
         }
     }
 
@@ -547,8 +555,16 @@ impl Source {
             factory: None,
             writer: None,
             passthrough: None,
+            openapi: None,
             registry: Registry::typed_only(),
         }
+    }
+
+    /// The apiserver's OpenAPI documents (always read from it, whatever the read source).
+    pub fn openapi(&self) -> Result<&OpenApiDocs, DaoError> {
+        self.openapi.as_deref().ok_or_else(|| {
+            DaoError::Unavailable("no Kubernetes client to read OpenAPI with".into())
+        })
     }
 
     /// What is served, by name.

@@ -2,7 +2,8 @@
 //! apiserver authorizes it, for its exact verb, resource, namespace and name (a list across
 //! namespaces needs the right across the cluster). Discovery is open, as the apiserver's is to
 //! any caller: it names what is served, never an object. A request that is relayed is
-//! authorized by the apiserver itself; here its token is only authenticated (a cached
+//! authorized by the apiserver itself, and the OpenAPI documents are served to any caller the
+//! apiserver knows (`system:discovery`); here their token is only authenticated (a cached
 //! TokenReview), so that it counts against its user's fair share.
 
 use axum::extract::{Request, State};

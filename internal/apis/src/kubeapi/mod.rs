@@ -1,11 +1,13 @@
 //! The Kubernetes API itself, served from memory at the server's root beside the prefix:
-//! discovery, and the reads (lists, objects, Tables, watches) of every served resource whose
-//! whole object the cache keeps, answered as the apiserver answers them, so that kubectl and
-//! client-go can be pointed at k8sailor.
+//! discovery, the apiserver's OpenAPI documents (relayed and kept), and the reads (lists,
+//! objects, Tables, watches) of every served resource whose whole object the cache keeps,
+//! answered as the apiserver answers them, so that kubectl and client-go can be pointed at
+//! k8sailor.
 
 mod access;
 mod discovery;
 mod media;
+mod openapi;
 mod query;
 mod reads;
 mod relay;
@@ -38,6 +40,9 @@ pub(super) fn routes(auth: AuthMode) -> Router<AppState> {
         .route("/apis", get(discovery::groups).fallback(refused))
         .route("/api/{*path}", any(move |s, request| answer(s, auth, request)))
         .route("/apis/{*path}", any(move |s, request| answer(s, auth, request)))
+        .route("/openapi/v2", get(openapi::document).fallback(refused))
+        .route("/openapi/v3", get(openapi::document).fallback(refused))
+        .route("/openapi/v3/{*path}", get(openapi::document).fallback(refused))
 }
 
 /// The query parameters that make a request a stream.

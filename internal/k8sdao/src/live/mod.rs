@@ -3,12 +3,14 @@
 //! [`reads`] (lists, gets, events), [`relay`] (a watch: the list, then the apiserver's watch
 //! relayed by an explicit state machine), [`membership`] (which pods a Deployment controls,
 //! through its ReplicaSets), [`writes`] and [`objects`] (Services and Ingresses, created and
-//! printed raw), [`passthrough`] (a caller's request relayed with its own token).
+//! printed raw), [`passthrough`] (a caller's request relayed with its own token), [`openapi`]
+//! (the apiserver's OpenAPI documents, relayed and kept).
 
 mod dynamic;
 mod logs;
 mod membership;
 mod objects;
+mod openapi;
 mod passthrough;
 mod reads;
 mod relay;
@@ -22,6 +24,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client};
 
+pub use openapi::{OpenApiAnswer, OpenApiDocs, OpenApiDocument};
 pub use passthrough::{Passthrough, RelayedBody};
 pub use reads::{ApiScope, Namespaced};
 
