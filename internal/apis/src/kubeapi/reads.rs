@@ -184,7 +184,7 @@ pub(super) fn served_resource(
     version: &str,
     plural: &str,
 ) -> Option<Resource> {
-    cached_resource(s, group, version, plural).filter(|r| keeper(r).is_some())
+    cached_resource(s, group, version, plural).filter(is_served)
 }
 
 /// The resource `group`/`version`/`plural` if the cache keeps it, whether or not this API
