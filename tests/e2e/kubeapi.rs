@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::deploy::kubectl;
 use crate::resources::fixtures::{FIXTURES, Fixture, Which};
-use crate::resources::{Leftovers, api_resource};
+use crate::resources::{Leftovers, apiserver_api};
 use crate::support::{SOON, Server, TestNamespace, cluster, eventually, repo};
 
 /// kubectl with a kubeconfig of its own and a cache of its own, so no discovery cached for
@@ -268,7 +268,10 @@ impl Setup {
 /// writing a status, or k8sailor's cache catching up with it); the output. A difference is
 /// logged each time it changes, so a failure shows the last one.
 async fn agree(apiserver: &Kubectl, k8sailor: &Kubectl, args: &[&str]) -> String {
-    agree_by(apiserver, k8sailor, args, |out| format!("{:?}", normalized(out))).await
+    agree_by(apiserver, k8sailor, args, |out| {
+        format!("{:?}", normalized(out))
+    })
+    .await
 }
 
 /// As [`agree`], comparing what `view` makes of each output.
@@ -279,7 +282,9 @@ async fn agree_by(
     view: impl Fn(&str) -> String,
 ) -> String {
     let mut last = String::new();
-    let what = format!("kubectl {args:?} to print the same against both (the last difference is logged above)");
+    let what = format!(
+        "kubectl {args:?} to print the same against both (the last difference is logged above)"
+    );
     eventually(SOON, &what, || {
         let (ok_a, out_a, err_a) = apiserver.run(args);
         let (ok_k, out_k, err_k) = k8sailor.run(args);
@@ -615,13 +620,7 @@ async fn every_served_kind_prints_as_the_apiserver_prints_it() {
         if name == "secrets" {
             continue;
         }
-        let resource = api_resource(served);
-        let namespaced = served["namespaced"] == true;
-        let api = if namespaced {
-            Api::namespaced_with(ns.client.clone(), &ns.name, &resource)
-        } else {
-            Api::all_with(ns.client.clone(), &resource)
-        };
+        let (resource, namespaced, api) = apiserver_api(&ns, served);
         for which in [Which::Selected, Which::Other] {
             let name = (fixture.name)(&ns.name, which);
             if !namespaced {
@@ -660,7 +659,10 @@ async fn every_served_kind_prints_as_the_apiserver_prints_it() {
         .into_iter()
         .map(|row| row[0].clone())
         .collect();
-    assert!(!discovered.contains(&"secrets".to_string()), "{discovered:?}");
+    assert!(
+        !discovered.contains(&"secrets".to_string()),
+        "{discovered:?}"
+    );
     for kind in &kinds {
         assert!(
             discovered.contains(&kind.fixture.resource.to_string()),
@@ -672,7 +674,10 @@ async fn every_served_kind_prints_as_the_apiserver_prints_it() {
     let ns = ns.name.as_str();
     let selected = format!("{run},selected");
     for namespaced in [true, false] {
-        let kinds: Vec<&ServedKind> = kinds.iter().filter(|k| k.namespaced == namespaced).collect();
+        let kinds: Vec<&ServedKind> = kinds
+            .iter()
+            .filter(|k| k.namespaced == namespaced)
+            .collect();
         let list = kinds
             .iter()
             .map(|k| k.kubectl_name.as_str())
@@ -789,9 +794,10 @@ async fn every_served_kind_prints_as_the_apiserver_prints_it() {
     let patch = json!({"metadata": {"labels": {"changed": "yes"}}});
     for (kind, watch) in kinds.iter().zip(&watches) {
         let name = (kind.fixture.name)(ns, Which::Selected);
-        watch.next(&format!("{} {name} added", kind.fixture.resource), |tokens| {
-            tokens.first() == Some(&"ADDED") && names(tokens, &name)
-        });
+        watch.next(
+            &format!("{} {name} added", kind.fixture.resource),
+            |tokens| tokens.first() == Some(&"ADDED") && names(tokens, &name),
+        );
         kind.api
             .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -800,7 +806,10 @@ async fn every_served_kind_prints_as_the_apiserver_prints_it() {
     for (kind, watch) in kinds.iter().zip(&watches) {
         let name = (kind.fixture.name)(ns, Which::Selected);
         watch.next(
-            &format!("{} {name} modified with its new label", kind.fixture.resource),
+            &format!(
+                "{} {name} modified with its new label",
+                kind.fixture.resource
+            ),
             |tokens| {
                 tokens.first() == Some(&"MODIFIED")
                     && names(tokens, &name)

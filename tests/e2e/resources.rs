@@ -23,7 +23,7 @@ use crate::watch::{Watch, summary};
 use fixtures::{FIXTURES, Fixture, Which};
 
 /// A served resource as `/resources` lists it, as a kube `ApiResource`.
-pub(crate) fn api_resource(served: &Value) -> ApiResource {
+fn api_resource(served: &Value) -> ApiResource {
     let group = served["group"].as_str().unwrap();
     let version = served["version"].as_str().unwrap();
     ApiResource {
@@ -37,6 +37,22 @@ pub(crate) fn api_resource(served: &Value) -> ApiResource {
         kind: served["kind"].as_str().unwrap().into(),
         plural: served["name"].as_str().unwrap().into(),
     }
+}
+
+/// The apiserver's API of a resource as `/resources` lists it (in `ns`, if it is
+/// namespaced), its `ApiResource`, and whether it is namespaced.
+pub(crate) fn apiserver_api(
+    ns: &TestNamespace,
+    served: &Value,
+) -> (ApiResource, bool, Api<DynamicObject>) {
+    let resource = api_resource(served);
+    let namespaced = served["namespaced"] == true;
+    let api = if namespaced {
+        Api::namespaced_with(ns.client.clone(), &ns.name, &resource)
+    } else {
+        Api::all_with(ns.client.clone(), &resource)
+    };
+    (resource, namespaced, api)
 }
 
 /// What `/resources` says of `name`.
@@ -615,13 +631,7 @@ struct BuiltInKind<'a> {
 
 impl<'a> BuiltInKind<'a> {
     fn new(ns: &'a TestNamespace, fixture: &'static Fixture, served: &Value) -> Self {
-        let resource = api_resource(served);
-        let namespaced = served["namespaced"] == true;
-        let api = if namespaced {
-            Api::namespaced_with(ns.client.clone(), &ns.name, &resource)
-        } else {
-            Api::all_with(ns.client.clone(), &resource)
-        };
+        let (resource, namespaced, api) = apiserver_api(ns, served);
         BuiltInKind {
             ns,
             fixture,

@@ -182,7 +182,9 @@ mod tests {
 
     /// Each object comes back whole from its record, and one like the kind's first takes a
     /// fraction of its JSON.
-    fn keeps_whole<R: Typed<Object: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>>(
+    fn keeps_whole<
+        R: Typed<Object: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>,
+    >(
         objects: [R::Object; 2],
     ) {
         for object in &objects {

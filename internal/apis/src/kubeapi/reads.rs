@@ -78,9 +78,7 @@ fn object_of(record: &impl Served) -> Result<Value, Status> {
 /// What every kept object of `resource` begins with ([`biz::Record::raw_json`]): its
 /// `apiVersion` and `kind`, which the apiserver's list items do not carry.
 fn type_prefix(resource: &Resource) -> Vec<u8> {
-    let member = |name: &str, value: &str| {
-        format!("{}:{},", json!(name), json!(value))
-    };
+    let member = |name: &str, value: &str| format!("{}:{},", json!(name), json!(value));
     format!(
         "{{{}{}",
         member("apiVersion", &resource.api_version()),
@@ -728,14 +726,22 @@ mod tests {
                 .collect::<Vec<_>>(),
         });
         assert_eq!(written, decoded);
-        assert_eq!(written["items"].as_array().map(Vec::len), Some(records.len()));
+        assert_eq!(
+            written["items"].as_array().map(Vec::len),
+            Some(records.len())
+        );
     }
 
     #[test]
     fn a_list_written_from_the_kept_bytes_is_the_list_of_the_decoded_objects() {
         use model::fixtures::{mk_deployment, mk_object, mk_pod};
         let pods = [
-            PodRecord::from_pod(&mk_pod("ns", "a", Some(("web-rs", "rs1")), &[("app", "web")])),
+            PodRecord::from_pod(&mk_pod(
+                "ns",
+                "a",
+                Some(("web-rs", "rs1")),
+                &[("app", "web")],
+            )),
             PodRecord::from_pod(&mk_pod("ns", "b", None, &[])),
         ];
         same_as_decoded(PodRecord::resource(), &pods);
@@ -749,8 +755,20 @@ mod tests {
         // Members that sort before apiVersion, and a kind in the middle of the rest.
         let slices = model::built_in("endpointslices").unwrap().resource();
         let objects = [
-            mk_object(&slices, "ns", "s1", &[("app", "web")], json!({"addressType": "IPv4"})),
-            mk_object(&slices, "ns", "s2", &[], json!({"addressType": "IPv6", "endpoints": []})),
+            mk_object(
+                &slices,
+                "ns",
+                "s1",
+                &[("app", "web")],
+                json!({"addressType": "IPv4"}),
+            ),
+            mk_object(
+                &slices,
+                "ns",
+                "s2",
+                &[],
+                json!({"addressType": "IPv6", "endpoints": []}),
+            ),
         ];
         let generic: Vec<_> = objects.iter().map(GenericRecord::from_generic).collect();
         same_as_decoded(&slices, &generic);
