@@ -49,7 +49,13 @@ impl Kubectl {
     /// For k8sailor behind TLS at `url` (kubectl sends a token over TLS only), whose
     /// certificate is `ca` (PEM), as the owner of `token` (`--auth delegated`); `name` tells
     /// this kubectl's files from others'.
-    pub(crate) fn for_k8sailor_as(dir: &Path, name: &str, url: &str, ca: &str, token: &str) -> Kubectl {
+    pub(crate) fn for_k8sailor_as(
+        dir: &Path,
+        name: &str,
+        url: &str,
+        ca: &str,
+        token: &str,
+    ) -> Kubectl {
         use base64::Engine;
         let ca = base64::engine::general_purpose::STANDARD.encode(ca);
         let cluster = json!({"server": url, "certificate-authority-data": ca});
@@ -59,7 +65,8 @@ impl Kubectl {
     /// For the apiserver (its address and CA from the cluster's kubeconfig) as the owner of
     /// `token`, nothing else of the admin's credentials.
     pub(crate) fn for_apiserver_as(dir: &Path, name: &str, token: &str) -> Kubectl {
-        let text = std::fs::read_to_string(&cluster().kubeconfig).expect("the cluster's kubeconfig");
+        let text =
+            std::fs::read_to_string(&cluster().kubeconfig).expect("the cluster's kubeconfig");
         let mut config: Value = serde_saphyr::from_str(&text).expect("kubeconfig YAML");
         for user in config["users"].as_array_mut().expect("users") {
             user["user"] = json!({ "token": token });

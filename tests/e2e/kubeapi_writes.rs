@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::access::{User, account, grant, rule};
 use crate::kubeapi::{Kubectl, normalized};
+use crate::logs::followed_for;
 use crate::support::{SOON, Server, TestNamespace, eventually, repo};
 
 /// A node kwok plays, whose pods run and log (hack/cluster up --log-nodes).
@@ -37,7 +38,11 @@ struct Both {
 impl Both {
     fn new(dir: &std::path::Path, front: &TlsFront, user: &User) -> Both {
         Both {
-            apiserver: Kubectl::for_apiserver_as(dir, &format!("apiserver-{}", user.name), &user.token),
+            apiserver: Kubectl::for_apiserver_as(
+                dir,
+                &format!("apiserver-{}", user.name),
+                &user.token,
+            ),
             k8sailor: Kubectl::for_k8sailor_as(
                 dir,
                 &format!("k8sailor-{}", user.name),
@@ -120,14 +125,22 @@ async fn kubectl_writes_through_k8sailor_as_through_the_apiserver() {
         "spec": {"nodeName": NODE, "containers": [{"name": "app", "image": "busybox:1.36"}]},
     }))
     .unwrap();
-    ns.api::<Pod>().create(&PostParams::default(), &pod).await.unwrap();
+    ns.api::<Pod>()
+        .create(&PostParams::default(), &pod)
+        .await
+        .unwrap();
     let server = Server::start(&["--auth", "delegated"]);
     let front = TlsFront::before(&dir, &server);
     let as_writer = Both::new(&dir, &front, &writer);
     let as_reader = Both::new(&dir, &front, &reader);
     let n = ns.name.as_str();
     eventually(SOON, "k8sailor serves the StatefulSet", || async {
-        let (ok, out, _) = field(&as_writer.k8sailor, n, "statefulset/web", "{.spec.replicas}");
+        let (ok, out, _) = field(
+            &as_writer.k8sailor,
+            n,
+            "statefulset/web",
+            "{.spec.replicas}",
+        );
         (ok && out == "0").then_some(())
     })
     .await;
@@ -142,27 +155,46 @@ async fn kubectl_writes_through_k8sailor_as_through_the_apiserver() {
     // the same once the first object is gone.
     // kubectl validates a manifest against /openapi, which is not served here yet.
     let made = manifest(&dir, "made", "1");
-    let (ok, out, err) = as_writer.k8sailor.run(&["create", "--validate=false", "-f", &made, "-n", n]);
+    let (ok, out, err) =
+        as_writer
+            .k8sailor
+            .run(&["create", "--validate=false", "-f", &made, "-n", n]);
     assert!(ok, "{err}");
     assert_eq!(out.trim(), "configmap/made created");
-    assert_eq!(field(&as_writer.k8sailor, n, "configmap/made", "{.data.v}").1, "1");
+    assert_eq!(
+        field(&as_writer.k8sailor, n, "configmap/made", "{.data.v}").1,
+        "1"
+    );
     // delete: printed alike, and gone at once for a read through k8sailor.
-    let (ok, deleted, err) = as_writer.k8sailor.run(&["delete", "configmap", "made", "-n", n]);
+    let (ok, deleted, err) = as_writer
+        .k8sailor
+        .run(&["delete", "configmap", "made", "-n", n]);
     assert!(ok, "{err}");
     let (ok, _, err) = field(&as_writer.k8sailor, n, "configmap/made", "{.data.v}");
     assert!(!ok && err.contains("NotFound"), "{err}");
-    let (ok, theirs, err) = as_writer.apiserver.run(&["create", "--validate=false", "-f", &made, "-n", n]);
+    let (ok, theirs, err) =
+        as_writer
+            .apiserver
+            .run(&["create", "--validate=false", "-f", &made, "-n", n]);
     assert!(ok && theirs == out, "{theirs} {err}");
-    let (ok, theirs, err) = as_writer.apiserver.run(&["delete", "configmap", "made", "-n", n]);
+    let (ok, theirs, err) = as_writer
+        .apiserver
+        .run(&["delete", "configmap", "made", "-n", n]);
     assert!(ok && theirs == deleted, "{theirs} {err}");
 
     // apply: created, then configured, each seen at once by the next read.
     for (value, printed) in [("1", "created"), ("2", "configured")] {
         let applied = manifest(&dir, "applied", value);
-        let (ok, out, err) = as_writer.k8sailor.run(&["apply", "--validate=false", "-f", &applied, "-n", n]);
+        let (ok, out, err) =
+            as_writer
+                .k8sailor
+                .run(&["apply", "--validate=false", "-f", &applied, "-n", n]);
         assert!(ok, "{err}");
         assert_eq!(out.trim(), format!("configmap/applied {printed}"));
-        assert_eq!(field(&as_writer.k8sailor, n, "configmap/applied", "{.data.v}").1, value);
+        assert_eq!(
+            field(&as_writer.k8sailor, n, "configmap/applied", "{.data.v}").1,
+            value
+        );
     }
     // Read-your-writes with no kubectl start-up between the write and the read: a PATCH
     // relayed, then at once a GET from memory, each time the new value.
@@ -184,24 +216,50 @@ async fn kubectl_writes_through_k8sailor_as_through_the_apiserver() {
             .request("GET", &object, &[("authorization", &bearer)])
             .await;
         let read: Value = serde_json::from_str(&read).unwrap();
-        assert_eq!((status, &read["data"]["v"]), (200, &json!(value.to_string())));
+        assert_eq!(
+            (status, &read["data"]["v"]),
+            (200, &json!(value.to_string()))
+        );
     }
 
-    let (ok, _, err) = as_writer.apiserver.run(&["delete", "configmap", "applied", "-n", n]);
+    let (ok, _, err) = as_writer
+        .apiserver
+        .run(&["delete", "configmap", "applied", "-n", n]);
     assert!(ok, "{err}");
     for value in ["1", "2"] {
         let applied = manifest(&dir, "applied", value);
-        as_writer.same(&["apply", "--validate=false", "-f", &applied, "-n", n, "--dry-run=server"]);
+        as_writer.same(&[
+            "apply",
+            "--validate=false",
+            "-f",
+            &applied,
+            "-n",
+            n,
+            "--dry-run=server",
+        ]);
     }
 
     // scale: through the scale subresource; the StatefulSet shows it at once.
     let (ok, out, err) =
-        as_writer.k8sailor.run(&["scale", "statefulset", "web", "--replicas=2", "-n", n]);
+        as_writer
+            .k8sailor
+            .run(&["scale", "statefulset", "web", "--replicas=2", "-n", n]);
     assert!(ok, "{err}");
     assert_eq!(out.trim(), "statefulset.apps/web scaled");
-    assert_eq!(field(&as_writer.k8sailor, n, "statefulset/web", "{.spec.replicas}").1, "2");
+    assert_eq!(
+        field(
+            &as_writer.k8sailor,
+            n,
+            "statefulset/web",
+            "{.spec.replicas}"
+        )
+        .1,
+        "2"
+    );
     let (ok, theirs, err) =
-        as_writer.apiserver.run(&["scale", "statefulset", "web", "--replicas=0", "-n", n]);
+        as_writer
+            .apiserver
+            .run(&["scale", "statefulset", "web", "--replicas=0", "-n", n]);
     assert!(ok && theirs == out, "{theirs} {err}");
 
     // A write RBAC refuses: the apiserver's Forbidden, printed alike.
@@ -220,23 +278,19 @@ async fn kubectl_writes_through_k8sailor_as_through_the_apiserver() {
     .0;
     let (ok, theirs, err) = as_writer.apiserver.run(&["logs", "logger", "-n", n]);
     assert!(ok && theirs.starts_with(&ours), "{err}\n{ours}\n{theirs}");
-    let follow = as_writer
-        .k8sailor
-        .command(&["logs", "-f", "logger", "-n", n, "--tail=1"]);
-    let followed = Command::new("timeout")
-        .arg("3")
-        .arg(follow.get_program())
-        .args(follow.get_args())
-        .output()
-        .expect("kubectl logs -f runs");
-    let lines: Vec<String> = String::from_utf8_lossy(&followed.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let lines = followed_for(
+        as_writer
+            .k8sailor
+            .command(&["logs", "-f", "logger", "-n", n, "--tail=1"]),
+        3,
+    );
     assert!(lines.len() >= 2, "kubectl logs -f followed {lines:?}");
     let (_, theirs, _) = as_writer.apiserver.run(&["logs", "logger", "-n", n]);
     for line in &lines {
-        assert!(theirs.lines().any(|l| l == line), "{line:?} is not in the pod's log");
+        assert!(
+            theirs.lines().any(|l| l == line),
+            "{line:?} is not in the pod's log"
+        );
     }
     // A caller without pods/log: the apiserver's refusal.
     let (ok, _, err) = as_reader.same(&["logs", "logger", "-n", n]);
@@ -267,37 +321,67 @@ async fn with_auth_none_a_write_is_the_apiservers_method_not_allowed() {
         "Error from server (MethodNotAllowed): the server does not allow this method on the requested resource"
     );
     let (status, _, body) = server
-        .request("DELETE", &format!("/api/v1/namespaces/{n}/configmaps/kept"), &[])
+        .request(
+            "DELETE",
+            &format!("/api/v1/namespaces/{n}/configmaps/kept"),
+            &[],
+        )
         .await;
     let body: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
         (status, &body["kind"], &body["reason"], &body["code"]),
-        (405, &json!("Status"), &json!("MethodNotAllowed"), &json!(405)),
+        (
+            405,
+            &json!("Status"),
+            &json!("MethodNotAllowed"),
+            &json!(405)
+        ),
         "{body}"
     );
     // Nothing was written with k8sailor's identity.
-    assert!(ns.api::<ConfigMap>().get_opt("kept").await.unwrap().is_some());
+    assert!(
+        ns.api::<ConfigMap>()
+            .get_opt("kept")
+            .await
+            .unwrap()
+            .is_some()
+    );
     // A subresource is not served from memory: the apiserver's 404.
     let (status, _, body) = server
         .request("GET", &format!("/api/v1/namespaces/{n}/pods/kept/log"), &[])
         .await;
     let body: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!((status, &body["reason"]), (404, &json!("NotFound")), "{body}");
+    assert_eq!(
+        (status, &body["reason"]),
+        (404, &json!("NotFound")),
+        "{body}"
+    );
 }
 
-/// Opens a watch of ConfigMaps at `/api` as `token`, and reads until its first event.
-async fn open_watch(server: &Server, ns: &str, token: &str) -> reqwest::Response {
-    let url = format!("{}/api/v1/namespaces/{ns}/configmaps?watch=true", server.root());
-    let mut response = server
+/// A watch of ConfigMaps at `/api` as `token`: its answer, the body still streaming.
+async fn watch_as(server: &Server, ns: &str, token: &str) -> reqwest::Response {
+    let url = format!(
+        "{}/api/v1/namespaces/{ns}/configmaps?watch=true",
+        server.root()
+    );
+    server
         .http
         .get(&url)
         .bearer_auth(token)
         .send()
         .await
-        .expect("k8sailor answers");
+        .expect("k8sailor answers")
+}
+
+/// Opens a watch with [`watch_as`], and reads until its first event.
+async fn open_watch(server: &Server, ns: &str, token: &str) -> reqwest::Response {
+    let mut response = watch_as(server, ns, token).await;
     assert_eq!(response.status(), 200);
     let first = tokio::time::timeout(SOON, response.chunk()).await;
-    assert!(matches!(first, Ok(Ok(Some(_)))), "the watch started: {first:?}");
+    assert!(
+        matches!(first, Ok(Ok(Some(_)))),
+        "the watch started: {first:?}"
+    );
     response
 }
 
@@ -312,13 +396,18 @@ async fn on_the_kubernetes_api_a_caller_past_its_share_gets_429_and_another_is_s
     let hog = account(&ns, "hog").await;
     let quiet = account(&ns, "quiet").await;
     for user in [&hog, &quiet] {
-        grant(&ns, &ns, user, vec![rule("", &["configmaps"], &["get", "list", "watch"])]).await;
+        grant(
+            &ns,
+            &ns,
+            user,
+            vec![rule("", &["configmaps"], &["get", "list", "watch"])],
+        )
+        .await;
     }
     let server = Server::start(&["--auth", "delegated", "--max-watches", "4"]);
     let n = ns.name.as_str();
     let held = eventually(SOON, "the hog's first watch", || async {
-        let url = format!("{}/api/v1/namespaces/{n}/configmaps?watch=true", server.root());
-        let response = server.http.get(&url).bearer_auth(&hog.token).send().await.ok()?;
+        let response = watch_as(&server, n, &hog.token).await;
         (response.status() == 200).then_some(response)
     })
     .await
@@ -327,8 +416,7 @@ async fn on_the_kubernetes_api_a_caller_past_its_share_gets_429_and_another_is_s
     for _ in 0..3 {
         held.push(open_watch(&server, n, &hog.token).await);
     }
-    let url = format!("{}/api/v1/namespaces/{n}/configmaps?watch=true", server.root());
-    let refused = server.http.get(&url).bearer_auth(&hog.token).send().await.unwrap();
+    let refused = watch_as(&server, n, &hog.token).await;
     assert_eq!(refused.status(), 429);
     assert_eq!(refused.headers()["retry-after"], "1");
     let body: Value = tokio::time::timeout(SOON, refused.json())
@@ -382,7 +470,14 @@ impl TlsFront {
         use rustls::pki_types::{CertificateDer, PrivateKeyDer};
         let (cert, key) = (dir.join("front.crt"), dir.join("front.key"));
         let made = Command::new("openssl")
-            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"])
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+            ])
             .args(["-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
             .args(["-addext", "subjectAltName=IP:127.0.0.1"])
             .arg("-keyout")
@@ -391,7 +486,11 @@ impl TlsFront {
             .arg(&cert)
             .output()
             .expect("openssl runs");
-        assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
         let chain = vec![CertificateDer::from_pem_file(&cert).expect("the certificate")];
         let private = PrivateKeyDer::from_pem_file(&key).expect("the key");
         let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
@@ -405,10 +504,7 @@ impl TlsFront {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let url = format!("https://{}", listener.local_addr().unwrap());
-        let backend = server
-            .root()
-            .trim_start_matches("http://")
-            .to_string();
+        let backend = server.root().trim_start_matches("http://").to_string();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()

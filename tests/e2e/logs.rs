@@ -108,6 +108,20 @@ fn kubectl_logs(ns: &str, args: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// The lines a following command (`kubectl logs -f`) prints in `seconds`, when it is stopped.
+pub(crate) fn followed_for(command: Command, seconds: u32) -> Vec<String> {
+    let out = Command::new("timeout")
+        .arg(seconds.to_string())
+        .arg(command.get_program())
+        .args(command.get_args())
+        .output()
+        .expect("the command runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
 /// An open streamed answer, read line by line as it arrives.
 struct Lines {
     response: reqwest::Response,
@@ -242,18 +256,12 @@ async fn a_pods_log_is_read_tailed_and_followed_as_kubectl_shows_it() {
     let seen: Vec<u64> = ours.iter().map(|l| number(l)).collect();
     assert!(seen.windows(2).all(|w| w[1] == w[0] + 1), "{seen:?}");
     // kubectl logs -f for a while: every line it followed, k8sailor's stream sends alike.
-    let out = Command::new("timeout")
-        .arg("3")
-        .arg(kubectl())
+    let mut follow = Command::new(kubectl());
+    follow
         .arg("--kubeconfig")
         .arg(&cluster().kubeconfig)
-        .args(["logs", "-f", "-n", &ns.name, "web", "--tail=1"])
-        .output()
-        .expect("kubectl logs -f runs");
-    let theirs: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect();
+        .args(["logs", "-f", "-n", &ns.name, "web", "--tail=1"]);
+    let theirs = followed_for(follow, 3);
     assert!(theirs.len() >= 3, "kubectl logs -f followed {theirs:?}");
     while ours
         .last()

@@ -324,7 +324,8 @@ pub(super) struct Refused {
 
 impl From<Refused> for ApiError {
     fn from(refused: Refused) -> ApiError {
-        ApiError::new(StatusCode::TOO_MANY_REQUESTS, refused.message).retry_after(refused.retry_after)
+        ApiError::new(StatusCode::TOO_MANY_REQUESTS, refused.message)
+            .retry_after(refused.retry_after)
     }
 }
 
@@ -479,8 +480,8 @@ mod tests {
         let who = || Identity::Address([127, 0, 0, 2].into());
         let first = fairness.take(Held::Watches, who()).ok().unwrap();
         let _second = fairness.take(Held::Watches, who()).ok().unwrap();
-        let refused = ApiError::from(fairness.take(Held::Watches, who()).err().unwrap())
-            .into_response();
+        let refused =
+            ApiError::from(fairness.take(Held::Watches, who()).err().unwrap()).into_response();
         assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(refused.headers()["retry-after"], "1");
         // Requests are another bound: a watch hog may still read.

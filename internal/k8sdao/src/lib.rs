@@ -767,7 +767,10 @@ async fn read_within(mut body: RelayedBody, limit: usize) -> Result<Bytes, Relay
             }
             Some(next) => {
                 let read = futures::stream::iter(read.into_iter().map(Ok));
-                return Err(read.chain(futures::stream::once(async { next })).chain(body).boxed());
+                return Err(read
+                    .chain(futures::stream::once(async { next }))
+                    .chain(body)
+                    .boxed());
             }
         }
     }

@@ -12,10 +12,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use confk8s::{Access, ReviewError};
 
-use super::query::KubeQuery;
+use super::query::{KubeQuery, flag};
 use super::reads::served_resource;
-use super::{Routed, Target};
 use super::status::Status;
+use super::{Routed, Target};
 use crate::AppState;
 use crate::auth::{access_to, bearer_token, client_address};
 use crate::fairness::Caller;
@@ -78,8 +78,8 @@ pub(crate) async fn check(State(s): State<AppState>, mut request: Request, next:
     let routed = Routed::of(&s, request.method(), request.uri().path());
     let watch = axum::extract::Query::<KubeQuery>::try_from_uri(request.uri())
         .ok()
-        .and_then(|q| q.0.watch)
-        .is_some_and(|w| w == "true" || w == "1");
+        .and_then(|q| flag(q.0.watch.as_deref(), "watch").ok())
+        .unwrap_or(false);
     let access = match &routed.target {
         Some(target) if routed.from_memory => match access_of(&s, target, watch) {
             Some(access) => Some(access),

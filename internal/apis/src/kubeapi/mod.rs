@@ -2,7 +2,8 @@
 //! discovery, the apiserver's OpenAPI documents (relayed and kept), and the reads (lists,
 //! objects, Tables, watches) of every served resource whose whole object the cache keeps,
 //! answered as the apiserver answers them, so that kubectl and client-go can be pointed at
-//! k8sailor.
+//! k8sailor. The rest (writes, subresources) is relayed to the apiserver as its caller
+//! (`relay.rs`), or refused without auth.
 
 mod access;
 mod discovery;
@@ -15,8 +16,8 @@ mod status;
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::middleware::Next;
 use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 
@@ -46,7 +47,7 @@ pub(super) fn routes(auth: AuthMode) -> Router<AppState> {
 }
 
 /// The query parameters that make a request a stream.
-#[derive(serde::Deserialize, Default)]
+#[derive(serde::Deserialize)]
 struct StreamQuery {
     watch: Option<String>,
     follow: Option<String>,
@@ -56,16 +57,20 @@ struct StreamQuery {
 /// a watch's place for as long as it is open, any other request a request's until answered;
 /// one past its share gets the apiserver's 429 Status.
 pub(super) async fn share(State(s): State<AppState>, request: Request, next: Next) -> Response {
-    let query = axum::extract::Query::<StreamQuery>::try_from_uri(request.uri())
-        .map(|q| q.0)
-        .unwrap_or_default();
-    let is_true = |v: Option<&str>| matches!(v, Some("true" | "1"));
-    let followed_log = is_true(query.follow.as_deref())
+    // An invalid query or flag is the handler's 400 (or the apiserver's); here, no stream.
+    let (watch, follow) = match axum::extract::Query::<StreamQuery>::try_from_uri(request.uri()) {
+        Ok(q) => (
+            query::flag(q.0.watch.as_deref(), "watch").unwrap_or(false),
+            query::flag(q.0.follow.as_deref(), "follow").unwrap_or(false),
+        ),
+        Err(_) => (false, false),
+    };
+    let followed_log = follow
         && matches!(
             Routed::of(&s, request.method(), request.uri().path()).target,
             Some(Target::Subresource { subresource, .. }) if subresource == "log"
         );
-    let held = if is_true(query.watch.as_deref()) || followed_log {
+    let held = if watch || followed_log {
         Held::Watches
     } else {
         Held::Requests
@@ -319,11 +324,7 @@ mod tests {
                 subresource: "log".into(),
             })
         );
-        for unserved in [
-            "v1//pods",
-            "",
-            "v1/a/b/c/d/e",
-        ] {
+        for unserved in ["v1//pods", "", "v1/a/b/c/d/e"] {
             assert_eq!(Target::parse(true, unserved), None, "{unserved}");
         }
     }

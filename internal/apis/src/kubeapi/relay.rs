@@ -11,9 +11,9 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http_body_util::BodyExt;
 
+use super::Target;
 use super::reads::{Streamed, cached_resource};
 use super::status::Status;
-use super::Target;
 use crate::AppState;
 use crate::auth::bearer_token;
 use biz::BizError;
