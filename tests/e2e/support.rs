@@ -21,8 +21,17 @@ pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// reqwest is built with rustls but no crypto provider of its own (ring is the server's, and
+/// kube's): building any client, even a plain HTTP one, needs the process default set first.
+/// Every test reaches [`cluster`] or [`Server::start_command`] before it makes a client.
+fn install_tls_provider() {
+    // Err: already installed, by an earlier test or by kube.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// The control plane of this test run; a failure to start it fails every test that needs it.
 pub fn cluster() -> &'static Cluster {
+    install_tls_provider();
     static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
     let cluster = CLUSTER.get_or_init(|| {
         if let Some(kc) = std::env::var_os("K8SAILOR_TEST_KUBECONFIG") {
@@ -375,6 +384,7 @@ impl Server {
     /// or wrapper such as `unshare`): waits for the "listening" line, or returns the exit
     /// status and stderr of a process that ended without serving.
     pub fn start_command(mut command: Command) -> Result<Server, String> {
+        install_tls_provider();
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

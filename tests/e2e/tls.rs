@@ -573,3 +573,31 @@ async fn a_thousand_watches_share_one_http2_connection_and_each_sees_a_change() 
         "{missed} of {WATCHES} watches did not see the change"
     );
 }
+
+#[tokio::test]
+async fn under_delegated_auth_openapi_needs_an_authenticated_caller() {
+    let server = Server::start(&["--auth", "delegated"]);
+    let url = format!("{}/openapi/v3", server.root());
+    let anonymous = server.http.get(&url).send().await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let status: serde_json::Value = anonymous.json().await.unwrap();
+    assert_eq!(status["kind"], "Status", "{status}");
+    let unknown = server
+        .http
+        .get(&url)
+        .bearer_auth("not-a-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 401);
+    let known = server
+        .http
+        .get(&url)
+        .bearer_auth(crate::deploy::admin_token())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(known.status(), 200);
+    let index: serde_json::Value = known.json().await.unwrap();
+    assert!(index["paths"]["api/v1"].is_object(), "{index}");
+}
