@@ -271,8 +271,8 @@ settings! {
         /// Open watches (watch=true), shared the same way [default: 512].
         #[arg(long, env = "K8SAILOR_MAX_WATCHES")]
         max_watches: usize = FairShares::default().max_watches,
-        /// A watch ends after this times a random factor in [1, 2), as with the apiserver's
-        /// --min-request-timeout, so clients spread over replicas [default: 30m].
+        /// A watch or a followed log ends after this times a random factor in [1, 2), as with
+        /// the apiserver's --min-request-timeout, so clients spread over replicas [default: 30m].
         #[arg(long, env = "K8SAILOR_MIN_REQUEST_TIMEOUT")]
         min_request_timeout: String = "30m".to_string(),
         /// How often a quiet `watch=true` stream of Server-Sent Events gets a keep-alive

@@ -878,17 +878,60 @@ async fn a_followed_log_ends_when_its_client_goes_and_at_shutdown() {
     let mut followed = Lines::open(&server, &path, &[], None).await;
     followed.next().await;
     server.signal("-TERM");
-    let end = tokio::time::timeout(SOON, async {
+    let end = until_its_end(&mut followed, "a followed log at shutdown").await;
+    assert!(end.is_ok(), "the stream broke instead of ending: {end:?}");
+}
+
+/// Reads a streamed answer until its end: Ok once it ended cleanly (the chunked body
+/// complete), the error if it broke; panics if it is still open after SOON.
+async fn until_its_end(lines: &mut Lines, what: &str) -> reqwest::Result<()> {
+    tokio::time::timeout(SOON, async {
         loop {
-            match followed.response.chunk().await {
+            match lines.response.chunk().await {
                 Ok(Some(_)) => continue,
                 other => return other.map(|_| ()),
             }
         }
     })
     .await
-    .expect("the stream ends at shutdown");
-    assert!(end.is_ok(), "the stream broke instead of ending: {end:?}");
+    .unwrap_or_else(|_| panic!("{what}: still open after {SOON:?}"))
+}
+
+/// A followed log ends after a watch's randomised lifetime (`--min-request-timeout` times
+/// [1, 2); 1 s here, not the default 30 minutes), cleanly, and the client opens it again.
+#[tokio::test]
+async fn a_followed_log_ends_cleanly_after_its_lifetime_and_is_opened_again() {
+    let ns = namespace_with(
+        "logs-lifetime",
+        running_pod("web", &["app"], json!({"app": "web"})),
+    )
+    .await;
+    let server = Server::start(&["--min-request-timeout", "1s"]);
+    wait_running(&server, &ns.name, "web").await;
+    for path in [
+        format!(
+            "/pods/web/logs?namespace={}&tailLines=1&follow=true",
+            ns.name
+        ),
+        format!(
+            "/pods/logs?namespace={}&labelSelector=app%3Dweb&tailLines=1&follow=true",
+            ns.name
+        ),
+    ] {
+        let mut followed = Lines::open(&server, &path, &[], None).await;
+        followed.next().await;
+        let end = until_its_end(&mut followed, &path).await;
+        assert!(
+            end.is_ok(),
+            "{path}: the stream broke instead of ending: {end:?}"
+        );
+        // The client resumes: the log is there to follow again.
+        let mut again = Lines::open(&server, &path, &[], None).await;
+        assert!(
+            !again.next().await.is_empty(),
+            "{path}: a line once opened again"
+        );
+    }
 }
 
 /// The server process's resident memory, in KiB.

@@ -82,15 +82,19 @@ async function failureOf(res) {
 }
 
 /**
- * One call; resolves to the envelope's `data`, or the text when `text` is set. A call made in
- * the background (`background`) does not set the badge: the ping does that.
+ * One call; resolves to the envelope's `data`, or the text when `text` is set. `body` is sent
+ * as JSON. A call made in the background (`background`) does not set the badge: the ping does
+ * that.
  */
-async function api(path, params = {}, { method = "GET", text = false, signal, background = false } = {}) {
+async function api(path, params = {}, { method = "GET", text = false, signal, background = false, body } = {}) {
   let res;
   try {
+    const sent = headers(text ? "*/*" : "application/json");
+    if (body !== undefined) sent["Content-Type"] = "application/json";
     res = await fetch(apiUrl(path, params), {
       method,
-      headers: headers(text ? "*/*" : "application/json"),
+      headers: sent,
+      body: body === undefined ? undefined : JSON.stringify(body),
       signal,
     });
   } catch (err) {
@@ -749,6 +753,69 @@ function columnsOf(resource, options) {
 
 const main = document.getElementById("main");
 
+/** Words of a free-text field: entries separated by spaces, commas or lines. */
+const entriesOf = (text) => text.split(/[\s,]+/).filter(Boolean);
+
+/**
+ * The create form of each kind the API creates (POST /{kind}/{name}), in the original client's
+ * short forms; the server checks every field and says what is wrong.
+ */
+const CREATE_FORMS = {
+  deployments: {
+    fields: [
+      { name: "image", label: "Images", placeholder: "nginx:1.27, redis:7", help: "one container per image" },
+      { name: "replicas", label: "Replicas", type: "number", value: "1" },
+    ],
+    body: (v) => ({ replicas: Number(v.replicas), containers: entriesOf(v.image).map((image) => ({ image })) }),
+  },
+  services: {
+    fields: [{ name: "services", label: "Ports", placeholder: "80:8080 !30080:443:8443", help: "port:targetPort; ! NodePort, # headless, @name ExternalName" }],
+    body: (v) => ({ services: entriesOf(v.services) }),
+  },
+  ingresses: {
+    fields: [{ name: "endpoints", label: "Rules", placeholder: "http://shop.example.com/api*?backend=api:8080", help: "one per rule" }],
+    body: (v) => ({ endpoints: entriesOf(v.endpoints) }),
+  },
+};
+
+/**
+ * The form creating a `resource` in `namespace`, folded until opened; the created object shows
+ * in the live table beside it through the watch, the server's refusal in words under it.
+ */
+function createForm(resource, namespace) {
+  const spec = CREATE_FORMS[resource.name];
+  const title = `Create ${/^[AEIOU]/.test(resource.kind) ? "an" : "a"} ${resource.kind}`;
+  const outcome = h("p", { class: "note", role: "status" });
+  const name = h("input", { name: "name", required: true, placeholder: "web", spellcheck: "false", autocomplete: "off" });
+  const inputs = spec.fields.map((f) =>
+    h("input", { name: f.name, type: f.type || "text", value: f.value || "", placeholder: f.placeholder || "", required: true, spellcheck: "false", autocomplete: "off", title: f.help || "" }),
+  );
+  const form = h(
+    "form",
+    {
+      class: "toolbar create",
+      "aria-label": title,
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const values = Object.fromEntries(inputs.map((i) => [i.name, i.value.trim()]));
+        outcome.className = "note";
+        outcome.textContent = "creating";
+        try {
+          await api(`/${resource.name}/${encodeURIComponent(name.value.trim())}`, { namespace }, { method: "POST", body: spec.body(values) });
+          outcome.textContent = `${resource.kind} ${name.value.trim()} created`;
+        } catch (err) {
+          outcome.className = "error";
+          outcome.textContent = `Not created: ${err.message}`;
+        }
+      },
+    },
+    h("label", {}, "Name", name),
+    ...spec.fields.map((f, i) => h("label", {}, f.label, inputs[i])),
+    h("button", { type: "submit" }, "Create"),
+  );
+  return h("details", { class: "create" }, h("summary", {}, title), form, outcome);
+}
+
 /**
  * A live table of a kind in the route's namespace (a cluster-wide kind's everywhere): the
  * server filters with the label selector, the page with the name search.
@@ -804,6 +871,7 @@ function listView(route, resource) {
     h("h1", {}, plural(resource.kind), " ", h("span", { class: "count" }, where)),
     form,
     h("p", { id: "selector-help", class: "note" }, "kubectl's syntax, evaluated by the server: a=b, a!=b, a in (x,y), a notin (x), a, !a."),
+    CREATE_FORMS[resource.name] && route.namespace ? createForm(resource, route.namespace) : null,
     error,
     note,
     table.el,

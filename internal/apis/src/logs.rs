@@ -5,7 +5,8 @@
 //! each; a merged log's as `line` events of `{"pod","container","line"}`, and what happens to
 //! the set of pods as `joined`, `left`, `cut`, `refused` and `ended` events. A stream ends
 //! when its log does, when the client goes (the upstream requests are closed with it), and
-//! at shutdown, as watches do.
+//! at shutdown or after its randomised lifetime (`--min-request-timeout` times [1, 2)), as
+//! watches do: cleanly, so the client opens it again.
 
 use k8sdao::catalog::PODS;
 use std::convert::Infallible;
@@ -158,14 +159,16 @@ fn text_of(line: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line))
 }
 
-/// Ends with the server's shutdown, and counts itself as an open stream while it lasts.
-fn until_shutdown<S: Stream + Send + 'static>(
+/// Ends with the server's shutdown or after a watch's randomised lifetime
+/// ([`AppState::watch_end`]): a followed log holds its place as a watch does, so it must not
+/// pin its client to one replica for ever. Counts itself as an open stream while it lasts.
+fn until_end<S: Stream + Send + 'static>(
     s: &AppState,
     stream: S,
 ) -> impl Stream<Item = S::Item> + Send + 'static {
     let guard = s.metrics.watch_opened("pods/log".into());
     stream
-        .take_until(s.streams.clone().cancelled_owned())
+        .take_until(s.watch_end())
         .inspect(move |_| guard.sent())
 }
 
@@ -218,7 +221,7 @@ async fn pod_log(
             std::future::ready(line.is_ok())
         })
         .filter_map(|line| std::future::ready(line.ok()));
-    let lines = until_shutdown(&s, lines);
+    let lines = until_end(&s, lines);
     if log.follow && watch::accepts_event_stream(&headers) {
         return Ok(sse_response(
             &s,
@@ -268,7 +271,7 @@ fn merged_response(
     log: MergedLog,
     limits: LogLimits,
 ) -> Response {
-    let events = until_shutdown(s, log.events);
+    let events = until_end(s, log.events);
     let mut response = if log.follow && watch::accepts_event_stream(headers) {
         sse_response(s, events.map(|event| sse_event(&event)))
     } else {
@@ -442,4 +445,58 @@ fn workload_route(row: &'static BuiltIn, ownership: PodOwnership) -> UtoipaMetho
         .paths
         .insert(path, PathItem::new(HttpMethod::Get, operation));
     (Vec::new(), paths, handler)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use futures::StreamExt;
+
+    use super::until_end;
+    use crate::{AppState, FairShares};
+
+    fn state(min_request_timeout: Duration) -> AppState {
+        let shares = FairShares {
+            min_request_timeout,
+            ..FairShares::default()
+        };
+        AppState::new(
+            Arc::new(biz::Workloads::new(k8sdao::Source::fake(
+                k8sdao::fake::small_cluster(),
+                None,
+            ))),
+            None,
+            shares,
+            Duration::from_secs(15),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_followed_log_ends_cleanly_after_a_watchs_lifetime() {
+        let lifetime = Duration::from_millis(50);
+        let s = state(lifetime);
+        let opened = Instant::now();
+        // A log that never ends by itself, as a followed one of a quiet container.
+        let log = until_end(&s, futures::stream::pending::<()>()).collect::<Vec<()>>();
+        // A bound for a stream that would never end, far above the lifetime: not a timing.
+        let lines = tokio::time::timeout(Duration::from_secs(60), log)
+            .await
+            .expect("the log ends by itself once its lifetime is over");
+        assert!(lines.is_empty());
+        assert!(
+            opened.elapsed() >= lifetime,
+            "not before minRequestTimeout: {:?}",
+            opened.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_followed_log_ends_at_shutdown_before_its_lifetime() {
+        let s = state(Duration::from_secs(3600));
+        let log = until_end(&s, futures::stream::pending::<()>());
+        s.streams.cancel();
+        assert_eq!(log.collect::<Vec<()>>().await, Vec::<()>::new());
+    }
 }
