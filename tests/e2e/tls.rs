@@ -577,6 +577,16 @@ async fn a_thousand_watches_share_one_http2_connection_and_each_sees_a_change() 
 #[tokio::test]
 async fn under_delegated_auth_openapi_needs_an_authenticated_caller() {
     let server = Server::start(&["--auth", "delegated"]);
+    // Discovery names what is served, never an object: open at every level, the roots too.
+    for path in ["/version", "/api", "/apis", "/api/v1", "/apis/apps/v1"] {
+        let open = server
+            .http
+            .get(format!("{}{path}", server.root()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(open.status(), 200, "{path}");
+    }
     let url = format!("{}/openapi/v3", server.root());
     let anonymous = server.http.get(&url).send().await.unwrap();
     assert_eq!(anonymous.status(), 401);

@@ -39,11 +39,20 @@ pub(super) fn routes(auth: AuthMode) -> Router<AppState> {
         .route("/version", get(discovery::version).fallback(refused))
         .route("/api", get(discovery::core_versions).fallback(refused))
         .route("/apis", get(discovery::groups).fallback(refused))
-        .route("/api/{*path}", any(move |s, request| answer(s, auth, request)))
-        .route("/apis/{*path}", any(move |s, request| answer(s, auth, request)))
+        .route(
+            "/api/{*path}",
+            any(move |s, request| answer(s, auth, request)),
+        )
+        .route(
+            "/apis/{*path}",
+            any(move |s, request| answer(s, auth, request)),
+        )
         .route("/openapi/v2", get(openapi::document).fallback(refused))
         .route("/openapi/v3", get(openapi::document).fallback(refused))
-        .route("/openapi/v3/{*path}", get(openapi::document).fallback(refused))
+        .route(
+            "/openapi/v3/{*path}",
+            get(openapi::document).fallback(refused),
+        )
 }
 
 /// The query parameters that make a request a stream.
@@ -100,24 +109,27 @@ impl Routed {
         } else {
             None
         };
+        // `/version`, `/api` and `/apis` are discovery too: open, as their paths under them.
+        let root_discovery = matches!(path, "/version" | "/api" | "/apis");
         let from_memory = reads(method)
-            && match &target {
-                // Discovery is ours: it lists what memory serves.
-                Some(Target::Group { .. } | Target::GroupVersion { .. }) => true,
-                Some(Target::Collection {
-                    group,
-                    version,
-                    resource,
-                    ..
-                })
-                | Some(Target::Object {
-                    group,
-                    version,
-                    resource,
-                    ..
-                }) => reads::served_resource(s, group, version, resource).is_some(),
-                Some(Target::Subresource { .. }) | None => false,
-            };
+            && (root_discovery
+                || match &target {
+                    // Discovery is ours: it lists what memory serves.
+                    Some(Target::Group { .. } | Target::GroupVersion { .. }) => true,
+                    Some(Target::Collection {
+                        group,
+                        version,
+                        resource,
+                        ..
+                    })
+                    | Some(Target::Object {
+                        group,
+                        version,
+                        resource,
+                        ..
+                    }) => reads::served_resource(s, group, version, resource).is_some(),
+                    Some(Target::Subresource { .. }) | None => false,
+                });
         Routed {
             target,
             from_memory,
