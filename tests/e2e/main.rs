@@ -7,6 +7,7 @@ mod support;
 mod access;
 mod auth_limits;
 mod cached_writes;
+mod clientgo;
 mod contract;
 mod crds;
 mod demo;

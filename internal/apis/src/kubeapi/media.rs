@@ -166,16 +166,20 @@ mod tests {
     use super::*;
     use axum::http::HeaderValue;
 
-    fn negotiated(accept: &str, stream: bool) -> Result<Media, u16> {
+    fn accepting(accept: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();
         headers.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
-        negotiate(&headers, true, stream).map_err(|s| s.code.as_u16())
+        headers
+    }
+
+    fn negotiated(accept: &str, stream: bool) -> Result<Media, u16> {
+        negotiate(&accepting(accept), true, stream).map_err(|s| s.code.as_u16())
     }
 
     fn refusal(accept: &str, collection: bool, stream: bool) -> String {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
-        negotiate(&headers, collection, stream).unwrap_err().message
+        negotiate(&accepting(accept), collection, stream)
+            .unwrap_err()
+            .message
     }
 
     fn media(encoding: Encoding, shape: Shape) -> Result<Media, u16> {
