@@ -486,9 +486,15 @@ impl Server {
         for (name, value) in headers {
             req = req.header(*name, *value);
         }
-        let res = req.send().await.expect("k8sailor answers");
-        let (status, headers) = (res.status().as_u16(), res.headers().clone());
-        (status, headers, res.text().await.expect("a body"))
+        // Bounded, so a request k8sailor never answers fails the test naming it, not hangs it.
+        let answer = async {
+            let res = req.send().await.expect("k8sailor answers");
+            let (status, headers) = (res.status().as_u16(), res.headers().clone());
+            (status, headers, res.text().await.expect("a body"))
+        };
+        tokio::time::timeout(Duration::from_secs(60), answer)
+            .await
+            .unwrap_or_else(|_| panic!("{path}: no answer within 60 s"))
     }
 }
 
