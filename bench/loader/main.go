@@ -5,6 +5,7 @@
 //	loader configmaps --kubeconfig F --namespaces 20 --deployments 1000 --pods 10000 --summary out.json
 //	loader visible --kubeconfig F --pods ns/name,... --writes 200 --target NAME=URL ... --out out.json
 //	loader soak    --kubeconfig F --base URL --watches 10000 --reads-per-s 1000 --writes-per-s 20 --duration 30m
+//	loader watchers --kubeconfig F --target URL --namespace NS --pod NAME --watchers 10000 --changes 20 --out out.json
 //
 // load creates, per namespace, the `default` ServiceAccount (the ServiceAccount admission plugin
 // rejects pods without it, and no controller makes it here), then Deployments, their
@@ -22,6 +23,9 @@
 // visible patches a label on pods through the API and polls every target's single-pod read
 // (URL with {namespace} and {name} placeholders) until the new value shows, all targets at once,
 // so they see the same writes.
+//
+// watchers (watchers.go) opens many watches of one pod over HTTP/2 on one server and times
+// each label patch's event at every watcher.
 package main
 
 import (
@@ -55,7 +59,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loader load|configmaps|visible|soak [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loader load|configmaps|visible|soak|watchers [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -68,8 +72,10 @@ func main() {
 		err = runVisible(os.Args[2:])
 	case "soak":
 		err = runSoak(os.Args[2:])
+	case "watchers":
+		err = runWatchers(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (want load, configmaps, visible or soak)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (want load, configmaps, visible, soak or watchers)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loader: error:", err)
