@@ -160,9 +160,17 @@ func runWatchers(args []string) error {
 	fmt.Fprintf(os.Stderr, "loader: %s (%s): %d streams per connection, %d connections for %d watches from resourceVersion %s\n",
 		*target, protocol, streams, len(conns), *n, listVersion)
 
+	cs, err := client(*kubeconfig, 100, 100)
+	if err != nil {
+		return err
+	}
 	run := &watchRun{changes: *changes, reached: make([]atomic.Int64, *changes), failed: make(chan error, 1)}
 	for k := 0; k < *changes; k++ {
 		run.complete = append(run.complete, make(chan struct{}))
+	}
+	for i := 0; i < *n; i++ {
+		run.watchers = append(run.watchers, &streamWatcher{id: i, conn: i / int(streams),
+			arrived: make([]time.Time, *changes), version: make([]string, *changes), count: make([]int32, *changes)})
 	}
 	watchPath := fmt.Sprintf("%s/api/v1/namespaces/%s/pods?allowWatchBookmarks=true&fieldSelector=%s&resourceVersion=%s&watch=true",
 		*target, *ns, selector, listVersion)
@@ -170,10 +178,7 @@ func runWatchers(args []string) error {
 	opened := make(chan error, *n)
 	slots := make(chan struct{}, *opening)
 	t0 := time.Now()
-	for i := 0; i < *n; i++ {
-		w := &streamWatcher{id: i, conn: i / int(streams), arrived: make([]time.Time, *changes),
-			version: make([]string, *changes), count: make([]int32, *changes)}
-		run.watchers = append(run.watchers, w)
+	for _, w := range run.watchers {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
@@ -206,10 +211,6 @@ func runWatchers(args []string) error {
 	fmt.Fprintf(os.Stderr, "loader: %d watches open in %.1f s\n", *n, res.OpenS)
 	time.Sleep(*settle)
 
-	cs, err := client(*kubeconfig, 100, 100)
-	if err != nil {
-		return err
-	}
 	sent := make([]time.Time, *changes)
 	versions := make([]string, *changes)
 	stamp := time.Now().UnixNano() % 1_000_000
@@ -246,7 +247,16 @@ func runWatchers(args []string) error {
 	case <-time.After(*grace):
 	}
 	cancel()
-	readers.Wait()
+	stopped := make(chan struct{})
+	go func() {
+		readers.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("%s: the watchers' streams did not end within 30 s of being cancelled", *target)
+	}
 
 	var lat []float64
 	var wrong []string
@@ -396,7 +406,7 @@ func listOne(ctx context.Context, cc *http2.ClientConn, target string, header ht
 		return "", fmt.Errorf("GET %s: %w: %.300s", u, err, body)
 	}
 	if len(list.Items) != 1 || list.Metadata.ResourceVersion == "" {
-		return "", fmt.Errorf("GET %s: %d items, resourceVersion %q: want the one pod", u, len(list.Items), list.Metadata.ResourceVersion)
+		return "", fmt.Errorf("GET %s: %d items, resourceVersion %q: want pod %s alone", u, len(list.Items), list.Metadata.ResourceVersion, pod)
 	}
 	return list.Metadata.ResourceVersion, nil
 }
