@@ -565,8 +565,12 @@ impl InformerFactory {
                 .collect()
         };
         let mut unlistable = Vec::new();
-        for (status, resource, cluster_scoped) in kinds {
-            match self.review(&status, &resource, cluster_scoped).await {
+        // At once: each is a round trip to the apiserver, and start-up waits for them all.
+        let reviews = kinds.iter().map(|(status, resource, cluster_scoped)| {
+            self.review(status, resource, *cluster_scoped)
+        });
+        for reviewed in futures::future::join_all(reviews).await {
+            match reviewed {
                 Reviewed::Allowed => {}
                 Reviewed::Unlistable(denied) => unlistable.push(denied),
                 Reviewed::Unknown => return Ok(()),
