@@ -2,6 +2,7 @@
 //! serve; on shutdown stop serving, then stop the watches.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -45,6 +46,12 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         Some(files) => Some(crate::tls::acceptor(files).await?),
         None => None,
     };
+    let mut startup = apis::Startup::default();
+    let mut phase = Instant::now();
+    let mut took = move || {
+        let now = Instant::now();
+        std::mem::replace(&mut phase, now).elapsed()
+    };
     let connection = confk8s::connect(&settings.client).await?;
     tracing::info!(config = %connection.source, source = ?settings.source, namespace = ?settings.namespace, "connected to the Kubernetes API");
 
@@ -56,6 +63,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
             None
         }
     };
+    startup.connect = took();
     let watches = CancellationToken::new();
     let (reviewer, policy_tasks) = match settings.http.auth {
         AuthMode::None => (None, Vec::new()),
@@ -77,6 +85,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         }
     };
 
+    startup.auth = took();
     let (source, mut watch_tasks) = Source::start(
         settings.source,
         connection,
@@ -87,6 +96,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         watches.clone(),
     )
     .await?;
+    startup.start = took();
     watch_tasks.extend(policy_tasks);
     let stop_watches = || async {
         watches.cancel();
@@ -104,6 +114,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         stop_watches().await;
         return Err(e.into());
     }
+    startup.sync = took();
     for state in source.informer_states() {
         tracing::info!(kind = %state.kind, objects = state.objects, "cache synced");
     }
@@ -119,6 +130,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
     }
     let (health, streams) = (state.health.clone(), state.streams.clone());
     let connection_counts = state.fairness.connections.clone();
+    let told = state.clone();
     let health_app = apis::health_router(state.clone(), &settings.http);
     let app = apis::router(state, &settings.http)?;
     let listener = bind(settings.listen).await?;
@@ -127,6 +139,10 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         None => None,
     };
     let addr = listener.local_addr().map_err(ServerError::Serve)?;
+    startup.bind = took();
+    tracing::info!(?startup, "started");
+    told.metrics.keep_startup(startup);
+    drop(told);
     // One plain line on stdout, for people and for scripts that start us on port 0.
     let scheme = if tls.is_some() { "https" } else { "http" };
     println!(

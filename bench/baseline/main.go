@@ -3,10 +3,14 @@
 // serves as plain JSON (the same DTO fields, built per request from the cached objects).
 //
 //	baseline --kubeconfig F [--listen 127.0.0.1:0] [--strip-managed-fields]
+//	         [--resources GROUP/VERSION/RESOURCE,...]
 //
-// Once every informer has synced and the port is bound it prints
+// It informs Deployments, ReplicaSets, Pods and ConfigMaps (the reads below), and with
+// --resources every resource named (bench/run passes what k8sailor serves, so both start
+// the same watches). Once every informer has synced and the port is bound it prints
 // `baseline listening on http://ADDR` on stdout.
 //
+//	GET /startup                                  how long start-up took, by phase
 //	GET /ping
 //	GET /deployments/{name}?namespace=NS          one Deployment
 //	GET /pods?namespace=NS&labelSelector=SEL      pods of a namespace (all if empty), by selector
@@ -25,6 +29,8 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -34,12 +40,25 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 )
+
+// startupReport is how long start-up took, in seconds from the process's start (connect,
+// ready) or from the informers' start (each resource synced, all of them listed).
+type startupReport struct {
+	ConnectS float64            `json:"connectS"`
+	SyncedS  map[string]float64 `json:"syncedS"`
+	ListedS  float64            `json:"listedS"`
+	ReadyS   float64            `json:"readyS"`
+}
 
 type server struct {
 	deployments appslisters.DeploymentLister
@@ -52,7 +71,9 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file")
 	listen := flag.String("listen", "127.0.0.1:0", "address to serve on")
 	strip := flag.Bool("strip-managed-fields", false, "drop managedFields before caching (informers.WithTransform)")
+	resources := flag.String("resources", "", "GROUP/VERSION/RESOURCE,... to inform as well (core: /v1/pods)")
 	flag.Parse()
+	began := time.Now()
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
@@ -81,15 +102,61 @@ func main() {
 		pods:        factory.Core().V1().Pods().Lister(),
 		configMaps:  factory.Core().V1().ConfigMaps().Lister(),
 	}
-	stop := make(chan struct{})
-	factory.Start(stop)
-	for typ, ok := range factory.WaitForCacheSync(stop) {
-		if !ok {
-			log.Fatalf("baseline: cache of %v did not sync", typ)
+	if _, err := client.Discovery().ServerVersion(); err != nil {
+		log.Fatalf("baseline: %v", err)
+	}
+	startup := &startupReport{ConnectS: time.Since(began).Seconds(), SyncedS: map[string]float64{}}
+	dynamicFactory := dynamicinformer.NewDynamicSharedInformerFactory(dynamic.NewForConfigOrDie(cfg), 0)
+	informed := map[string]cache.SharedIndexInformer{
+		"deployments.apps": factory.Apps().V1().Deployments().Informer(),
+		"replicasets.apps": factory.Apps().V1().ReplicaSets().Informer(),
+		"pods":             factory.Core().V1().Pods().Informer(),
+		"configmaps":       factory.Core().V1().ConfigMaps().Informer(),
+	}
+	for _, name := range strings.Split(*resources, ",") {
+		if name == "" {
+			continue
+		}
+		parts := strings.Split(name, "/")
+		if len(parts) != 3 {
+			log.Fatalf("baseline: --resources: %q is not GROUP/VERSION/RESOURCE", name)
+		}
+		gvr := schema.GroupVersionResource{Group: parts[0], Version: parts[1], Resource: parts[2]}
+		key := gvr.Resource
+		if gvr.Group != "" {
+			key += "." + gvr.Group
+		}
+		// Built-in kinds through their typed informers, as a client-go program has them;
+		// anything else (a custom resource) through the dynamic client.
+		if generic, err := factory.ForResource(gvr); err == nil {
+			informed[key] = generic.Informer()
+		} else {
+			informed[key] = dynamicFactory.ForResource(gvr).Informer()
 		}
 	}
+	stop := make(chan struct{})
+	started := time.Now()
+	factory.Start(stop)
+	dynamicFactory.Start(stop)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for key, informer := range informed {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !cache.WaitForCacheSync(stop, informer.HasSynced) {
+				log.Fatalf("baseline: cache of %s did not sync", key)
+			}
+			mu.Lock()
+			startup.SyncedS[key] = time.Since(started).Seconds()
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	startup.ListedS = time.Since(started).Seconds()
 
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /startup", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, startup) })
 	mux.HandleFunc("GET /ping", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("pong")) })
 	mux.HandleFunc("GET /deployments/{name}", s.getDeployment)
 	mux.HandleFunc("GET /pods", s.listPods)
@@ -101,6 +168,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("baseline: %v", err)
 	}
+	startup.ReadyS = time.Since(began).Seconds()
 	fmt.Printf("baseline listening on http://%s\n", ln.Addr())
 	os.Stdout.Sync()
 

@@ -212,8 +212,6 @@ impl Setup {
 }
 
 #[tokio::test]
-#[ignore = "hangs waiting for an apiserver answer (found at the merge, not yet understood): \
-            the next step of issue 20; run it with --ignored"]
 async fn lists_at_a_version_are_the_apiservers() {
     let s = setup("queries-versions").await;
     // The list as it is now, then cm-a changed: the list at the first version is of the

@@ -358,6 +358,55 @@ async fn with_auth_none_a_write_is_the_apiservers_method_not_allowed() {
     );
 }
 
+/// A relayed request gets the apiserver's own refusal at once: its 504 for a version it has
+/// not reached (PodTemplates are not kept, so their list is relayed), never retried behind
+/// the caller's back (kube's client would retry it for minutes).
+#[tokio::test]
+async fn a_relayed_refusal_is_the_apiservers_answer_as_it_is() {
+    let ns = TestNamespace::new("kubeapi-relayed-504").await;
+    let reader = account(&ns, "reader").await;
+    grant(
+        &ns,
+        &ns,
+        &reader,
+        vec![rule("", &["podtemplates"], &["get", "list", "watch"])],
+    )
+    .await;
+    let server = Server::start(&["--auth", "delegated"]);
+    let bearer = format!("Bearer {}", reader.token);
+    let path = format!(
+        "/api/v1/namespaces/{}/podtemplates?resourceVersion=999999999",
+        ns.name
+    );
+    // Until the apiserver's RBAC has the new binding (a 403 before).
+    let (status, headers, body) =
+        eventually(SOON, "the apiserver authorizes the reader", || async {
+            let answer = server
+                .request("GET", &path, &[("Authorization", bearer.as_str())])
+                .await;
+            (answer.0 != 403).then_some(answer)
+        })
+        .await
+        .0;
+    let body: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(
+        (status, &body["kind"], &body["reason"], &body["code"]),
+        (504, &json!("Status"), &json!("Timeout"), &json!(504)),
+        "{body}"
+    );
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Timeout: Too large resource version: 999999999, current: "),
+        "{body}"
+    );
+    assert_eq!(
+        headers.get("retry-after").map(|v| v.to_str().unwrap()),
+        Some("1")
+    );
+}
+
 /// A watch of ConfigMaps at `/api` as `token`: its answer, the body still streaming.
 async fn watch_as(server: &Server, ns: &str, token: &str) -> reqwest::Response {
     let url = format!(

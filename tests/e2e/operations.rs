@@ -40,6 +40,33 @@ async fn probes_report_each_informer() {
     ] {
         assert!(metrics.contains(needle), "{needle} in:\n{metrics}");
     }
+    // Start-up told by its parts: each informer's first list ended within the phases that
+    // started the informers and waited for them.
+    let gauge = |name: &str| -> f64 {
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} in:\n{metrics}"));
+        line[name.len()..].trim().parse().unwrap()
+    };
+    let phases = ["connect", "auth", "start", "sync", "bind"]
+        .map(|p| gauge(&format!(r#"k8sailor_startup_seconds{{phase="{p}"}}"#)));
+    assert!(
+        phases.iter().all(|s| s.is_finite() && *s >= 0.0),
+        "{phases:?}"
+    );
+    for kind in ["Pod", "Deployment", "ReplicaSet"] {
+        let listed = gauge(&format!(
+            r#"k8sailor_informer_first_list_seconds{{kind="{kind}"}}"#
+        ));
+        let indexed = gauge(&format!(
+            r#"k8sailor_informer_first_index_seconds{{kind="{kind}"}}"#
+        ));
+        assert!(
+            listed > 0.0 && indexed >= 0.0 && listed + indexed <= phases[2] + phases[3],
+            "{kind}: listed {listed}, indexed {indexed}, phases {phases:?}"
+        );
+    }
 }
 
 /// `hack/run > log`, a container runtime or a CI job reads the log through a file or a pipe,

@@ -185,6 +185,7 @@ mod tests {
             last_error_code: code,
             resource_version: None,
             refused: false,
+            first_sync: None,
         }
     }
 

@@ -43,7 +43,7 @@ pub use fairness::{Caller, ConnectionCounts, FairShares, Fairness, Holding};
 pub use health::Health;
 pub use host_check::{AllowedHosts, HostError};
 pub use logs::LogLimits;
-pub use metrics::Metrics;
+pub use metrics::{Metrics, Startup};
 
 use biz::Workloads;
 use k8sdao::Source;

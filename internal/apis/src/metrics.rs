@@ -5,8 +5,8 @@
 //! build info.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
-use std::time::SystemTime;
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::{Duration, SystemTime};
 
 use axum::extract::State;
 use axum::http::{Method, header};
@@ -90,6 +90,7 @@ pub struct Metrics {
     handles: RwLock<HandlesByRoute>,
     watches: Family<KindLabels, Gauge>,
     watch_events: Family<KindLabels, Counter>,
+    startup: Arc<OnceLock<Startup>>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -148,6 +149,18 @@ impl Collector for InformerCollector {
         )?;
         gauge(
             &mut encoder,
+            "informer_first_list_seconds",
+            "From the watch's start to its first list's end: the answer, its decoding, the records",
+            &|s| s.first_sync.map_or(f64::NAN, |f| f.listed.as_secs_f64()),
+        )?;
+        gauge(
+            &mut encoder,
+            "informer_first_index_seconds",
+            "The first list's records put in the index",
+            &|s| s.first_sync.map_or(f64::NAN, |f| f.indexed.as_secs_f64()),
+        )?;
+        gauge(
+            &mut encoder,
             "cache_last_heard_seconds",
             "Seconds since the cache last heard from the apiserver",
             &|s| {
@@ -192,6 +205,62 @@ impl Collector for InformerCollector {
             "Full lists, the first one included",
             &|s| s.relists,
         )?;
+        Ok(())
+    }
+}
+
+/// How long each part of start-up took: the server measures it, `/metrics` tells it, so a
+/// slow start names its part (with each informer's `informer_first_*_seconds`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Startup {
+    /// The client built, the apiserver answering, its `/version` read.
+    pub connect: Duration,
+    /// With `--auth delegated`: our own review rights checked, the RBAC watches started.
+    pub auth: Duration,
+    /// The caches registered, each kind's access reviewed, the informers started.
+    pub start: Duration,
+    /// Until every informer had its first list in its index.
+    pub sync: Duration,
+    /// The routes built and the listener bound.
+    pub bind: Duration,
+}
+
+impl Startup {
+    fn phases(&self) -> [(&'static str, Duration); 5] {
+        [
+            ("connect", self.connect),
+            ("auth", self.auth),
+            ("start", self.start),
+            ("sync", self.sync),
+            ("bind", self.bind),
+        ]
+    }
+}
+
+/// Tells [`Startup`] once the server has kept it.
+struct StartupCollector(Arc<OnceLock<Startup>>);
+
+impl std::fmt::Debug for StartupCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StartupCollector")
+    }
+}
+
+impl Collector for StartupCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let Some(startup) = self.0.get() else {
+            return Ok(());
+        };
+        let mut family = encoder.encode_descriptor(
+            "startup_seconds",
+            "How long each part of start-up took, in order",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (phase, took) in startup.phases() {
+            ConstGauge::new(took.as_secs_f64())
+                .encode(family.encode_family(&[("phase", phase)])?)?;
+        }
         Ok(())
     }
 }
@@ -349,6 +418,8 @@ impl Metrics {
                 env!("CARGO_PKG_VERSION").to_string(),
             )]),
         );
+        let startup = Arc::new(OnceLock::new());
+        registry.register_collector(Box::new(StartupCollector(startup.clone())));
         registry.register_collector(Box::new(InformerCollector(workloads)));
         registry.register_collector(Box::new(FairnessCollector(fairness)));
         if let Some(reviewer) = reviewer {
@@ -361,7 +432,13 @@ impl Metrics {
             handles: RwLock::default(),
             watches,
             watch_events,
+            startup,
         }
+    }
+
+    /// Keeps how start-up went; the first one kept is the one told.
+    pub fn keep_startup(&self, startup: Startup) {
+        let _ = self.startup.set(startup);
     }
 
     /// Counts a watch answer of `kind` as open until the guard drops.

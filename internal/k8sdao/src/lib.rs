@@ -462,18 +462,30 @@ impl Source {
                     .with_initial_list(initial_list);
                 let caches = Arc::new(Caches::new(history));
                 register(&caches, &factory, scope.as_deref())?;
-                // The typed kinds first: one RBAC refuses is fatal, as it always was.
-                factory.check_access().await?;
+                let generic: Vec<&model::BuiltIn> = model::built_in_rows()
+                    .iter()
+                    .copied()
+                    .filter(|row| {
+                        !matches!(row.served_by, model::ServedBy::Typed(_))
+                            && resources.serves(row)
+                            && (scope.is_none() || row.namespaced)
+                    })
+                    .collect();
+                // Every access review at once: each is a round trip, and start-up waits for
+                // them all. One the typed kinds fail is fatal, as it always was.
+                let (typed, reviewed) = tokio::join!(
+                    factory.check_access(),
+                    futures::future::join_all(generic.iter().map(|row| registry::may_watch(
+                        &client,
+                        row,
+                        scope.as_deref()
+                    )))
+                );
+                typed?;
                 let mut not_served = Vec::new();
                 let mut allowed = BTreeSet::new();
-                for row in model::built_in_rows() {
-                    if matches!(row.served_by, model::ServedBy::Typed(_))
-                        || !resources.serves(row)
-                        || (scope.is_some() && !row.namespaced)
-                    {
-                        continue;
-                    }
-                    match registry::may_watch(&client, row, scope.as_deref()).await {
+                for (row, review) in generic.iter().zip(reviewed) {
+                    match review {
                         Ok(()) => {
                             allowed.insert(row.plural);
                         }

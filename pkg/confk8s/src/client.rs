@@ -135,7 +135,7 @@ pub async fn load_config(opts: &ClientOptions) -> Result<(Config, ConfigSource),
             let config = Config::incluster().map_err(|e| ClientError::NoConfig {
                 reason: one_line(&e),
             })?;
-            return Ok((config, ConfigSource::InCluster));
+            return Ok((without_retries(config), ConfigSource::InCluster));
         }
     };
     let shown = path.display().to_string();
@@ -160,12 +160,21 @@ pub async fn load_config(opts: &ClientOptions) -> Result<(Config, ConfigSource),
             reason: one_line(&e),
         })?;
     Ok((
-        config,
+        without_retries(config),
         ConfigSource::Kubeconfig {
             path: shown,
             context,
         },
     ))
+}
+
+/// kube retries a 429, 503 or 504 up to 15 times, backing off up to 1,000 s: a relayed
+/// request would then hide the apiserver's answer (its 429 and Retry-After, its 504 Too
+/// large resource version) from the caller and hold the request for minutes. Every caller
+/// of ours gets the apiserver's answer as it is, and the watcher has its own backoff.
+fn without_retries(mut config: Config) -> Config {
+    config.default_retry = false;
+    config
 }
 
 /// A client that answers, where its configuration came from, and what it tells informers of

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::delta::{Delta, DeltaTracker, Step, strip_noise};
 use crate::signals::WatchSignals;
-use crate::status::InformerStatus;
+use crate::status::{FirstSync, InformerStatus};
 use crate::watcher::Event;
 
 /// Receives the changes of one kind.
@@ -192,6 +192,7 @@ impl<T: Watchable> Informer<T> {
         let mut tracker = DeltaTracker::default();
         let mut relist: Vec<Box<dyn RelistBatch<T>>> = Vec::new();
         let mut relist_changes = 0usize;
+        let mut list_began = std::time::Instant::now();
         tracing::debug!(%kind, "watch starting");
         loop {
             let event = tokio::select! {
@@ -251,6 +252,11 @@ impl<T: Watchable> Informer<T> {
                     self.status.counted(&deltas, tracker.len());
                 }
                 Step::RelistStarted => {
+                    // The first list's time counts from the watch's start: it includes the
+                    // wait for the apiserver's first answer.
+                    if self.status.is_synced() {
+                        list_began = std::time::Instant::now();
+                    }
                     relist = handlers.iter().map(|h| h.clone().begin_relist()).collect();
                     relist_changes = 0;
                 }
@@ -269,6 +275,7 @@ impl<T: Watchable> Informer<T> {
                 }
                 Step::Relisted { gone, version } => {
                     let gone: Vec<Delta<T>> = gone.into_iter().map(Delta::Vanished).collect();
+                    let listed = list_began.elapsed();
                     // A handler applies its batch under its write lock: readers wait this long.
                     let committing = std::time::Instant::now();
                     for mut batch in relist.drain(..) {
@@ -277,11 +284,11 @@ impl<T: Watchable> Informer<T> {
                         }
                         batch.commit(&version);
                     }
-                    let commit_ms = committing.elapsed().as_millis();
+                    let indexed = committing.elapsed();
                     self.status.counted(&gone, tracker.len());
                     let changes = relist_changes + gone.len();
-                    tracing::info!(%kind, objects = tracker.len(), changes, streaming, commit_ms, %version, "list synced");
-                    self.status.relisted();
+                    tracing::info!(%kind, objects = tracker.len(), changes, streaming, list_ms = listed.as_millis(), commit_ms = indexed.as_millis(), %version, "list synced");
+                    self.status.relisted(FirstSync { listed, indexed });
                 }
             }
         }
@@ -558,8 +565,12 @@ impl InformerFactory {
                 .collect()
         };
         let mut unlistable = Vec::new();
-        for (status, resource, cluster_scoped) in kinds {
-            match self.review(&status, &resource, cluster_scoped).await {
+        // At once: each is a round trip to the apiserver, and start-up waits for them all.
+        let reviews = kinds.iter().map(|(status, resource, cluster_scoped)| {
+            self.review(status, resource, *cluster_scoped)
+        });
+        for reviewed in futures::future::join_all(reviews).await {
+            match reviewed {
                 Reviewed::Allowed => {}
                 Reviewed::Unlistable(denied) => unlistable.push(denied),
                 Reviewed::Unknown => return Ok(()),

@@ -58,4 +58,4 @@ pub use review::{
 };
 pub use signals::{WatchSignalLayer, WatchSignals};
 pub use slim::SlimPod;
-pub use status::{InformerState, InformerStatus};
+pub use status::{FirstSync, InformerState, InformerStatus};

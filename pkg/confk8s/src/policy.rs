@@ -5,6 +5,7 @@
 //! can be trusted: only while all four watches are synced and none is refused.
 
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::{Client, Resource};
@@ -14,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::delta::Delta;
 use crate::informer::{FactoryError, Handler, InformerFactory, InitialList, RelistBatch};
-use crate::status::InformerStatus;
+use crate::status::{FirstSync, InformerStatus};
 
 /// Roles, ClusterRoles, RoleBindings and ClusterRoleBindings as the watches last told them.
 pub struct Policy {
@@ -168,7 +169,10 @@ impl Policy {
             ..Policy::default()
         };
         let status = Arc::new(InformerStatus::new("RoleBinding"));
-        status.relisted();
+        status.relisted(FirstSync {
+            listed: Duration::ZERO,
+            indexed: Duration::ZERO,
+        });
         status.heard(None);
         *lock(&policy.statuses) = vec![status];
         Arc::new(policy)

@@ -1,6 +1,6 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// Live health of one informer, shared between its watch task and whoever reports on it.
 #[derive(Debug)]
@@ -26,6 +26,18 @@ struct Inner {
     last_error_code: Option<u16>,
     resource_version: Option<String>,
     objects: usize,
+    first_sync: Option<FirstSync>,
+}
+
+/// Where an informer's first sync went: what start-up waits for, told apart so that a slow
+/// start names its part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FirstSync {
+    /// From the watch's start to the end of its first list: the apiserver's answer, its
+    /// decoding and each object's record, built as it arrives.
+    pub listed: Duration,
+    /// The first list's records put in the index, under its write lock.
+    pub indexed: Duration,
 }
 
 /// A point-in-time copy of an [`InformerStatus`].
@@ -70,6 +82,9 @@ pub struct InformerState {
     /// RBAC does not let us list it, so nothing watches it (see `last_error`): a resource
     /// served only where allowed, such as a custom resource, reported and never synced.
     pub refused: bool,
+    /// How the first sync went; `None` before it.
+    #[serde(skip)]
+    pub first_sync: Option<FirstSync>,
 }
 
 impl InformerState {
@@ -166,7 +181,9 @@ impl InformerStatus {
         self.streaming.store(streaming, Ordering::Relaxed);
     }
 
-    pub(crate) fn relisted(&self) {
+    /// A full list was delivered, `sync` telling how, which is kept for the first one.
+    pub(crate) fn relisted(&self, sync: FirstSync) {
+        self.inner().first_sync.get_or_insert(sync);
         self.relists.fetch_add(1, Ordering::Relaxed);
         self.synced.store(true, Ordering::Release);
     }
@@ -197,6 +214,7 @@ impl InformerStatus {
             last_error_code: inner.last_error_code,
             resource_version: inner.resource_version.clone(),
             refused: self.is_refused(),
+            first_sync: inner.first_sync,
         }
     }
 }
