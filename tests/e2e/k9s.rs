@@ -19,6 +19,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::deploy::{TempDir, admin_token};
+use crate::kubeapi::Kubectl;
 use crate::support::{
     Server, TestNamespace, anonymous_kubeconfig, cluster, deployment, eventually, pod, repo,
 };
@@ -424,7 +425,7 @@ async fn k9s_shows_through_k8sailor_what_it_shows_through_the_apiserver() {
     let server = start_tls(&test_ca().issue(), &["--auth", "delegated"]);
     let scratch = TempDir::new("k9s");
     let record = record("delegated");
-    let kubeconfig = scratch.path().join("kubeconfig-k8sailor");
+    let kubeconfig = scratch.path().join("kubeconfig-k9s");
     token_kubeconfig(&kubeconfig, server.root(), &admin_token());
     let both = Both {
         ours: K9s::start("k8sailor", &kubeconfig, &ns.name, scratch.path(), &record),
@@ -487,7 +488,7 @@ async fn k9s_reads_k8sailor_without_auth_as_the_apiserver() {
     let server = Server::start(&["--auth", "none"]);
     let scratch = TempDir::new("k9s-noauth");
     let record = record("none");
-    let kubeconfig = scratch.path().join("kubeconfig-k8sailor");
+    let kubeconfig = scratch.path().join("kubeconfig-k9s");
     anonymous_kubeconfig(&kubeconfig, server.root());
     let both = Both {
         ours: K9s::start("k8sailor", &kubeconfig, &ns.name, scratch.path(), &record),
@@ -500,6 +501,13 @@ async fn k9s_reads_k8sailor_without_auth_as_the_apiserver() {
         ),
     };
     both.agree("1-pods", |t| pods_view(t, 2, true)).await;
+    // kubectl reads the same answers: reads yes, writes no.
+    let kubectl = Kubectl::for_k8sailor(scratch.path(), &server);
+    let n = ns.name.as_str();
+    let (yes, out, err) = kubectl.run(&["auth", "can-i", "watch", "pods", "-n", n]);
+    assert!(yes && out.trim() == "yes", "{out}{err}");
+    let (yes, out, err) = kubectl.run(&["auth", "can-i", "delete", "pods", "-n", n]);
+    assert!(!yes && out.trim() == "no", "{out}{err}");
     both.show("deploy");
     both.agree("2-deployments", |t| {
         t.row("shop")
