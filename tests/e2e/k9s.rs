@@ -20,9 +20,7 @@ use serde_json::json;
 
 use crate::deploy::{TempDir, admin_token};
 use crate::kubeapi::Kubectl;
-use crate::support::{
-    Server, TestNamespace, anonymous_kubeconfig, cluster, deployment, eventually, pod, repo,
-};
+use crate::support::{Server, TestNamespace, cluster, deployment, eventually, pod, repo};
 use crate::tls::{start_tls, test_ca};
 
 /// A node kwok plays, whose pods run (hack/cluster up --log-nodes).
@@ -391,23 +389,6 @@ fn pods_view(table: &Table, shop_pods: usize, waiting: bool) -> bool {
             .is_none_or(|r| r.get("READY") == Some(&"0/1") && r.get("STATUS") == Some(&"Pending"))
 }
 
-/// A kubeconfig at `path` for `server` (a root URL) over TLS trusting the test CA, with
-/// `token`.
-fn token_kubeconfig(path: &Path, server: &str, token: &str) {
-    let config = json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "k8sailor", "cluster": {
-            "server": server,
-            "certificate-authority": test_ca().cert,
-        }}],
-        "contexts": [{"name": "k8sailor", "context": {"cluster": "k8sailor", "user": "caller"}}],
-        "users": [{"name": "caller", "user": {"token": token}}],
-        "current-context": "k8sailor",
-    });
-    std::fs::write(path, config.to_string()).unwrap();
-}
-
 /// The record's directory of one test, emptied first.
 fn record(test: &str) -> PathBuf {
     let dir = repo().join("target").join("k9s").join(test);
@@ -425,10 +406,17 @@ async fn k9s_shows_through_k8sailor_what_it_shows_through_the_apiserver() {
     let server = start_tls(&test_ca().issue(), &["--auth", "delegated"]);
     let scratch = TempDir::new("k9s");
     let record = record("delegated");
-    let kubeconfig = scratch.path().join("kubeconfig-k9s");
-    token_kubeconfig(&kubeconfig, server.root(), &admin_token());
+    let ca = std::fs::read_to_string(&test_ca().cert).unwrap();
+    let k8sailor =
+        Kubectl::for_k8sailor_as(scratch.path(), "k9s", server.root(), &ca, &admin_token());
     let both = Both {
-        ours: K9s::start("k8sailor", &kubeconfig, &ns.name, scratch.path(), &record),
+        ours: K9s::start(
+            "k8sailor",
+            k8sailor.kubeconfig(),
+            &ns.name,
+            scratch.path(),
+            &record,
+        ),
         theirs: K9s::start(
             "apiserver",
             &cluster().kubeconfig,
@@ -488,10 +476,15 @@ async fn k9s_reads_k8sailor_without_auth_as_the_apiserver() {
     let server = Server::start(&["--auth", "none"]);
     let scratch = TempDir::new("k9s-noauth");
     let record = record("none");
-    let kubeconfig = scratch.path().join("kubeconfig-k9s");
-    anonymous_kubeconfig(&kubeconfig, server.root());
+    let kubectl = Kubectl::for_k8sailor(scratch.path(), &server);
     let both = Both {
-        ours: K9s::start("k8sailor", &kubeconfig, &ns.name, scratch.path(), &record),
+        ours: K9s::start(
+            "k8sailor",
+            kubectl.kubeconfig(),
+            &ns.name,
+            scratch.path(),
+            &record,
+        ),
         theirs: K9s::start(
             "apiserver",
             &cluster().kubeconfig,
@@ -502,7 +495,6 @@ async fn k9s_reads_k8sailor_without_auth_as_the_apiserver() {
     };
     both.agree("1-pods", |t| pods_view(t, 2, true)).await;
     // kubectl reads the same answers: reads yes, writes no.
-    let kubectl = Kubectl::for_k8sailor(scratch.path(), &server);
     let n = ns.name.as_str();
     let (yes, out, err) = kubectl.run(&["auth", "can-i", "watch", "pods", "-n", n]);
     assert!(yes && out.trim() == "yes", "{out}{err}");
