@@ -141,6 +141,8 @@ impl K9s {
             .arg("-S")
             .arg(&self.socket)
             .args(args)
+            // A UTF-8 locale, or tmux writes k9s's box drawing as `_`.
+            .env("LC_ALL", "C.UTF-8")
             .env_remove("TMUX")
             .stdin(Stdio::null())
             .output()

@@ -1485,10 +1485,16 @@ async fn without_auth_a_self_subject_access_review_is_answered_with_what_is_serv
     // Bodies it cannot read are the apiserver's refusals; other writes are still 405.
     for (content_type, body, code, reason) in [
         (
-            "application/vnd.kubernetes.protobuf",
+            "application/cbor",
             review("list", "pods").to_string(),
             415,
             "UnsupportedMediaType",
+        ),
+        (
+            "application/vnd.kubernetes.protobuf",
+            review("list", "pods").to_string(),
+            400,
+            "BadRequest",
         ),
         ("application/json", "{".to_string(), 400, "BadRequest"),
         (

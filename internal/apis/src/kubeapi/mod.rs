@@ -10,6 +10,7 @@ mod access;
 mod discovery;
 mod media;
 mod openapi;
+mod protobuf;
 mod query;
 mod reads;
 mod relay;

@@ -9,10 +9,11 @@ use axum::extract::Request;
 use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::Target;
+use super::protobuf::{self, ProtoError};
 use super::reads::served;
 use super::status::{Status, qualified};
 use crate::AppState;
@@ -35,30 +36,87 @@ pub(super) fn is_self_review(method: &Method, target: Option<&Target>) -> bool {
 }
 
 /// `spec` of a review: exactly one of the two is given.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Spec {
+    #[serde(skip_serializing_if = "Option::is_none")]
     resource_attributes: Option<ResourceAttributes>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     non_resource_attributes: Option<NonResourceAttributes>,
 }
 
 /// An absent attribute is empty, as the apiserver reads it: `namespace` "" is every
-/// namespace, `version` "" any.
-#[derive(Debug, Default, Deserialize)]
+/// namespace, `version` "" any. The selectors a review may also carry narrow nothing here.
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default)]
 struct ResourceAttributes {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    namespace: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     verb: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     group: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     version: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     resource: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     subresource: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    name: String,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default)]
 struct NonResourceAttributes {
-    verb: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     path: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    verb: String,
+}
+
+impl Spec {
+    /// The spec of a review sent as protobuf (`generated.proto` of authorization/v1:
+    /// `SelfSubjectAccessReview.spec` = 2; its `resourceAttributes` = 1 and
+    /// `nonResourceAttributes` = 2).
+    fn from_protobuf(body: &[u8]) -> Result<Spec, ProtoError> {
+        let review = protobuf::fields(protobuf::object(body)?)?;
+        // No spec names nothing: the validation's 422, as for JSON.
+        let Some(spec) = protobuf::bytes_of(&review, 2) else {
+            return Ok(Spec::default());
+        };
+        let spec = protobuf::fields(spec)?;
+        let resource_attributes = match protobuf::bytes_of(&spec, 1) {
+            Some(attributes) => {
+                let a = protobuf::fields(attributes)?;
+                let string = |n| protobuf::string_of(&a, n);
+                Some(ResourceAttributes {
+                    namespace: string(1)?,
+                    verb: string(2)?,
+                    group: string(3)?,
+                    version: string(4)?,
+                    resource: string(5)?,
+                    subresource: string(6)?,
+                    name: string(7)?,
+                })
+            }
+            None => None,
+        };
+        let non_resource_attributes = match protobuf::bytes_of(&spec, 2) {
+            Some(attributes) => {
+                let a = protobuf::fields(attributes)?;
+                Some(NonResourceAttributes {
+                    path: protobuf::string_of(&a, 1)?,
+                    verb: protobuf::string_of(&a, 2)?,
+                })
+            }
+            None => None,
+        };
+        Ok(Spec {
+            resource_attributes,
+            non_resource_attributes,
+        })
+    }
 }
 
 /// The answer to a review: whether it is allowed, and why.
@@ -145,19 +203,17 @@ pub(super) async fn answer(s: &AppState, request: Request) -> Response {
     }
 }
 
+/// The media types a review may be sent in.
+const JSON: &str = "application/json";
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
 async fn review(s: &AppState, request: Request) -> Result<Value, Status> {
-    let json = request
+    let media = request
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
-        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
-    if !json {
-        return Err(Status::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "the body of the request was in an unknown format - accepted media types include: application/json",
-        ));
-    }
+        .map(|media| media.trim().to_ascii_lowercase());
     // Read already, within --max-body-bytes, by the edge layer.
     let body = request
         .into_body()
@@ -170,34 +226,22 @@ async fn review(s: &AppState, request: Request) -> Result<Value, Status> {
             )
         })?
         .to_bytes();
-    let mut review: Value = serde_json::from_slice(&body).map_err(|e| {
-        Status::new(
-            StatusCode::BAD_REQUEST,
-            format!("the body is not a {KIND}: {e}"),
-        )
-    })?;
-    if !review.is_object() {
-        return Err(Status::new(
-            StatusCode::BAD_REQUEST,
-            format!("the body is not a {KIND}: not a JSON object"),
-        ));
-    }
-    if let Some(kind) = review.get("kind").filter(|k| !k.is_null())
-        && kind != KIND
-    {
-        return Err(Status::new(
-            StatusCode::BAD_REQUEST,
-            format!("the object provided is unrecognized (must be of type {KIND}): {kind}"),
-        ));
-    }
-    let spec: Spec = match review.get("spec") {
-        Some(spec) => Spec::deserialize(spec).map_err(|e| {
-            Status::new(
-                StatusCode::BAD_REQUEST,
-                format!("the body is not a {KIND}: spec: {e}"),
-            )
-        })?,
-        None => Spec::default(),
+    let (mut review, spec) = match media.as_deref() {
+        Some(JSON) => from_json(&body)?,
+        // The answer is JSON, which client-go accepts beside protobuf.
+        Some(PROTOBUF) => {
+            let spec = Spec::from_protobuf(&body).map_err(|e| not_a_review(&e))?;
+            let review = json!({"spec": &spec});
+            (review, spec)
+        }
+        _ => {
+            return Err(Status::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!(
+                    "the body of the request was in an unknown format - accepted media types include: {JSON}, {PROTOBUF}"
+                ),
+            ));
+        }
     };
     let decision = decide(&served(s), &spec)?;
     review["kind"] = json!(KIND);
@@ -207,6 +251,35 @@ async fn review(s: &AppState, request: Request) -> Result<Value, Status> {
     }
     review["status"] = json!({"allowed": decision.allowed, "reason": decision.reason});
     Ok(review)
+}
+
+/// The apiserver's 400 for a body it cannot decode as a review.
+fn not_a_review(e: &dyn std::fmt::Display) -> Status {
+    Status::new(
+        StatusCode::BAD_REQUEST,
+        format!("the body is not a {KIND}: {e}"),
+    )
+}
+
+/// A review sent as JSON, kept as it came to be answered with its status, and its spec.
+fn from_json(body: &[u8]) -> Result<(Value, Spec), Status> {
+    let review: Value = serde_json::from_slice(body).map_err(|e| not_a_review(&e))?;
+    if !review.is_object() {
+        return Err(not_a_review(&"not a JSON object"));
+    }
+    if let Some(kind) = review.get("kind").filter(|k| !k.is_null())
+        && kind != KIND
+    {
+        return Err(Status::new(
+            StatusCode::BAD_REQUEST,
+            format!("the object provided is unrecognized (must be of type {KIND}): {kind}"),
+        ));
+    }
+    let spec = match review.get("spec") {
+        Some(spec) => Spec::deserialize(spec).map_err(|e| not_a_review(&format!("spec: {e}")))?,
+        None => Spec::default(),
+    };
+    Ok((review, spec))
 }
 
 #[cfg(test)]
@@ -228,6 +301,7 @@ mod tests {
                 version: version.into(),
                 resource: resource.into(),
                 subresource: sub.into(),
+                ..ResourceAttributes::default()
             }),
             non_resource_attributes: None,
         }
@@ -285,5 +359,29 @@ mod tests {
             let refused = decide(&served(), &spec).unwrap_err();
             assert_eq!(refused.code, StatusCode::UNPROCESSABLE_ENTITY, "{spec:?}");
         }
+    }
+
+    #[test]
+    fn a_review_sent_as_protobuf_is_read_as_sent_as_json() {
+        use super::super::protobuf::tests::{enveloped, message};
+        let attributes = message(&[(1, b"shop"), (2, b"list"), (4, b"v1"), (5, b"pods")]);
+        let spec = message(&[(1, &attributes)]);
+        let metadata = message(&[]);
+        let review = enveloped(&message(&[(1, &metadata), (2, &spec)]));
+        let spec = Spec::from_protobuf(&review).unwrap();
+        assert_eq!(
+            serde_json::to_value(&spec).unwrap(),
+            json!({"resourceAttributes": {
+                "namespace": "shop", "verb": "list", "version": "v1", "resource": "pods",
+            }})
+        );
+        assert!(allowed(&spec));
+        let non_resource = message(&[(1, b"/version"), (2, b"get")]);
+        let review = enveloped(&message(&[(2, &message(&[(2, &non_resource)]))]));
+        assert!(allowed(&Spec::from_protobuf(&review).unwrap()));
+        // No spec is the validation's 422; a body that is not protobuf is an error.
+        let empty = Spec::from_protobuf(&enveloped(&[])).unwrap();
+        assert!(decide(&served(), &empty).is_err());
+        assert!(Spec::from_protobuf(b"{}").is_err());
     }
 }
