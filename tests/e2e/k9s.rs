@@ -310,6 +310,21 @@ struct Both {
 }
 
 impl Both {
+    /// k9s in `namespace` on the k8sailor of `k8sailor` (a kubeconfig) and on the apiserver
+    /// (the cluster's admin kubeconfig).
+    fn start(k8sailor: &Path, namespace: &str, scratch: &Path, record: &Path) -> Both {
+        Both {
+            ours: K9s::start("k8sailor", k8sailor, namespace, scratch, record),
+            theirs: K9s::start(
+                "apiserver",
+                &cluster().kubeconfig,
+                namespace,
+                scratch,
+                record,
+            ),
+        }
+    }
+
     /// Waits until both screens show the same table (ages aside) and `wanted` holds for it;
     /// keeps both screens as the record of `step`.
     async fn agree(&self, step: &str, wanted: impl Fn(&Table) -> bool) -> Table {
@@ -369,6 +384,15 @@ async fn objects(ns: &TestNamespace) {
     ns.api::<Lease>().create(&pp, &lease).await.unwrap();
 }
 
+/// Whether `table` is the Deployments view with `shop` alone, `ready` ready.
+fn deployments_view(table: &Table, ready: &str) -> bool {
+    table.title.to_lowercase().starts_with("deployments")
+        && table.names() == ["shop"]
+        && table
+            .row("shop")
+            .is_some_and(|r| r.get("READY") == Some(&ready))
+}
+
 /// Whether `table` is the pods view with these pods: `web` and each `shop-` pod running and
 /// ready, `waiting` pending, none restarted.
 fn pods_view(table: &Table, shop_pods: usize, waiting: bool) -> bool {
@@ -411,34 +435,14 @@ async fn k9s_shows_through_k8sailor_what_it_shows_through_the_apiserver() {
     let ca = std::fs::read_to_string(&test_ca().cert).unwrap();
     let k8sailor =
         Kubectl::for_k8sailor_as(scratch.path(), "k9s", server.root(), &ca, &admin_token());
-    let both = Both {
-        ours: K9s::start(
-            "k8sailor",
-            k8sailor.kubeconfig(),
-            &ns.name,
-            scratch.path(),
-            &record,
-        ),
-        theirs: K9s::start(
-            "apiserver",
-            &cluster().kubeconfig,
-            &ns.name,
-            scratch.path(),
-            &record,
-        ),
-    };
+    let both = Both::start(k8sailor.kubeconfig(), &ns.name, scratch.path(), &record);
 
     let pods = both.agree("1-pods", |t| pods_view(t, 2, true)).await;
     assert!(pods.title.contains(&ns.name), "{pods:?}");
 
     both.show("deploy");
-    both.agree("2-deployments", |t| {
-        t.title.to_lowercase().starts_with("deployments")
-            && t.names() == ["shop"]
-            && t.row("shop")
-                .is_some_and(|r| r.get("READY") == Some(&"2/2"))
-    })
-    .await;
+    both.agree("2-deployments", |t| deployments_view(t, "2/2"))
+        .await;
 
     // A change while k9s watches: scaled through the apiserver, both show the third pod ready.
     let scale = json!({"spec": {"replicas": 3}});
@@ -446,11 +450,8 @@ async fn k9s_shows_through_k8sailor_what_it_shows_through_the_apiserver() {
         .patch("shop", &PatchParams::default(), &Patch::Merge(&scale))
         .await
         .unwrap();
-    both.agree("3-deployments-scaled", |t| {
-        t.row("shop")
-            .is_some_and(|r| r.get("READY") == Some(&"3/3"))
-    })
-    .await;
+    both.agree("3-deployments-scaled", |t| deployments_view(t, "3/3"))
+        .await;
 
     both.show("leases");
     both.agree("4-leases", |t| {
@@ -479,22 +480,7 @@ async fn k9s_reads_k8sailor_without_auth_as_the_apiserver() {
     let scratch = TempDir::new("k9s-noauth");
     let record = record("none");
     let kubectl = Kubectl::for_k8sailor(scratch.path(), &server);
-    let both = Both {
-        ours: K9s::start(
-            "k8sailor",
-            kubectl.kubeconfig(),
-            &ns.name,
-            scratch.path(),
-            &record,
-        ),
-        theirs: K9s::start(
-            "apiserver",
-            &cluster().kubeconfig,
-            &ns.name,
-            scratch.path(),
-            &record,
-        ),
-    };
+    let both = Both::start(kubectl.kubeconfig(), &ns.name, scratch.path(), &record);
     both.agree("1-pods", |t| pods_view(t, 2, true)).await;
     // kubectl reads the same answers: reads yes, writes no.
     let n = ns.name.as_str();
@@ -507,9 +493,6 @@ async fn k9s_reads_k8sailor_without_auth_as_the_apiserver() {
         "{out}{err}"
     );
     both.show("deploy");
-    both.agree("2-deployments", |t| {
-        t.row("shop")
-            .is_some_and(|r| r.get("READY") == Some(&"2/2"))
-    })
-    .await;
+    both.agree("2-deployments", |t| deployments_view(t, "2/2"))
+        .await;
 }
