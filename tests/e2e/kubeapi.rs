@@ -96,6 +96,11 @@ impl Kubectl {
         }
     }
 
+    /// The kubeconfig it reads, for another client of the same server (k9s).
+    pub(crate) fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
     pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(kubectl());
         command

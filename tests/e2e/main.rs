@@ -17,6 +17,7 @@ mod exposure;
 mod fairness;
 mod ingresses;
 mod initial_list;
+mod k9s;
 mod kinds;
 mod kubeapi;
 mod kubeapi_queries;

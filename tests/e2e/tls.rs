@@ -207,7 +207,7 @@ fn serial_digits(hex: &str) -> String {
     hex.trim_start_matches('0').to_ascii_uppercase()
 }
 
-fn start_tls(serving: &Serving, extra: &[&str]) -> Server {
+pub(crate) fn start_tls(serving: &Serving, extra: &[&str]) -> Server {
     let (cert, key) = (
         serving.cert.to_str().unwrap().to_string(),
         serving.key.to_str().unwrap().to_string(),

@@ -1440,3 +1440,92 @@ async fn a_last_event_id_that_is_not_text_is_a_400_and_odd_accept_ranges_are_ski
         .unwrap();
     assert_eq!(res.headers()[header::CONTENT_TYPE], "application/x-ndjson");
 }
+
+#[tokio::test]
+async fn without_auth_a_self_subject_access_review_is_answered_with_what_is_served() {
+    let review = |verb: &str, resource: &str| {
+        serde_json::json!({
+            "kind": "SelfSubjectAccessReview",
+            "apiVersion": "authorization.k8s.io/v1",
+            "metadata": {"creationTimestamp": null},
+            "spec": {"resourceAttributes": {
+                "namespace": "ns-a", "verb": verb, "version": "v1", "resource": resource,
+            }},
+            "status": {"allowed": false},
+        })
+    };
+    let post = |path: &str, content_type: &str, body: String| {
+        Request::post(path)
+            .header(header::CONTENT_TYPE, content_type)
+            .body(Body::from(body))
+            .unwrap()
+    };
+    let reviews = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    for (verb, resource, allowed) in [
+        ("list", "pods", true),
+        ("watch", "pods", true),
+        ("get", "pods", true),
+        ("create", "pods", false),
+        ("delete", "pods", false),
+        // Kept as metadata alone: not served on /api.
+        ("list", "secrets", false),
+    ] {
+        let asked = review(verb, resource);
+        let (status, _, body) =
+            call(app(), post(reviews, "application/json", asked.to_string())).await;
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+        assert_eq!(
+            answer["status"]["allowed"], allowed,
+            "{verb} {resource}: {answer}"
+        );
+        assert_eq!(answer["spec"], asked["spec"]);
+        assert_eq!(answer["kind"], "SelfSubjectAccessReview");
+    }
+    // Bodies it cannot read are the apiserver's refusals; other writes are still 405.
+    for (content_type, body, code, reason) in [
+        (
+            "application/cbor",
+            review("list", "pods").to_string(),
+            415,
+            "UnsupportedMediaType",
+        ),
+        (
+            "application/vnd.kubernetes.protobuf",
+            review("list", "pods").to_string(),
+            400,
+            "BadRequest",
+        ),
+        ("application/json", "{".to_string(), 400, "BadRequest"),
+        (
+            "application/json",
+            serde_json::json!({"kind": "Pod"}).to_string(),
+            400,
+            "BadRequest",
+        ),
+        (
+            "application/json",
+            serde_json::json!({"spec": {}}).to_string(),
+            422,
+            "Invalid",
+        ),
+    ] {
+        let (status, _, answer) = call(app(), post(reviews, content_type, body.clone())).await;
+        let answer: Value = serde_json::from_slice(&answer).unwrap();
+        assert_eq!(
+            (status.as_u16(), &answer["reason"]),
+            (code, &serde_json::json!(reason)),
+            "{content_type} {body}: {answer}"
+        );
+    }
+    let (status, _, _) = call(
+        app(),
+        post(
+            "/api/v1/namespaces/ns-a/pods",
+            "application/json",
+            "{}".into(),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+}

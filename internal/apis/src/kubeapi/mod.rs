@@ -3,15 +3,18 @@
 //! objects, Tables, watches) of every served resource whose whole object the cache keeps,
 //! answered as the apiserver answers them, so that kubectl and client-go can be pointed at
 //! k8sailor. The rest (writes, subresources) is relayed to the apiserver as its caller
-//! (`relay.rs`), or refused without auth.
+//! (`relay.rs`), or refused without auth, where k8sailor answers SelfSubjectAccessReviews
+//! itself (`review.rs`).
 
 mod access;
 mod discovery;
 mod media;
 mod openapi;
+mod protobuf;
 mod query;
 mod reads;
 mod relay;
+mod review;
 mod status;
 
 use axum::Router;
@@ -144,6 +147,9 @@ async fn answer(State(s): State<AppState>, auth: AuthMode, request: Request) -> 
         return reads::read(s, routed.target, parts.uri, parts.headers).await;
     }
     match auth {
+        AuthMode::None if review::is_self_review(request.method(), routed.target.as_ref()) => {
+            review::answer(&s, request).await
+        }
         AuthMode::None if reads(request.method()) => Status::no_such_path().into_response(),
         AuthMode::None => Status::method_not_allowed().into_response(),
         AuthMode::Delegated => relay::forward(s, routed.target, request).await,

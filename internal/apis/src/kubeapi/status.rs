@@ -235,6 +235,7 @@ impl Status {
             StatusCode::UNPROCESSABLE_ENTITY => "Invalid",
             StatusCode::CONFLICT => "Conflict",
             StatusCode::GONE => "Expired",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => "UnsupportedMediaType",
             StatusCode::TOO_MANY_REQUESTS => "TooManyRequests",
             StatusCode::SERVICE_UNAVAILABLE => "ServiceUnavailable",
             StatusCode::GATEWAY_TIMEOUT => "Timeout",
