@@ -176,7 +176,7 @@ enum PodLogItem {
 
 /// The lines of a pod's log, then `Over` if it ended by itself. A failure after the first
 /// line can only end the stream (the status is sent), without `Over`: the log may go on.
-fn pod_log_items<E: std::fmt::Display>(
+fn pod_log_items<E: std::fmt::Display + Send + 'static>(
     lines: impl Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
 ) -> impl Stream<Item = PodLogItem> + Send + 'static {
     futures::stream::unfold(Some(lines), |lines| async move {

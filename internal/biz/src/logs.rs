@@ -52,7 +52,10 @@ pub struct LogRequest {
 }
 
 /// An RFC 3339 time, as the apiserver's `sinceTime` (a fraction of a second is allowed).
-fn time(what: &'static str, value: Option<&str>) -> Result<Option<jiff::Timestamp>, BizError> {
+fn rfc3339_time(
+    what: &'static str,
+    value: Option<&str>,
+) -> Result<Option<jiff::Timestamp>, BizError> {
     let Some(value) = value.filter(|v| !v.is_empty()) else {
         return Ok(None);
     };
@@ -102,9 +105,17 @@ fn bounded(
 impl LogRequest {
     /// The options every container's log is read with (the container is chosen later).
     fn options(&self) -> Result<LogOptions, BizError> {
-        let since_time = time("sinceTime", self.since_time.as_deref())?;
-        if let Some(given) = self.since_time.as_deref().filter(|_| since_time.is_some())
-            && self.since_seconds.as_deref().is_some_and(|s| !s.is_empty())
+        // The apiserver refuses 0: "since" must be in the past.
+        let since_seconds = bounded(
+            "sinceSeconds",
+            self.since_seconds.as_deref(),
+            1,
+            MAX_SINCE_SECONDS,
+            "must be an integer from 1 to 316224000 (ten years)",
+        )?;
+        let since_time = rfc3339_time("sinceTime", self.since_time.as_deref())?;
+        if let (Some(_), Some(_), Some(given)) =
+            (since_seconds, since_time, self.since_time.as_deref())
         {
             return Err(BizError::Invalid {
                 what: "sinceTime",
@@ -122,14 +133,7 @@ impl LogRequest {
                 MAX_TAIL_LINES,
                 "must be an integer from 0 to 100000",
             )?,
-            // The apiserver refuses 0: "since" must be in the past.
-            since_seconds: bounded(
-                "sinceSeconds",
-                self.since_seconds.as_deref(),
-                1,
-                MAX_SINCE_SECONDS,
-                "must be an integer from 1 to 316224000 (ten years)",
-            )?,
+            since_seconds,
             since_time,
             timestamps: flag("timestamps", self.timestamps.as_deref())?,
             follow: flag("follow", self.follow.as_deref())?,
