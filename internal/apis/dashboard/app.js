@@ -875,7 +875,8 @@ function listView(route, resource) {
     h("h1", {}, plural(resource.kind), " ", h("span", { class: "count" }, where)),
     form,
     h("p", { id: "selector-help", class: "note" }, "kubectl's syntax, evaluated by the server: a=b, a!=b, a in (x,y), a notin (x), a, !a."),
-    CREATE_FORMS[resource.name] && route.namespace ? createForm(resource, route.namespace) : null,
+    // replaceChildren, unlike h, writes a null as the text "null".
+    ...(CREATE_FORMS[resource.name] && route.namespace ? [createForm(resource, route.namespace)] : []),
     error,
     note,
     table.el,

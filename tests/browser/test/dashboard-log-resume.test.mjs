@@ -166,6 +166,8 @@ test("dashboard: a followed log goes on after its stream ends, with no line lost
   await page.locator(LIST_COUNT).filter({ hasText: /^3 Pods$/ }).waitFor({ timeout: 60_000 });
   await page.goto(`${server.origin}/#/ns/${ns.name}/replicasets`);
   await page.locator(LIST_COUNT).filter({ hasText: /^2 ReplicaSets$/ }).waitFor({ timeout: 30_000 });
+  // A kind with no create form has none, and no stray text where it would be.
+  assert.doesNotMatch(await page.locator("main").innerText(), /\bnull\b/);
   await b.screenshot("counts");
 
   // A missing pod's page says so, with nothing to delete.
