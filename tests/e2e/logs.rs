@@ -294,6 +294,45 @@ async fn a_pods_log_is_read_tailed_and_followed_as_kubectl_shows_it() {
     assert_eq!(number(&c.1), number(&b.1) + 1);
 }
 
+/// `sinceTime`, as a client following a log asks to read on from its last line: the log from
+/// the start of that time's second, as the apiserver reads it for `kubectl logs --since-time`.
+#[tokio::test]
+async fn a_pods_log_since_a_time_starts_where_kubectls_does() {
+    let ns = namespace_with("logs-since", running_pod("web", &["app"], json!({}))).await;
+    let server = Server::start(&[]);
+    wait_running(&server, &ns.name, "web").await;
+    let (stamped, _) = eventually(SOON, "three lines logged", || async {
+        let lines = kubectl_logs(&ns.name, &["web", "--timestamps", "--tail=3"]);
+        (lines.len() == 3).then_some(lines)
+    })
+    .await;
+    // The last instant of a logged line's second: that line is read (rounded to the second,
+    // as kube would send it, the time would be the next second and the line left out).
+    let line = &stamped[1];
+    let stamp = line.split(' ').next().unwrap();
+    let since = format!("{}.999999999Z", &stamp[..19]);
+    let (status, ours) = server
+        .get_text(&format!(
+            "/pods/web/logs?namespace={}&timestamps=true&sinceTime={since}",
+            ns.name
+        ))
+        .await;
+    assert_eq!(status, 200, "{ours}");
+    let theirs = kubectl_logs(
+        &ns.name,
+        &["web", "--timestamps", &format!("--since-time={since}")],
+    );
+    let ours: Vec<&str> = ours.lines().collect();
+    assert!(
+        ours.contains(&line.as_str()),
+        "{line:?}, of {since}'s second, is not in {ours:?}"
+    );
+    assert!(
+        theirs.len() >= ours.len() && theirs[..ours.len()] == ours[..],
+        "k8sailor's log since {since} is not what kubectl shows:\n{ours:?}\n{theirs:?}"
+    );
+}
+
 #[tokio::test]
 async fn logs_that_cannot_be_read_are_clear_4xx() {
     let ns = TestNamespace::new("logs-refused").await;
@@ -348,6 +387,16 @@ async fn logs_that_cannot_be_read_are_clear_4xx() {
             format!("/pods/one/logs?namespace={n}&follow=maybe"),
             400,
             "follow",
+        ),
+        (
+            format!("/pods/one/logs?namespace={n}&sinceTime=yesterday"),
+            400,
+            "sinceTime",
+        ),
+        (
+            format!("/pods/one/logs?namespace={n}&sinceTime=2026-01-01T00:00:00Z&sinceSeconds=5"),
+            400,
+            "at most one of sinceTime or sinceSeconds",
         ),
         (
             format!("/pods/logs?namespace={n}"),

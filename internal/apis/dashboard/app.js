@@ -6,7 +6,7 @@
 // render only the rows in view. Views are hash routes, so each is a link and the server needs
 // no route per view; every URL is relative, so the page works under an ingress sub-path.
 
-import { LogWindow, readEvents } from "./logs.js";
+import { LogWindow, Resume, readEvents, stampedLine } from "./logs.js";
 
 const PREFIX = document.querySelector('meta[name="k8sailor-api-prefix"]').content.replace(/^\/+|\/+$/g, "");
 const TOKEN_KEY = "k8sailor.token";
@@ -178,6 +178,10 @@ setInterval(() => connection.show(), 1000);
 const keyOf = (o) => `${o.namespace || ""}/${o.name}`;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The pause before trying again after `failures` failures in a row: 1 s, 2 s, 4 s, ... up to
+ * MAX_BACKOFF_MS, jittered so that many clients do not come back at once. */
+const backoff = (failures) => Math.min(MAX_BACKOFF_MS, 1000 * 2 ** failures) * (0.75 + Math.random() / 2);
+
 /**
  * A live set of objects: `watch=true` as JSON lines. Until the BOOKMARK the objects collect in
  * a new map that then replaces the old one, so a fresh start never leaves a deleted object
@@ -278,7 +282,7 @@ class LiveSet {
       if (this.stopped) return;
       // Ended by the server (shutdown) or the network: again from a fresh list, after a
       // growing pause so that a server in trouble is not hammered.
-      const pause = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** failures) * (0.75 + Math.random() / 2);
+      const pause = backoff(failures);
       failures += 1;
       this.retryAt = Date.now() + pause;
       this.setState("down");
@@ -871,7 +875,8 @@ function listView(route, resource) {
     h("h1", {}, plural(resource.kind), " ", h("span", { class: "count" }, where)),
     form,
     h("p", { id: "selector-help", class: "note" }, "kubectl's syntax, evaluated by the server: a=b, a!=b, a in (x,y), a notin (x), a, !a."),
-    CREATE_FORMS[resource.name] && route.namespace ? createForm(resource, route.namespace) : null,
+    // replaceChildren, unlike h, writes a null as the text "null".
+    ...(CREATE_FORMS[resource.name] && route.namespace ? [createForm(resource, route.namespace)] : []),
     error,
     note,
     table.el,
@@ -1251,10 +1256,6 @@ function logView(route, resource, object, body) {
     ),
     view.el,
   );
-  view.onFollowChange = (following) => {
-    follow.textContent = following ? "Pause" : "Follow";
-    follow.setAttribute("aria-pressed", String(following));
-  };
   follow.addEventListener("click", () => view.setFollowing(!view.following));
   wrap.addEventListener("change", () => view.setWrap(wrap.checked));
   search.addEventListener("input", () => view.setQuery(search.value));
@@ -1271,11 +1272,22 @@ function logView(route, resource, object, body) {
   let controller = null;
   let pending = [];
   let flush = 0;
+  // The opening planned after an end, and the ends in a row that were failures.
+  let retry = 0;
+  let failures = 0;
+  // Set when the log's end was seen while paused: following again opens it again.
+  let endedWhilePaused = false;
+  let left = false;
   const showCount = () => {
     const shown = view.query ? `${view.shown.length.toLocaleString("en")} of ` : "";
     count.textContent = `${shown}${view.lines.length.toLocaleString("en")} lines${merged ? ` from ${pods.size} ${pods.size === 1 ? "pod" : "pods"}` : ""}${view.unseen ? `, ${view.unseen.toLocaleString("en")} new` : ""}`;
     count.dataset.lines = view.lines.length;
     count.dataset.shown = view.shown.length;
+  };
+  const say = (state, text, className = "note") => {
+    status.textContent = text;
+    status.className = className;
+    status.dataset.state = state;
   };
   search.addEventListener("input", showCount);
   // Lines arrive one event each: they are handed to the window once a frame.
@@ -1290,23 +1302,34 @@ function logView(route, resource, object, body) {
       });
     }
   };
-  const open = async () => {
+  /** Stops the stream and any reopening planned. */
+  const halt = () => {
     controller?.abort();
+    controller = null;
+    clearTimeout(retry);
+    retry = 0;
+  };
+  /**
+   * Reads the log into the view: from the toolbar's options, or (`resume`) on from where the
+   * view's lines end, without the lines it has. Whatever ends the stream decides what next:
+   * a refusal or the log's own end is said and stays; any other end (the server's stream
+   * lifetime, shutdown, a broken connection, a 5xx) opens it again while it is followed.
+   */
+  const stream = async (resume) => {
+    halt();
     // This stream's own: a stream replaced while it starts must not read into the view.
     const mine = new AbortController();
     controller = mine;
-    cancelAnimationFrame(flush);
-    flush = 0;
-    pending = [];
-    view.clear();
-    pods.clear();
-    showCount();
+    endedWhilePaused = false;
     const params = {
       namespace,
       container: container.value,
       previous: previous.checked ? "true" : "",
-      timestamps: timestamps.checked ? "true" : "",
-      tailLines: tail.value,
+      // Always: a line's time is what a stream opened again reads on from.
+      timestamps: "true",
+      // Opened again: every line since, none cut.
+      tailLines: resume?.sinceTime ? "" : tail.value,
+      sinceTime: resume?.sinceTime || "",
       follow: "true",
     };
     const paths = await served;
@@ -1314,46 +1337,105 @@ function logView(route, resource, object, body) {
     if (!merged) url = apiUrl(`/pods/${encodeURIComponent(name)}/logs`, params);
     else if (paths.has(`/${resource.name}/{name}/logs`)) url = apiUrl(`/${resource.name}/${encodeURIComponent(name)}/logs`, params);
     else url = apiUrl("/pods/logs", { ...params, labelSelector: selectorOf(object) });
-    status.textContent = "connecting";
-    status.className = "note";
+    if (resume) say("reconnecting", "reconnecting", "note s-warn");
+    else say("connecting", "connecting");
+    const keep = (line) => {
+      if (!resume || resume.isNew(line)) add(line);
+    };
+    let over = null;
+    let trouble = null;
     try {
       if (mine.signal.aborted) return;
       const res = await fetch(url, { headers: headers("text/event-stream"), signal: mine.signal });
       connection.sawResponse(res);
       if (!res.ok) throw await failureOf(res);
-      status.textContent = "following";
-      status.className = "note s-ok";
+      say("following", "following", "note s-ok");
       await readEvents(res.body, (type, data) => {
         if (mine.signal.aborted) return;
-        if (!merged) return add({ text: data });
+        if (!merged) {
+          if (type === "ended") over = JSON.parse(data).reason;
+          else keep(stampedLine(data));
+          return;
+        }
         const event = JSON.parse(data);
         if (type === "line") {
           pods.add(event.pod);
-          add({ pod: event.pod, container: event.container, text: event.line });
+          keep({ pod: event.pod, container: event.container, ...stampedLine(event.line) });
         } else if (type === "joined") {
           pods.add(event.pod);
           showCount();
         } else if (type === "left") {
-          status.textContent = `pod ${event.pod} left (${event.reason})`;
+          say("following", `pod ${event.pod} left (${event.reason})`, "note s-ok");
         } else if (type === "cut" || type === "refused") {
-          status.textContent = `pod ${event.pod} is not followed: ${event.reason || `${event.maxLogStreams} pods are already`}`;
-          status.className = "note s-warn";
+          say("following", `pod ${event.pod} is not followed: ${event.reason || `${event.maxLogStreams} pods are already`}`, "note s-warn");
         } else if (type === "ended") {
-          status.textContent = `the log ends: ${event.reason}`;
+          // The set of pods could not be followed any more: opened again, it may be.
+          trouble = `the log ended: ${event.reason}`;
         }
       });
-      status.textContent = previous.checked ? "the previous run's log, whole" : "the log ended";
-      status.className = "note";
     } catch (err) {
-      if (err.name === "AbortError") return;
-      status.textContent = err.message;
-      status.className = "error";
+      if (err.name === "AbortError" || mine.signal.aborted) return;
+      // Asked again, a refusal would be refused again.
+      if (err instanceof ApiFailure && err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429) {
+        if (err.status === 401) signInNeeded(err);
+        say("failed", err.message, "error");
+        return;
+      }
+      trouble = err.message;
+    }
+    if (mine.signal.aborted || left) return;
+    controller = null;
+    // A stream the server ended cleanly (its lifetime) is opened again after the shortest pause.
+    failures = trouble ? failures + 1 : 0;
+    if (previous.checked) return say("ended", "the previous run's log, whole");
+    if (over) return say("ended", `the log ended: ${over}`);
+    if (!view.following) {
+      endedWhilePaused = true;
+      return say("paused", "paused: the stream ended; Follow reads on from the last line");
+    }
+    reopen(trouble);
+  };
+  // Lines not yet handed to the window count as kept.
+  const resumeFromKept = () => new Resume([...view.lines, ...pending]);
+  /** Opens the log again after a pause that grows with each failure in a row. */
+  const reopen = (trouble) => {
+    const pause = backoff(failures);
+    say("reconnecting", `${trouble ? `${trouble}; ` : ""}reconnecting in ${Math.ceil(pause / 1000)} s`, "note s-warn");
+    retry = setTimeout(() => {
+      retry = 0;
+      stream(resumeFromKept());
+    }, pause);
+  };
+  // From the options chosen: the view starts again.
+  const open = () => {
+    cancelAnimationFrame(flush);
+    flush = 0;
+    pending = [];
+    failures = 0;
+    view.clear();
+    pods.clear();
+    showCount();
+    stream(null);
+  };
+  view.onFollowChange = (following) => {
+    follow.textContent = following ? "Pause" : "Follow";
+    follow.setAttribute("aria-pressed", String(following));
+    if (!following && retry) {
+      // Paused while waiting to reopen: it waits for the person instead.
+      clearTimeout(retry);
+      retry = 0;
+      endedWhilePaused = true;
+      say("paused", "paused: the stream ended; Follow reads on from the last line");
+    } else if (following && endedWhilePaused) {
+      stream(resumeFromKept());
     }
   };
-  for (const input of [container, previous, timestamps, tail]) input.addEventListener("change", open);
+  for (const input of [container, previous, tail]) input.addEventListener("change", open);
+  timestamps.addEventListener("change", () => view.setShowTime(timestamps.checked));
   open();
   return () => {
-    controller?.abort();
+    left = true;
+    halt();
     cancelAnimationFrame(flush);
   };
 }

@@ -1,7 +1,9 @@
 // The log view: a pod's log, or a workload's pods merged, read as Server-Sent Events with fetch
 // (so the Authorization header goes with it). Lines are kept in a bounded buffer (the last
 // MAX_LINES) and only the rows in view are in the DOM, drawn at most once a frame: thousands
-// of lines a minute cost a few row updates a frame, whatever the buffer holds.
+// of lines a minute cost a few row updates a frame, whatever the buffer holds. Every line is
+// asked for with its timestamp, shown or not: a followed log whose stream ends (the server
+// ends each after a watch's lifetime) is opened again from the newest line's time (Resume).
 
 /** The lines kept; older ones are dropped, a tenth at a time so that dropping is rare. */
 export const MAX_LINES = 50_000;
@@ -14,6 +16,70 @@ export function hueOf(text) {
   let hash = 2166136261;
   for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 16777619);
   return (hash >>> 0) % 360;
+}
+
+/** An RFC 3339 time as [seconds since the epoch, nanoseconds]: ordered to the nanosecond. */
+export function timeOf(stamp) {
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$/.exec(stamp);
+  if (!m) return null;
+  const ms = Date.parse(`${m[1]}${m[3]}`);
+  if (Number.isNaN(ms)) return null;
+  return [ms / 1000, Number((m[2] || "").padEnd(9, "0"))];
+}
+
+const isBefore = (a, b) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+
+/**
+ * A line as `timestamps=true` sends it, split: `{stamp, time, text}`; a line without a
+ * timestamp (a server that sends none) keeps its text whole, with no time.
+ */
+export function stampedLine(raw) {
+  const space = raw.indexOf(" ");
+  const time = space > 0 ? timeOf(raw.slice(0, space)) : null;
+  return time ? { stamp: raw.slice(0, space), time, text: raw.slice(space + 1) } : { stamp: "", time: null, text: raw };
+}
+
+/**
+ * How far before the newest line kept a log opened again is read: a merged log's containers
+ * arrive interleaved, each a few lines behind the others, so a container's lines written just
+ * before the end may not have reached the page although a newer line of another one did.
+ */
+export const RESUME_OVERLAP_SECONDS = 5;
+
+const keyOf = (line) => `${line.pod ?? ""}\0${line.container ?? ""}\0${line.stamp}\0${line.text}`;
+
+/**
+ * Where a followed log opened again reads on: `sinceTime`, a whole second (the apiserver reads
+ * from the start of one) RESUME_OVERLAP_SECONDS before the newest line in `lines`, and the
+ * lines kept from then on, which the new stream sends again: `isNew` drops each once (same pod,
+ * container, timestamp and text). No line with a time kept: no sinceTime, nothing dropped.
+ */
+export class Resume {
+  constructor(lines) {
+    let newest = null;
+    for (const line of lines) if (line.time && (!newest || isBefore(newest, line.time))) newest = line.time;
+    this.sinceTime = "";
+    this.seen = new Map();
+    if (!newest) return;
+    const from = [Math.floor(newest[0]) - RESUME_OVERLAP_SECONDS, 0];
+    this.sinceTime = new Date(from[0] * 1000).toISOString().replace(".000Z", "Z");
+    for (const line of lines) {
+      if (!line.time || isBefore(line.time, from)) continue;
+      const key = keyOf(line);
+      this.seen.set(key, (this.seen.get(key) || 0) + 1);
+    }
+  }
+
+  /** Whether `line`, sent by the stream opened again, is not one kept already. */
+  isNew(line) {
+    if (!line.time) return true;
+    const key = keyOf(line);
+    const left = this.seen.get(key);
+    if (!left) return true;
+    if (left === 1) this.seen.delete(key);
+    else this.seen.set(key, left - 1);
+    return false;
+  }
 }
 
 /**
@@ -54,6 +120,8 @@ export class LogWindow {
   constructor({ h, label, merged }) {
     this.h = h;
     this.merged = merged;
+    // Whether each line's timestamp is shown (lines keep theirs either way).
+    this.showTime = false;
     this.lines = [];
     // The lines shown: all of them, or those the search matches.
     this.shown = this.lines;
@@ -127,6 +195,12 @@ export class LogWindow {
     this.schedule();
   }
 
+  setShowTime(show) {
+    this.showTime = show;
+    this.offsets = null;
+    this.schedule();
+  }
+
   setWrap(wrap) {
     this.wrap = wrap;
     this.el.classList.toggle("wrap", wrap);
@@ -150,7 +224,7 @@ export class LogWindow {
     const perRow = Math.max(20, Math.floor((this.el.clientWidth - 24) / this.charWidth()) - prefix);
     const offsets = new Float64Array(this.shown.length + 1);
     for (let i = 0; i < this.shown.length; i++) {
-      offsets[i + 1] = offsets[i] + Math.max(1, Math.ceil(this.shown[i].text.length / perRow)) * LINE_HEIGHT;
+      offsets[i + 1] = offsets[i] + Math.max(1, Math.ceil(this.textOf(this.shown[i]).length / perRow)) * LINE_HEIGHT;
     }
     this.offsets = offsets;
     return offsets;
@@ -196,18 +270,24 @@ export class LogWindow {
     this.lastTop = this.el.scrollTop;
   }
 
+  /** The line's text as shown: with its timestamp first when those are shown. */
+  textOf(line) {
+    return this.showTime && line.stamp ? `${line.stamp} ${line.text}` : line.text;
+  }
+
   /** Puts `line` into the row `el`, unless it is there already. */
   fill(el, line) {
-    if (el.line === line && el.query === this.query) return;
+    if (el.line === line && el.query === this.query && el.showTime === this.showTime) return;
     el.line = line;
     el.query = this.query;
+    el.showTime = this.showTime;
     const parts = [];
     if (this.merged) {
       const tag = this.h("span", { class: "log-pod", title: `${line.pod}/${line.container}` }, `${line.pod}/${line.container}`);
       tag.style.setProperty("--hue", hueOf(line.pod));
       parts.push(tag);
     }
-    const text = line.text;
+    const text = this.textOf(line);
     if (this.query) {
       const lower = text.toLowerCase();
       let at = 0;
@@ -224,6 +304,6 @@ export class LogWindow {
 
   /** The buffered lines as text, as `kubectl logs --prefix` writes a merged log. */
   text() {
-    return this.lines.map((l) => (this.merged ? `[pod/${l.pod}/${l.container}] ${l.text}` : l.text)).join("\n") + "\n";
+    return this.lines.map((l) => (this.merged ? `[pod/${l.pod}/${l.container}] ${this.textOf(l)}` : this.textOf(l))).join("\n") + "\n";
   }
 }

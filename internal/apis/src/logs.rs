@@ -2,11 +2,12 @@
 //! relayed from the apiserver line by line. As plain text (a merged line prefixed
 //! `[pod/NAME/CONTAINER] `, as `kubectl logs --prefix` writes it), or with `follow=true` and an
 //! `Accept` preferring `text/event-stream`, as Server-Sent Events: a pod's lines one `data:`
-//! each; a merged log's as `line` events of `{"pod","container","line"}`, and what happens to
-//! the set of pods as `joined`, `left`, `cut`, `refused` and `ended` events. A stream ends
-//! when its log does, when the client goes (the upstream requests are closed with it), and
-//! at shutdown or after its randomised lifetime (`--min-request-timeout` times [1, 2)), as
-//! watches do: cleanly, so the client opens it again.
+//! each, then an `ended` event if the container's log itself ended; a merged log's as `line`
+//! events of `{"pod","container","line"}`, and what happens to the set of pods as `joined`,
+//! `left`, `cut`, `refused` and `ended` events. A stream ends when its log does, when the
+//! client goes (the upstream requests are closed with it), and at shutdown or after its
+//! randomised lifetime (`--min-request-timeout` times [1, 2)), as watches do: cleanly and
+//! without `ended`, so the client opens it again (from its last line's time, `sinceTime`).
 
 use k8sdao::catalog::PODS;
 use std::convert::Infallible;
@@ -125,6 +126,10 @@ pub(super) struct LogParams {
     tail_lines: Option<String>,
     /// Only lines newer than this many seconds, 1 to 316224000.
     since_seconds: Option<String>,
+    /// Only lines from this RFC 3339 time on (from the start of its second, as the apiserver
+    /// reads it); not with `sinceSeconds`. What a client following a log that ended sends
+    /// to read on from its last line (with `timestamps=true`).
+    since_time: Option<String>,
     /// `true`: each line begins with its RFC 3339 timestamp.
     timestamps: Option<String>,
     /// `true`: the stream stays open and sends lines as they are written (a merged log:
@@ -148,6 +153,7 @@ impl LogParams {
             previous: self.previous,
             tail_lines: self.tail_lines,
             since_seconds: self.since_seconds,
+            since_time: self.since_time,
             timestamps: self.timestamps,
             follow: self.follow,
         }
@@ -157,6 +163,33 @@ impl LogParams {
 /// A line as SSE data carries it: text, without the carriage return a CRLF line leaves.
 fn text_of(line: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line))
+}
+
+/// What a pod's log stream sends: its lines, then whether the log itself ended.
+#[derive(Debug, PartialEq)]
+enum PodLogItem {
+    Line(Bytes),
+    /// The container's log ended (the container stopped, or the previous run's log was
+    /// read whole): a client following it has nothing to open again.
+    Over,
+}
+
+/// The lines of a pod's log, then `Over` if it ended by itself. A failure after the first
+/// line can only end the stream (the status is sent), without `Over`: the log may go on.
+fn pod_log_items<E: std::fmt::Display + Send + 'static>(
+    lines: impl Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
+) -> impl Stream<Item = PodLogItem> + Send + 'static {
+    futures::stream::unfold(Some(lines), |lines| async move {
+        let mut lines = lines?;
+        match lines.next().await {
+            Some(Ok(line)) => Some((PodLogItem::Line(line), Some(lines))),
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "a log stream ends early");
+                None
+            }
+            None => Some((PodLogItem::Over, None)),
+        }
+    })
 }
 
 /// Ends with the server's shutdown or after a watch's randomised lifetime
@@ -198,7 +231,7 @@ where
 #[utoipa::path(get, path = "/pods/{name}/logs", tag = "pods",
     params(("name" = String, Path, description = "Pod name"), LogParams),
     responses(
-        (status = 200, description = "The container's log as text; with `follow=true`, its lines as they come, as text or (Accept: text/event-stream) one `data:` event a line",
+        (status = 200, description = "The container's log as text; with `follow=true`, its lines as they come, as text or (Accept: text/event-stream) one `data:` event a line, then an `ended` event if the container's log ended (a stream that ends without it is to be opened again, with `sinceTime`)",
             content((String = "text/plain"), (String = "text/event-stream"))),
         (status = 400, description = "Invalid option; the pod has no such container (the answer lists its containers) or several (choose one); the container has not started, or has no previous run", body = ErrorEnvelope),
         (status = 404, description = "No such pod", body = ErrorEnvelope),
@@ -211,28 +244,28 @@ async fn pod_log(
     ApiQuery(q): ApiQuery<LogParams>,
 ) -> Result<Response, ApiError> {
     let log = s.workloads.pod_log(&name, &q.request()).await?;
-    // A failure after the first line can only end the stream: the status is sent.
-    let lines = log
-        .lines
-        .take_while(|line| {
-            if let Err(e) = line {
-                tracing::debug!(error = %e, "a log stream ends early");
-            }
-            std::future::ready(line.is_ok())
-        })
-        .filter_map(|line| std::future::ready(line.ok()));
-    let lines = until_end(&s, lines);
+    let items = until_end(&s, pod_log_items(log.lines));
     if log.follow && watch::accepts_event_stream(&headers) {
         return Ok(sse_response(
             &s,
-            lines.map(|line: Bytes| Event::default().data(text_of(&line))),
+            items.map(|item| match item {
+                PodLogItem::Line(line) => Event::default().data(text_of(&line)),
+                PodLogItem::Over => Event::default()
+                    .event("ended")
+                    .data(serde_json::json!({"reason": "the container's log ended"}).to_string()),
+            }),
         ));
     }
-    Ok(text_response(lines.map(|line: Bytes| {
-        let mut chunk = Vec::with_capacity(line.len() + 1);
-        chunk.extend_from_slice(&line);
-        chunk.push(b'\n');
-        Bytes::from(chunk)
+    Ok(text_response(items.filter_map(|item| {
+        std::future::ready(match item {
+            PodLogItem::Line(line) => {
+                let mut chunk = Vec::with_capacity(line.len() + 1);
+                chunk.extend_from_slice(&line);
+                chunk.push(b'\n');
+                Some(Bytes::from(chunk))
+            }
+            PodLogItem::Over => None,
+        })
     })))
 }
 
@@ -452,9 +485,10 @@ mod tests {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
+    use bytes::Bytes;
     use futures::StreamExt;
 
-    use super::until_end;
+    use super::{PodLogItem, pod_log_items, until_end};
     use crate::{AppState, FairShares};
 
     fn state(min_request_timeout: Duration) -> AppState {
@@ -490,6 +524,30 @@ mod tests {
             "not before minRequestTimeout: {:?}",
             opened.elapsed()
         );
+    }
+
+    #[tokio::test]
+    async fn a_pods_log_says_when_it_ended_but_not_when_it_broke() {
+        let line = |text: &'static str| Ok::<_, String>(Bytes::from_static(text.as_bytes()));
+        let over: Vec<PodLogItem> = pod_log_items(futures::stream::iter([line("a"), line("b")]))
+            .collect()
+            .await;
+        assert_eq!(
+            over,
+            [
+                PodLogItem::Line(Bytes::from_static(b"a")),
+                PodLogItem::Line(Bytes::from_static(b"b")),
+                PodLogItem::Over
+            ]
+        );
+        let broke: Vec<PodLogItem> = pod_log_items(futures::stream::iter([
+            line("a"),
+            Err("the log stream broke".to_string()),
+            line("never"),
+        ]))
+        .collect()
+        .await;
+        assert_eq!(broke, [PodLogItem::Line(Bytes::from_static(b"a"))]);
     }
 
     #[tokio::test]

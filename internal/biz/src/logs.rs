@@ -45,8 +45,28 @@ pub struct LogRequest {
     pub previous: Option<String>,
     pub tail_lines: Option<String>,
     pub since_seconds: Option<String>,
+    /// RFC 3339; the apiserver reads from the start of its second.
+    pub since_time: Option<String>,
     pub timestamps: Option<String>,
     pub follow: Option<String>,
+}
+
+/// An RFC 3339 time, as the apiserver's `sinceTime` (a fraction of a second is allowed).
+fn rfc3339_time(
+    what: &'static str,
+    value: Option<&str>,
+) -> Result<Option<jiff::Timestamp>, BizError> {
+    let Some(value) = value.filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    value
+        .parse::<jiff::Timestamp>()
+        .map(Some)
+        .map_err(|_| BizError::Invalid {
+            what,
+            value: value.to_string(),
+            rule: "expected an RFC 3339 time, such as 2026-01-02T15:04:05Z",
+        })
 }
 
 /// A boolean query parameter as the apiserver takes it.
@@ -85,6 +105,24 @@ fn bounded(
 impl LogRequest {
     /// The options every container's log is read with (the container is chosen later).
     fn options(&self) -> Result<LogOptions, BizError> {
+        // The apiserver refuses 0: "since" must be in the past.
+        let since_seconds = bounded(
+            "sinceSeconds",
+            self.since_seconds.as_deref(),
+            1,
+            MAX_SINCE_SECONDS,
+            "must be an integer from 1 to 316224000 (ten years)",
+        )?;
+        let since_time = rfc3339_time("sinceTime", self.since_time.as_deref())?;
+        if let (Some(_), Some(_), Some(given)) =
+            (since_seconds, since_time, self.since_time.as_deref())
+        {
+            return Err(BizError::Invalid {
+                what: "sinceTime",
+                value: given.to_string(),
+                rule: "at most one of sinceTime or sinceSeconds may be given",
+            });
+        }
         Ok(LogOptions {
             container: String::new(),
             previous: flag("previous", self.previous.as_deref())?,
@@ -95,14 +133,8 @@ impl LogRequest {
                 MAX_TAIL_LINES,
                 "must be an integer from 0 to 100000",
             )?,
-            // The apiserver refuses 0: "since" must be in the past.
-            since_seconds: bounded(
-                "sinceSeconds",
-                self.since_seconds.as_deref(),
-                1,
-                MAX_SINCE_SECONDS,
-                "must be an integer from 1 to 316224000 (ten years)",
-            )?,
+            since_seconds,
+            since_time,
             timestamps: flag("timestamps", self.timestamps.as_deref())?,
             follow: flag("follow", self.follow.as_deref())?,
         })
@@ -1040,6 +1072,7 @@ mod tests {
             previous: get("previous"),
             tail_lines: get("tailLines"),
             since_seconds: get("sinceSeconds"),
+            since_time: get("sinceTime"),
             timestamps: get("timestamps"),
             follow: get("follow"),
         }
@@ -1068,11 +1101,24 @@ mod tests {
             ("follow", "yes"),
             ("previous", "2"),
             ("timestamps", "on"),
+            ("sinceTime", "yesterday"),
+            ("sinceTime", "2026-01-02 15:04"),
         ] {
             let e = request(&[(key, bad)]).options().unwrap_err();
             assert_eq!(e.failure(), crate::Failure::Invalid, "{key}={bad}");
             assert!(e.to_string().contains(key), "{key}={bad}: {e}");
         }
+        let since = request(&[("sinceTime", "2026-01-02T15:04:05.5+01:00")])
+            .options()
+            .unwrap();
+        assert_eq!(
+            since.since_time,
+            Some("2026-01-02T14:04:05.5Z".parse().unwrap())
+        );
+        let e = request(&[("sinceTime", "2026-01-02T15:04:05Z"), ("sinceSeconds", "5")])
+            .options()
+            .unwrap_err();
+        assert!(e.to_string().contains("at most one of sinceTime"), "{e}");
         let e = request(&[("container", "Not_A_Name")])
             .container()
             .unwrap_err();

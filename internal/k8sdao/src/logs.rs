@@ -26,6 +26,9 @@ pub struct LogOptions {
     pub tail_lines: Option<i64>,
     /// Only lines newer than this many seconds.
     pub since_seconds: Option<i64>,
+    /// Only lines of this second or later (the apiserver drops the fraction); never with
+    /// `since_seconds`.
+    pub since_time: Option<jiff::Timestamp>,
     /// Each line begins with its RFC 3339 timestamp.
     pub timestamps: bool,
     /// Keep the stream open and send lines as the container writes them.

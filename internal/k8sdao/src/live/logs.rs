@@ -1,5 +1,6 @@
 //! A container's log through kube's `pods/log` request, as a stream of lines.
 
+use jiff::{RoundMode, TimestampRound, Unit};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::LogParams;
 
@@ -19,6 +20,17 @@ impl LiveSource {
             follow: options.follow,
             previous: options.previous,
             since_seconds: options.since_seconds,
+            // kube rounds sinceTime to the nearest second, the apiserver (and kubectl) cut
+            // the fraction off: rounded up, the lines of the rest of that second would be
+            // skipped.
+            since_time: options.since_time.map(|t| {
+                t.round(
+                    TimestampRound::new()
+                        .smallest(Unit::Second)
+                        .mode(RoundMode::Trunc),
+                )
+                .unwrap_or(t)
+            }),
             tail_lines: options.tail_lines,
             timestamps: options.timestamps,
             ..LogParams::default()
@@ -40,13 +52,23 @@ mod tests {
     use crate::DaoError;
     use crate::logs::LogOptions;
 
+    /// The lines of web-1's log read with `options` from an apiserver that expects the
+    /// request `path` (and query) and answers `body`.
+    async fn lines_read(path: &str, body: &[u8], options: &LogOptions) -> Vec<bytes::Bytes> {
+        let (source, server) = source_answering(vec![(path.into(), 200, body.to_vec())]);
+        let lines = source
+            .log_lines("shop", "web-1", options)
+            .await
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        server.await.unwrap();
+        lines
+    }
+
     #[tokio::test]
     async fn a_log_is_asked_for_with_every_option_and_read_as_lines() {
-        let (source, server) = source_answering(vec![(
-            "/api/v1/namespaces/shop/pods/web-1/log?&container=app&follow=true&previous=true&sinceSeconds=60&tailLines=2&timestamps=true".into(),
-            200,
-            b"first\nsecond\n".to_vec(),
-        )]);
         let options = LogOptions {
             container: "app".into(),
             previous: true,
@@ -54,16 +76,32 @@ mod tests {
             since_seconds: Some(60),
             timestamps: true,
             follow: true,
+            ..LogOptions::default()
         };
-        let lines: Vec<_> = source
-            .log_lines("shop", "web-1", &options)
-            .await
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-            .await;
+        let lines = lines_read(
+            "/api/v1/namespaces/shop/pods/web-1/log?&container=app&follow=true&previous=true&sinceSeconds=60&tailLines=2&timestamps=true",
+            b"first\nsecond\n",
+            &options,
+        )
+        .await;
         assert_eq!(lines, ["first", "second"]);
-        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn since_time_is_sent_cut_to_its_second_as_the_apiserver_cuts_it() {
+        // .9 s: rounded, it would be the next second, and that second's lines lost.
+        let options = LogOptions {
+            container: "app".into(),
+            since_time: Some("2026-01-01T00:00:01.9Z".parse().unwrap()),
+            ..LogOptions::default()
+        };
+        let lines = lines_read(
+            "/api/v1/namespaces/shop/pods/web-1/log?&container=app&sinceTime=2026-01-01T00%3A00%3A01Z",
+            b"first\n",
+            &options,
+        )
+        .await;
+        assert_eq!(lines, ["first"]);
     }
 
     #[tokio::test]
