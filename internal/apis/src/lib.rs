@@ -183,6 +183,7 @@ async fn per_request(State(p): State<PerRequest>, request: Request, next: Next) 
     if p.mark_stale {
         let source = p.state.workloads.source();
         if !source.is_live()
+            && source.any_disconnected()
             && let Some(age) = health::staleness(&source.informer_states())
         {
             response

@@ -607,6 +607,16 @@ impl Source {
         }
     }
 
+    /// Whether a watch is failing now (then [`Source::informer_states`] tells since when);
+    /// cheap enough for every request, unlike the states.
+    pub fn any_disconnected(&self) -> bool {
+        match (&self.factory, &self.backend) {
+            (Some(factory), _) => factory.any_disconnected(),
+            (None, Backend::Cache(c)) => c.states().iter().any(|s| !s.connected),
+            _ => false,
+        }
+    }
+
     /// Objects held in memory, of every kind; 0 for the live source. A read lock per cache,
     /// nothing copied: cheap enough for every request.
     pub fn cached_objects(&self) -> usize {

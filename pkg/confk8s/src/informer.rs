@@ -734,6 +734,18 @@ impl InformerFactory {
             .collect()
     }
 
+    /// Whether a watch is failing now: lock-free reads of each status, nothing copied, so
+    /// every request may ask.
+    pub fn any_disconnected(&self) -> bool {
+        let registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
+        registry
+            .order
+            .iter()
+            .map(|id| registry.by_type[id].status())
+            .chain(registry.dynamic.values())
+            .any(|s| !s.is_connected())
+    }
+
     /// Waits until every watch has delivered its first full list.
     pub async fn wait_for_sync(&self, timeout: Duration) -> Result<(), FactoryError> {
         let deadline = tokio::time::Instant::now() + timeout;
