@@ -19,6 +19,7 @@ mod ingresses;
 mod initial_list;
 mod kinds;
 mod kubeapi;
+mod kubeapi_auth;
 mod kubeapi_queries;
 mod kubeapi_writes;
 mod logs;
