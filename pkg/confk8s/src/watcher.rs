@@ -153,7 +153,7 @@ struct Page<K> {
 /// The page of `api`'s list that `params` asks for, as `Api::list` asks for it.
 async fn list_page<K>(api: &Api<K>, params: &ListParams) -> kube::Result<Page<K>>
 where
-    K: Resource + DeserializeOwned,
+    K: Resource + Clone + DeserializeOwned,
 {
     let request = kube::core::Request::new(api.resource_url());
     let mut request = if K::metadata_api() {

@@ -53,7 +53,7 @@ async fn apiserver_document(
 /// The apiserver's legacy entries of `group`/`version`: each resource and each
 /// `resource/subresource` it serves there.
 async fn apiserver_entries(s: &AppState, group: &str, version: &str) -> Option<Vec<Value>> {
-    let list = apiserver_document(s, "resource list", async |docs| {
+    let list = apiserver_document(s, "resource list", async |docs: &k8sdao::OpenApiDocs| {
         docs.resource_list(group, version).await
     })
     .await?;
@@ -63,9 +63,11 @@ async fn apiserver_entries(s: &AppState, group: &str, version: &str) -> Option<V
 /// The apiserver's aggregated discovery of the core group (`core`) or the named ones: its
 /// `APIGroupDiscovery` items.
 async fn apiserver_groups(s: &AppState, core: bool) -> Option<Vec<Value>> {
-    let list = apiserver_document(s, "aggregated discovery", async |docs| {
-        docs.aggregated_discovery(core).await
-    })
+    let list = apiserver_document(
+        s,
+        "aggregated discovery",
+        async |docs: &k8sdao::OpenApiDocs| docs.aggregated_discovery(core).await,
+    )
     .await?;
     list.get("items")?.as_array().cloned()
 }
