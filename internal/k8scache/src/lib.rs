@@ -580,6 +580,24 @@ mod tests {
     use super::*;
     use model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
 
+    #[test]
+    fn a_typed_cache_fed_as_sent_keeps_the_sent_json() {
+        use k8s_openapi::api::core::v1::Pod;
+        let caches = Caches::default();
+        let handler = FromSent::new(caches.pods.clone());
+        let text = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"web","namespace":"ns","uid":"u1","resourceVersion":"5"},"spec":{"containers":[{"name":"c","image":"nginx"}]},"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","lastProbeTime":null}]}}"#;
+        let pod = Sent::<Pod>::from_json(text).unwrap();
+        assert!(pod.json().contains(r#""lastProbeTime":null"#));
+        let mut relist = handler.clone().begin_relist();
+        relist.add(&Delta::Added(pod.clone()));
+        relist.commit("6");
+        let record = caches.pods.get(&ObjectKey::new("ns", "web")).unwrap();
+        assert_eq!(record.raw_json().unwrap(), pod.json().as_bytes());
+        assert_eq!(record.key.name, "web", "the record is the typed object's");
+        handler.on_deltas(&[Delta::Deleted(pod)]);
+        assert!(caches.pods.is_empty());
+    }
+
     fn pod_names(pods: &[Arc<PodRecord>]) -> Vec<&str> {
         pods.iter().map(|p| p.key.name.as_str()).collect()
     }
