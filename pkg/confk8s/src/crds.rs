@@ -430,7 +430,8 @@ mod tests {
         );
 
         crds.step(applied(mk_crd(|_| {})));
-        let vanished = Delta::Vanished(ObjectKey::new("", "widgets.example.com"));
+        let vanished: Delta<CustomResourceDefinition> =
+            Delta::Vanished(ObjectKey::new("", "widgets.example.com"));
         assert_eq!(crds.step((&vanished).into()), Some(Command::Stop(widget())));
 
         crds.step(applied(mk_crd(|_| {})));
