@@ -436,6 +436,35 @@ async fn objects_are_the_apiservers_managed_fields_aside() {
         (&a["kind"], &a["apiVersion"])
     );
     assert_eq!(objects(&k.to_string()), objects(&a.to_string()));
+
+    // A Pod kwok runs: its conditions carry the apiserver's `lastProbeTime: null`, which the
+    // typed Pods' cache keeps as sent.
+    let ran: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "ran"},
+        "spec": {"nodeName": "demo-node-1",
+            "containers": [{"name": "c", "image": "registry.invalid/ran:1"}]},
+    }))
+    .unwrap();
+    s.ns.api::<Pod>()
+        .create(&PostParams::default(), &ran)
+        .await
+        .unwrap();
+    let pods = s.ns.api::<Pod>();
+    eventually(SOON, "kwok runs the pod", || async {
+        let pod = pods.get("ran").await.ok()?;
+        let conditions = pod.status?.conditions?;
+        (!conditions.is_empty()).then_some(())
+    })
+    .await;
+    let args = ["get", "pod", "ran", "-n", ns, "-o", "json"];
+    let out = agree_by(&s.apiserver, &s.k8sailor, &args, |out| {
+        serde_json::from_str::<Value>(out)
+            .map(|_| format!("{:?}", objects(out)))
+            .unwrap_or_else(|e| format!("not JSON: {e}"))
+    })
+    .await;
+    let pod = &objects(&out)[0];
+    assert!(has_null(&pod["status"]["conditions"]), "{pod}");
 }
 
 #[tokio::test]
