@@ -159,22 +159,9 @@ pub(crate) fn normalized(table: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// `value` without its members that are null, at any depth.
-fn without_nulls(value: &mut Value) {
-    match value {
-        Value::Object(members) => {
-            members.retain(|_, v| !v.is_null());
-            members.values_mut().for_each(without_nulls);
-        }
-        Value::Array(items) => items.iter_mut().for_each(without_nulls),
-        _ => {}
-    }
-}
-
-/// The objects of a `-o json` answer (a List or one object), managedFields aside, and an
-/// explicit null as an absent member: k8sailor decodes the built-in kinds through their
-/// k8s-openapi types, which keep no null (an Event's `eventTime`, an HPA's
-/// `status.currentMetrics`), and a client decoding them sees no difference.
+/// The objects of a `-o json` answer (a List or one object), managedFields aside. Explicit
+/// nulls count: the apiserver writes some (an Event's `eventTime`, an HPA's
+/// `status.currentMetrics`), and k8sailor keeps each object as it was sent.
 fn objects(json: &str) -> Vec<Value> {
     let value: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
     let mut items = match value.get("items") {
@@ -185,9 +172,18 @@ fn objects(json: &str) -> Vec<Value> {
         if let Some(meta) = item.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("managedFields");
         }
-        without_nulls(item);
     }
     items
+}
+
+/// Whether `value` holds an explicit null, at any depth.
+fn has_null(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Object(members) => members.values().any(has_null),
+        Value::Array(items) => items.iter().any(has_null),
+        _ => false,
+    }
 }
 
 struct Setup {
@@ -445,6 +441,35 @@ async fn objects_are_the_apiservers_managed_fields_aside() {
         (&a["kind"], &a["apiVersion"])
     );
     assert_eq!(objects(&k.to_string()), objects(&a.to_string()));
+
+    // A Pod kwok runs: its conditions carry the apiserver's `lastProbeTime: null`, which the
+    // typed Pods' cache keeps as sent.
+    let ran: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "ran"},
+        "spec": {"nodeName": "demo-node-1",
+            "containers": [{"name": "c", "image": "registry.invalid/ran:1"}]},
+    }))
+    .unwrap();
+    s.ns.api::<Pod>()
+        .create(&PostParams::default(), &ran)
+        .await
+        .unwrap();
+    let pods = s.ns.api::<Pod>();
+    eventually(SOON, "kwok runs the pod", || async {
+        let pod = pods.get("ran").await.ok()?;
+        let conditions = pod.status?.conditions?;
+        (!conditions.is_empty()).then_some(())
+    })
+    .await;
+    let args = ["get", "pod", "ran", "-n", ns, "-o", "json"];
+    let out = agree_by(&s.apiserver, &s.k8sailor, &args, |out| {
+        serde_json::from_str::<Value>(out)
+            .map(|_| format!("{:?}", objects(out)))
+            .unwrap_or_else(|e| format!("not JSON: {e}"))
+    })
+    .await;
+    let pod = &objects(&out)[0];
+    assert!(has_null(&pod["status"]["conditions"]), "{pod}");
 }
 
 #[tokio::test]
@@ -769,6 +794,11 @@ async fn every_served_kind_prints_as_the_apiserver_prints_it() {
             })
             .await;
             let objects = objects(&out);
+            // The Events' `eventTime` at least: the comparison holds explicit nulls.
+            assert!(
+                !namespaced || objects.iter().any(has_null),
+                "kubectl {args:?}: no explicit null to compare"
+            );
             for kind in &kinds {
                 let name = (kind.fixture.name)(ns, Which::Selected);
                 assert!(

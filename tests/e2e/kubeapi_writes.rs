@@ -21,7 +21,7 @@ use crate::support::{SOON, Server, TestNamespace, eventually, repo};
 /// A node kwok plays, whose pods run and log (hack/cluster up --log-nodes).
 const NODE: &str = "demo-node-1";
 
-fn scratch(ns: &TestNamespace) -> PathBuf {
+pub(crate) fn scratch(ns: &TestNamespace) -> PathBuf {
     let dir = repo()
         .join("target")
         .join(format!("e2e-kubeapi-writes-{}", ns.name));
@@ -30,13 +30,13 @@ fn scratch(ns: &TestNamespace) -> PathBuf {
 }
 
 /// The same kubectl, as the same caller, against both.
-struct Both {
-    apiserver: Kubectl,
-    k8sailor: Kubectl,
+pub(crate) struct Both {
+    pub(crate) apiserver: Kubectl,
+    pub(crate) k8sailor: Kubectl,
 }
 
 impl Both {
-    fn new(dir: &std::path::Path, front: &TlsFront, user: &User) -> Both {
+    pub(crate) fn new(dir: &std::path::Path, front: &TlsFront, user: &User) -> Both {
         Both {
             apiserver: Kubectl::for_apiserver_as(
                 dir,
@@ -55,7 +55,7 @@ impl Both {
 
     /// Runs `args` against k8sailor, then against the apiserver, and asserts both succeed or
     /// fail alike and print the same (ages aside): kubectl's outcome, k8sailor's output.
-    fn same(&self, args: &[&str]) -> (bool, String, String) {
+    pub(crate) fn same(&self, args: &[&str]) -> (bool, String, String) {
         let ours = self.k8sailor.run(args);
         let theirs = self.apiserver.run(args);
         assert_eq!(
@@ -496,7 +496,7 @@ async fn on_the_kubernetes_api_a_caller_past_its_share_gets_429_and_another_is_s
 /// TLS in front of a k8sailor process, as an ingress would terminate it: kubectl sends a
 /// bearer token only over TLS (kubectl#744). Its certificate, for 127.0.0.1, is made by
 /// openssl for the test and is its own CA.
-struct TlsFront {
+pub(crate) struct TlsFront {
     /// `https://127.0.0.1:PORT`.
     url: String,
     /// The certificate, PEM: the kubeconfig's certificate-authority-data.
@@ -514,7 +514,7 @@ impl Drop for TlsFront {
 }
 
 impl TlsFront {
-    fn before(dir: &std::path::Path, server: &Server) -> TlsFront {
+    pub(crate) fn before(dir: &std::path::Path, server: &Server) -> TlsFront {
         use rustls::pki_types::pem::PemObject;
         use rustls::pki_types::{CertificateDer, PrivateKeyDer};
         let (cert, key) = (dir.join("front.crt"), dir.join("front.key"));

@@ -20,6 +20,7 @@ mod initial_list;
 mod k9s;
 mod kinds;
 mod kubeapi;
+mod kubeapi_auth;
 mod kubeapi_queries;
 mod kubeapi_writes;
 mod logs;

@@ -71,8 +71,9 @@ impl Cached for GenericRecord {
     }
 }
 
-/// Feeds a generic cache from a watch of typed objects `K`: each object becomes the JSON the
-/// apiserver sent (as its type reads and writes it), of the cache's resource.
+/// Feeds a generic cache from a watch of objects `K`: each object becomes the JSON value it
+/// serializes to, of the cache's resource. For the JSON the apiserver sent, nulls and all,
+/// watch `confk8s::Sent` objects (a typed object keeps no null).
 pub struct AsGeneric<K> {
     resource: Resource,
     cache: Arc<Cache<GenericRecord>>,

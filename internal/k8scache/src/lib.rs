@@ -11,7 +11,7 @@ mod index;
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use confk8s::{Delta, Handler, RelistBatch};
+use confk8s::{Delta, Handler, RelistBatch, Sent};
 use tokio::sync::{broadcast, watch};
 
 pub use history::{History, HistoryError};
@@ -205,14 +205,19 @@ enum Write<R> {
 }
 
 impl<R: Record> Write<R> {
-    /// Builds the record outside any lock.
-    fn of(delta: &Delta<R::Object>) -> Self {
+    /// Builds the record outside any lock, with `record`.
+    fn of<O>(delta: &Delta<O>, record: fn(&O) -> Arc<R>) -> Self {
         match delta {
-            Delta::Added(o) | Delta::Updated(o) => Write::Apply(R::from_object(o)),
-            Delta::Deleted(o) => Write::Delete(R::from_object(o)),
+            Delta::Added(o) | Delta::Updated(o) => Write::Apply(record(o)),
+            Delta::Deleted(o) => Write::Delete(record(o)),
             Delta::Vanished(key) => Write::Vanish(R::key_of(&key.namespace, &key.name)),
         }
     }
+}
+
+/// The record of an object as the apiserver sent it, keeping the sent JSON.
+fn record_of_sent<R: Typed>(sent: &Sent<R::Object>) -> Arc<R> {
+    R::from_sent(&sent.object, sent.json().as_bytes())
 }
 
 /// A resourceVersion as the history orders it; None if it is not a number.
@@ -344,7 +349,10 @@ impl<R: Indexed> Cache<R> {
         R: Record,
     {
         // Project outside the lock: readers wait only for the map updates.
-        let writes = deltas.iter().map(Write::of).collect();
+        let writes = deltas
+            .iter()
+            .map(|d| Write::of(d, R::from_object))
+            .collect();
         self.commit(writes, None);
     }
 
@@ -375,6 +383,7 @@ where
         Box::new(CacheRelist {
             cache: self,
             writes: Vec::new(),
+            record: R::from_object,
         })
     }
 
@@ -383,19 +392,57 @@ where
     }
 }
 
-/// A relist in progress: each object becomes its record as it arrives (so the typed objects
-/// of a large list never pile up), and all records go into the index under one write lock.
-struct CacheRelist<R> {
-    cache: Arc<Cache<R>>,
-    writes: Vec<Write<R>>,
+/// Feeds a typed cache from a watch of its objects as the apiserver sent them: each record
+/// keeps the sent JSON, with the explicit nulls the typed object drops.
+pub struct FromSent<R>(Arc<Cache<R>>);
+
+impl<R> FromSent<R> {
+    pub fn new(cache: Arc<Cache<R>>) -> Arc<Self> {
+        Arc::new(FromSent(cache))
+    }
 }
 
-impl<R> RelistBatch<R::Object> for CacheRelist<R>
+impl<R> Handler<Sent<R::Object>> for FromSent<R>
+where
+    R: Typed + Indexed,
+    R::Object: Send + Sync + 'static,
+{
+    fn on_deltas(&self, deltas: &[Delta<Sent<R::Object>>]) {
+        let writes = deltas
+            .iter()
+            .map(|d| Write::of(d, record_of_sent::<R>))
+            .collect();
+        self.0.commit(writes, None);
+    }
+
+    fn begin_relist(self: Arc<Self>) -> Box<dyn RelistBatch<Sent<R::Object>>> {
+        Box::new(CacheRelist {
+            cache: self.0.clone(),
+            writes: Vec::new(),
+            record: record_of_sent::<R>,
+        })
+    }
+
+    fn on_bookmark(&self, version: &str) {
+        self.0.bookmarked(version);
+    }
+}
+
+/// A relist in progress: each object becomes its record (with `record`) as it arrives (so
+/// the typed objects of a large list never pile up), and all records go into the index
+/// under one write lock.
+struct CacheRelist<R, O> {
+    cache: Arc<Cache<R>>,
+    writes: Vec<Write<R>>,
+    record: fn(&O) -> Arc<R>,
+}
+
+impl<R, O> RelistBatch<O> for CacheRelist<R, O>
 where
     R: Record + Indexed,
 {
-    fn add(&mut self, delta: &Delta<R::Object>) {
-        self.writes.push(Write::of(delta));
+    fn add(&mut self, delta: &Delta<O>) {
+        self.writes.push(Write::of(delta, self.record));
     }
 
     fn commit(self: Box<Self>, version: &str) {
@@ -532,6 +579,24 @@ fn deployment_of<'a>(
 mod tests {
     use super::*;
     use model::fixtures::{mk_deployment, mk_pod, mk_replicaset};
+
+    #[test]
+    fn a_typed_cache_fed_as_sent_keeps_the_sent_json() {
+        use k8s_openapi::api::core::v1::Pod;
+        let caches = Caches::default();
+        let handler = FromSent::new(caches.pods.clone());
+        let text = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"web","namespace":"ns","uid":"u1","resourceVersion":"5"},"spec":{"containers":[{"name":"c","image":"nginx"}]},"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","lastProbeTime":null}]}}"#;
+        let pod = Sent::<Pod>::from_json(text).unwrap();
+        assert!(pod.json().contains(r#""lastProbeTime":null"#));
+        let mut relist = handler.clone().begin_relist();
+        relist.add(&Delta::Added(pod.clone()));
+        relist.commit("6");
+        let record = caches.pods.get(&ObjectKey::new("ns", "web")).unwrap();
+        assert_eq!(record.raw_json().unwrap(), pod.json().as_bytes());
+        assert_eq!(record.key.name, "web", "the record is the typed object's");
+        handler.on_deltas(&[Delta::Deleted(pod)]);
+        assert!(caches.pods.is_empty());
+    }
 
     fn pod_names(pods: &[Arc<PodRecord>]) -> Vec<&str> {
         pods.iter().map(|p| p.key.name.as_str()).collect()

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use confk8s::{Connection, FactoryError, InformerFactory, InformerState, InitialList};
+use confk8s::{Connection, FactoryError, InformerFactory, InformerState, InitialList, Sent};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::networking::v1::Ingress;
@@ -33,7 +33,7 @@ pub use registry::{Registry, ResourceSelection};
 
 use std::collections::{BTreeSet, HashSet};
 
-use k8scache::{Cached, Caches};
+use k8scache::{Cached, Caches, FromSent};
 pub use k8scache::{HISTORY_CAPACITY, HistoryError};
 pub use model::Kind;
 use model::{
@@ -408,21 +408,23 @@ pub fn namespace_of_list<'a>(asked: Option<&'a str>, scope: Option<&'a str>) -> 
 }
 
 /// Registers each cache with the factory's shared watch of its kind, decoded as leanly as the
-/// cache allows.
+/// cache allows, each record keeping the JSON its object was sent as.
 fn register(
     caches: &Caches,
     factory: &InformerFactory,
     scope: Option<&str>,
 ) -> Result<(), FactoryError> {
-    factory.add_handler::<Deployment>(caches.deployments.clone())?;
-    factory.add_handler_decoded_as::<Pod, confk8s::SlimPod>(caches.pods.clone())?;
-    factory.add_handler::<ReplicaSet>(caches.replicasets.clone())?;
-    factory.add_handler::<Service>(caches.services.clone())?;
-    factory.add_handler::<Ingress>(caches.ingresses.clone())?;
+    factory.add_handler::<Sent<Deployment>>(FromSent::new(caches.deployments.clone()))?;
+    factory.add_handler_decoded_as::<Sent<Pod>, Sent<confk8s::SlimPod>>(FromSent::new(
+        caches.pods.clone(),
+    ))?;
+    factory.add_handler::<Sent<ReplicaSet>>(FromSent::new(caches.replicasets.clone()))?;
+    factory.add_handler::<Sent<Service>>(FromSent::new(caches.services.clone()))?;
+    factory.add_handler::<Sent<Ingress>>(FromSent::new(caches.ingresses.clone()))?;
     // Namespaces are cluster-scoped: a server scoped to one namespace may hold no right to
     // list them all, and serves that one alone anyway.
     if scope.is_none() {
-        factory.add_cluster_handler::<Namespace>(caches.namespaces.clone())?;
+        factory.add_cluster_handler::<Sent<Namespace>>(FromSent::new(caches.namespaces.clone()))?;
     }
     Ok(())
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use confk8s::{FactoryError, InformerFactory};
+use confk8s::{FactoryError, InformerFactory, Sent};
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use k8scache::{AsGeneric, Cache, Caches};
 use kube::core::PartialObjectMeta;
@@ -258,8 +258,9 @@ impl Visitor for Register<'_> {
             self.factory
                 .add_handler::<PartialObjectMeta<K>>(AsGeneric::new(resource, cache))
         } else {
+            // As sent: the explicit nulls the typed object would drop are kept.
             self.factory
-                .add_handler::<K>(AsGeneric::new(resource, cache))
+                .add_handler::<Sent<K>>(AsGeneric::new(resource, cache))
         };
         if self.result.is_ok() {
             self.result = added;
@@ -279,7 +280,7 @@ impl Visitor for Register<'_> {
         };
         let added = self
             .factory
-            .add_cluster_handler::<K>(AsGeneric::new(resource, cache));
+            .add_cluster_handler::<Sent<K>>(AsGeneric::new(resource, cache));
         if self.result.is_ok() {
             self.result = added;
         }

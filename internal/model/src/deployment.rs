@@ -75,10 +75,18 @@ impl Typed for DeploymentRecord {
     const KIND: Kind = Kind::Deployment;
     const FIELDS: &'static [&'static str] = METADATA_FIELDS;
     type Dto = DeploymentDto;
+    fn with_raw(object: &Deployment, raw: bytes::Bytes) -> Arc<Self> {
+        DeploymentRecord::built(object, raw)
+    }
 }
 
 impl DeploymentRecord {
     pub fn from_deployment(d: &Deployment) -> Arc<Self> {
+        Self::with_raw(d, Self::resource().keep(d))
+    }
+
+    /// The record of `d`, keeping `raw` as its whole object.
+    fn built(d: &Deployment, raw: bytes::Bytes) -> Arc<Self> {
         let meta = &d.metadata;
         let spec = d.spec.as_ref();
         let status = d.status.clone().unwrap_or_default();
@@ -114,7 +122,7 @@ impl DeploymentRecord {
             available: columns.available,
         };
         Arc::new(DeploymentRecord {
-            raw: Self::resource().keep(d),
+            raw,
             key: ObjectKey::of(meta),
             template_labels: spec
                 .and_then(|s| s.template.metadata.as_ref()?.labels.clone())

@@ -87,6 +87,11 @@ fn path_of(host: &str, path: &str, path_type: &str, backend: &IngressBackend) ->
 
 impl IngressRecord {
     pub fn from_ingress(ingress: &Ingress) -> Arc<Self> {
+        Self::with_raw(ingress, Self::resource().keep(ingress))
+    }
+
+    /// The record of `ingress`, keeping `raw` as its whole object.
+    fn built(ingress: &Ingress, raw: bytes::Bytes) -> Arc<Self> {
         let meta = &ingress.metadata;
         let spec = ingress.spec.clone().unwrap_or_default();
         let columns = kubectl_status::ingress_columns(ingress);
@@ -131,7 +136,7 @@ impl IngressRecord {
             paths,
         };
         Arc::new(IngressRecord {
-            raw: Self::resource().keep(ingress),
+            raw,
             key: ObjectKey::of(meta),
             json: to_json(&dto),
             services: dto
@@ -162,6 +167,9 @@ impl Typed for IngressRecord {
     const KIND: Kind = Kind::Ingress;
     const FIELDS: &'static [&'static str] = METADATA_FIELDS;
     type Dto = IngressDto;
+    fn with_raw(object: &Ingress, raw: bytes::Bytes) -> Arc<Self> {
+        IngressRecord::built(object, raw)
+    }
 }
 
 #[cfg(test)]

@@ -39,6 +39,11 @@ pub struct NamespaceRecord {
 
 impl NamespaceRecord {
     pub fn from_namespace(ns: &Namespace) -> Arc<Self> {
+        Self::with_raw(ns, Self::resource().keep(ns))
+    }
+
+    /// The record of `ns`, keeping `raw` as its whole object.
+    fn built(ns: &Namespace, raw: bytes::Bytes) -> Arc<Self> {
         let meta = &ns.metadata;
         let name = meta.name.clone().unwrap_or_default();
         let dto = NamespaceDto {
@@ -53,7 +58,6 @@ impl NamespaceRecord {
                 .and_then(|s| s.phase.clone())
                 .unwrap_or_default(),
         };
-        let raw = Self::resource().keep(ns);
         Arc::new(NamespaceRecord {
             raw,
             key: Self::key_of("", &name),
@@ -98,6 +102,9 @@ impl Typed for NamespaceRecord {
     /// The apiserver's field selectors for Namespaces.
     const FIELDS: &'static [&'static str] = &["metadata.name", "status.phase"];
     type Dto = NamespaceDto;
+    fn with_raw(object: &Namespace, raw: bytes::Bytes) -> Arc<Self> {
+        NamespaceRecord::built(object, raw)
+    }
 }
 
 #[cfg(test)]

@@ -109,6 +109,9 @@ impl Typed for PodRecord {
         "status.podIPs",
     ];
     type Dto = PodDto;
+    fn with_raw(object: &Pod, raw: bytes::Bytes) -> Arc<Self> {
+        PodRecord::built(object, raw)
+    }
 }
 
 impl Selectable for PodRecord {
@@ -164,6 +167,11 @@ impl PodStatusDto {
 
 impl PodRecord {
     pub fn from_pod(pod: &Pod) -> Arc<Self> {
+        Self::with_raw(pod, Self::resource().keep(pod))
+    }
+
+    /// The record of `pod`, keeping `raw` as its whole object.
+    fn built(pod: &Pod, raw: bytes::Bytes) -> Arc<Self> {
         let meta = &pod.metadata;
         // Only the strings kept are cloned, never the whole spec or status.
         let no_status = Default::default();
@@ -213,7 +221,6 @@ impl PodRecord {
             host_network: spec.host_network.unwrap_or(false),
             nominated_node_name: text(&status.nominated_node_name),
         };
-        let raw = Self::resource().keep(pod);
         Arc::new(PodRecord {
             key: ObjectKey::of(meta),
             owner: Owner::controller_of(meta),

@@ -117,6 +117,15 @@ pub trait Typed: Record {
     fn resource() -> &'static Resource {
         typed_resource(Self::KIND)
     }
+    /// The record of `object`, keeping `raw` (kept by [`Resource::keep`] or
+    /// [`Resource::keep_json`]) as its whole object.
+    fn with_raw(object: &Self::Object, raw: bytes::Bytes) -> Arc<Self>;
+    /// The record of `object` as the apiserver sent it: `json` is the text it came as
+    /// (managedFields cut, `apiVersion` and `kind` first), kept instead of the object written
+    /// again, which would lose the explicit nulls its type does not keep.
+    fn from_sent(object: &Self::Object, json: &[u8]) -> Arc<Self> {
+        Self::with_raw(object, Self::resource().keep_json(json))
+    }
 }
 
 /// The resource of a typed kind, built once from its catalog row.
@@ -234,5 +243,25 @@ mod tests {
             mk_ingress("ns", "site", "web"),
             mk_ingress("ns", "shop", "api"),
         ]);
+    }
+
+    #[test]
+    fn a_record_from_its_sent_json_keeps_that_json_nulls_and_all() {
+        let deployment = mk_deployment("ns", "web", "d1", &[("app", "web")]);
+        let mut sent = serde_json::to_value(&deployment).unwrap();
+        sent["spec"]["template"]["metadata"]["creationTimestamp"] = serde_json::Value::Null;
+        // apiVersion and kind sort first, as a sent object's kept JSON has them.
+        let json = serde_json::to_vec(&sent).unwrap();
+        let record = DeploymentRecord::from_sent(&deployment, &json);
+        assert_eq!(record.raw_json().unwrap(), json);
+        assert_eq!(
+            record.json,
+            DeploymentRecord::from_object(&deployment).json,
+            "the answer is the object's"
+        );
+        let written_again = DeploymentRecord::from_object(&deployment)
+            .raw_json()
+            .unwrap();
+        assert_ne!(written_again, json, "the typed object has no null to write");
     }
 }

@@ -49,6 +49,11 @@ pub struct ReplicaSetRecord {
 
 impl ReplicaSetRecord {
     pub fn from_replicaset(rs: &ReplicaSet) -> Arc<Self> {
+        Self::with_raw(rs, Self::resource().keep(rs))
+    }
+
+    /// The record of `rs`, keeping `raw` as its whole object.
+    fn built(rs: &ReplicaSet, raw: bytes::Bytes) -> Arc<Self> {
         let meta = &rs.metadata;
         let spec = rs.spec.as_ref();
         let status = rs.status.as_ref();
@@ -81,7 +86,7 @@ impl ReplicaSetRecord {
                 .map(|o| o.name.clone()),
         };
         Arc::new(ReplicaSetRecord {
-            raw: Self::resource().keep(rs),
+            raw,
             key: ObjectKey::of(meta),
             json: to_json(&dto),
             uid: dto.uid,
@@ -107,6 +112,9 @@ impl Typed for ReplicaSetRecord {
     const KIND: Kind = Kind::ReplicaSet;
     const FIELDS: &'static [&'static str] = METADATA_FIELDS;
     type Dto = ReplicaSetDto;
+    fn with_raw(object: &ReplicaSet, raw: bytes::Bytes) -> Arc<Self> {
+        ReplicaSetRecord::built(object, raw)
+    }
 }
 
 #[cfg(test)]

@@ -110,7 +110,13 @@ impl Resource {
     /// An object of it as records keep it: its compact JSON, compressed against the
     /// resource's dictionary.
     pub fn keep(&self, object: &impl serde::Serialize) -> Bytes {
-        self.dictionary.compress(&object_json(object))
+        self.keep_json(&object_json(object))
+    }
+
+    /// An object of it as records keep it, from its compact JSON (as the apiserver sent it):
+    /// compressed against the resource's dictionary.
+    pub fn keep_json(&self, json: &[u8]) -> Bytes {
+        self.dictionary.compress(json)
     }
 
     /// The JSON of an object [`Resource::keep`] kept; `key` names the object in the error.

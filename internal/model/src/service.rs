@@ -55,6 +55,11 @@ pub struct ServiceRecord {
 
 impl ServiceRecord {
     pub fn from_service(svc: &Service) -> Arc<Self> {
+        Self::with_raw(svc, Self::resource().keep(svc))
+    }
+
+    /// The record of `svc`, keeping `raw` as its whole object.
+    fn built(svc: &Service, raw: bytes::Bytes) -> Arc<Self> {
         let meta = &svc.metadata;
         let spec = svc.spec.as_ref();
         let columns = kubectl_status::service_columns(svc);
@@ -72,7 +77,7 @@ impl ServiceRecord {
             selector: spec.and_then(|s| s.selector.clone()).unwrap_or_default(),
         };
         Arc::new(ServiceRecord {
-            raw: Self::resource().keep(svc),
+            raw,
             key: ObjectKey::of(meta),
             json: to_json(&dto),
             uid: dto.uid,
@@ -130,6 +135,9 @@ impl Typed for ServiceRecord {
         "spec.type",
     ];
     type Dto = ServiceDto;
+    fn with_raw(object: &Service, raw: bytes::Bytes) -> Arc<Self> {
+        ServiceRecord::built(object, raw)
+    }
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 
 use crate::delta::Delta;
 use crate::informer::{FactoryError, Handler, InformerFactory, RelistBatch};
+use crate::sent::Sent;
 
 /// What serving one custom resource takes, read from its CRD.
 #[derive(Clone, Debug, PartialEq)]
@@ -134,16 +135,31 @@ pub enum CrdEvent {
     Gone(String),
 }
 
-impl From<&Delta<CustomResourceDefinition>> for CrdEvent {
-    fn from(delta: &Delta<CustomResourceDefinition>) -> Self {
+impl CrdEvent {
+    /// The event a change of an object holding a CRD (`crd` reads it) amounts to.
+    fn of<K>(delta: &Delta<K>, crd: impl Fn(&K) -> &CustomResourceDefinition) -> Self {
         match delta {
-            Delta::Added(crd) | Delta::Updated(crd) => {
+            Delta::Added(o) | Delta::Updated(o) => {
+                let crd = crd(o);
                 let name = crd.metadata.name.clone().unwrap_or_default();
                 CrdEvent::Applied(name, CustomResource::of(crd).map(Box::new))
             }
-            Delta::Deleted(crd) => CrdEvent::Gone(crd.metadata.name.clone().unwrap_or_default()),
+            Delta::Deleted(o) => CrdEvent::Gone(crd(o).metadata.name.clone().unwrap_or_default()),
             Delta::Vanished(key) => CrdEvent::Gone(key.name.clone()),
         }
+    }
+}
+
+impl From<&Delta<CustomResourceDefinition>> for CrdEvent {
+    fn from(delta: &Delta<CustomResourceDefinition>) -> Self {
+        CrdEvent::of(delta, |crd| crd)
+    }
+}
+
+/// The shared watch of CRDs is of them as sent (the generic cache of CRDs keeps their JSON).
+impl From<&Delta<Sent<CustomResourceDefinition>>> for CrdEvent {
+    fn from(delta: &Delta<Sent<CustomResourceDefinition>>) -> Self {
+        CrdEvent::of(delta, |sent| &sent.object)
     }
 }
 
@@ -202,7 +218,7 @@ impl CrdFollower {
         factory: &InformerFactory,
     ) -> Result<mpsc::UnboundedReceiver<Command>, FactoryError> {
         let (follower, commands) = CrdFollower::new();
-        factory.add_cluster_handler::<CustomResourceDefinition>(follower)?;
+        factory.add_cluster_handler::<Sent<CustomResourceDefinition>>(follower)?;
         Ok(commands)
     }
 
@@ -215,12 +231,16 @@ impl CrdFollower {
     }
 }
 
-impl Handler<CustomResourceDefinition> for CrdFollower {
-    fn on_deltas(&self, deltas: &[Delta<CustomResourceDefinition>]) {
+/// Of CRDs, or of anything holding one (a [`Sent`] CRD).
+impl<K: Send + Sync + 'static> Handler<K> for CrdFollower
+where
+    for<'a> CrdEvent: From<&'a Delta<K>>,
+{
+    fn on_deltas(&self, deltas: &[Delta<K>]) {
         self.apply(deltas.iter().map(CrdEvent::from));
     }
 
-    fn begin_relist(self: Arc<Self>) -> Box<dyn RelistBatch<CustomResourceDefinition>> {
+    fn begin_relist(self: Arc<Self>) -> Box<dyn RelistBatch<K>> {
         Box::new(CrdRelist {
             follower: self,
             events: Vec::new(),
@@ -233,8 +253,11 @@ struct CrdRelist {
     events: Vec<CrdEvent>,
 }
 
-impl RelistBatch<CustomResourceDefinition> for CrdRelist {
-    fn add(&mut self, delta: &Delta<CustomResourceDefinition>) {
+impl<K> RelistBatch<K> for CrdRelist
+where
+    for<'a> CrdEvent: From<&'a Delta<K>>,
+{
+    fn add(&mut self, delta: &Delta<K>) {
         self.events.push(delta.into());
     }
 
@@ -407,7 +430,8 @@ mod tests {
         );
 
         crds.step(applied(mk_crd(|_| {})));
-        let vanished = Delta::Vanished(ObjectKey::new("", "widgets.example.com"));
+        let vanished: Delta<CustomResourceDefinition> =
+            Delta::Vanished(ObjectKey::new("", "widgets.example.com"));
         assert_eq!(crds.step((&vanished).into()), Some(Command::Stop(widget())));
 
         crds.step(applied(mk_crd(|_| {})));
@@ -429,7 +453,7 @@ mod tests {
             c["spec"]["names"] = json!({"kind": "Gadget", "plural": "gadgets"});
             c["status"]["acceptedNames"] = json!({"kind": "Gadget", "plural": "gadgets"});
         });
-        let mut batch = follower.clone().begin_relist();
+        let mut batch = Handler::<CustomResourceDefinition>::begin_relist(follower.clone());
         batch.add(&Delta::Added(gadgets));
         batch.add(&Delta::Vanished(ObjectKey::new("", "widgets.example.com")));
         assert!(commands.try_recv().is_err(), "nothing before the commit");

@@ -68,7 +68,7 @@ impl<K: Resource> Delta<K> {
     }
 }
 
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+pub(crate) const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Drops what no reader needs and that makes up about half of an object's bytes.
 pub fn strip_noise<K: Resource>(obj: &mut K) {

@@ -779,6 +779,8 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::core::Status;
 
+    use crate::Sent;
+
     use super::*;
 
     struct Ignore;
@@ -887,9 +889,11 @@ mod tests {
         }
     }
 
+    /// A ConfigMap as the apiserver may send it: with an explicit null.
     fn config_map(name: &str, rv: &str) -> serde_json::Value {
         serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"namespace": "ns", "name": name, "resourceVersion": rv}})
+            "metadata": {"namespace": "ns", "name": name, "resourceVersion": rv},
+            "immutable": null})
     }
 
     /// A fake apiserver holding configmaps a and b at resourceVersion 10, serving streaming
@@ -932,17 +936,29 @@ mod tests {
                             ("refused streaming list", code, refusal.to_string())
                         } else {
                             let events = [
-                                serde_json::json!({"type": "ADDED", "object": config_map("a", "8")}),
-                                serde_json::json!({"type": "ADDED", "object": config_map("b", "9")}),
-                                serde_json::json!({"type": "BOOKMARK", "object": {
+                                ("ADDED", config_map("a", "8")),
+                                ("ADDED", config_map("b", "9")),
+                                (
+                                    "BOOKMARK",
+                                    serde_json::json!({
                                     "apiVersion": "v1", "kind": "ConfigMap",
                                     "metadata": {"resourceVersion": "10",
-                                        "annotations": {"k8s.io/initial-events-end": "true"}}}}),
-                                serde_json::json!({"type": "BOOKMARK", "object": {
+                                        "annotations": {"k8s.io/initial-events-end": "true"}}}),
+                                ),
+                                (
+                                    "BOOKMARK",
+                                    serde_json::json!({
                                     "apiVersion": "v1", "kind": "ConfigMap",
-                                    "metadata": {"resourceVersion": "12"}}}),
+                                    "metadata": {"resourceVersion": "12"}}),
+                                ),
                             ];
-                            let lines: String = events.iter().map(|e| format!("{e}\n")).collect();
+                            // The type first, as the apiserver writes an event.
+                            let lines: String = events
+                                .iter()
+                                .map(|(kind, object)| {
+                                    format!("{{\"type\":\"{kind}\",\"object\":{object}}}\n")
+                                })
+                                .collect();
                             ("streaming list", 200, lines)
                         }
                     } else if query.contains("watch=true") {
@@ -1066,6 +1082,60 @@ mod tests {
             "{:?}",
             run.asked
         );
+    }
+
+    /// Keeps the JSON of each object a relist delivered.
+    #[derive(Default)]
+    struct Jsons(Mutex<Vec<String>>);
+    struct JsonsBatch(Arc<Jsons>, Vec<String>);
+    impl Handler<Sent<ConfigMap>> for Jsons {
+        fn on_deltas(&self, _: &[Delta<Sent<ConfigMap>>]) {}
+        fn begin_relist(self: Arc<Self>) -> Box<dyn RelistBatch<Sent<ConfigMap>>> {
+            Box::new(JsonsBatch(self, Vec::new()))
+        }
+    }
+    impl RelistBatch<Sent<ConfigMap>> for JsonsBatch {
+        fn add(&mut self, delta: &Delta<Sent<ConfigMap>>) {
+            if let Delta::Added(o) = delta {
+                self.1.push(o.json().to_string());
+            }
+        }
+        fn commit(self: Box<Self>, _: &str) {
+            self.0.0.lock().unwrap().extend(self.1);
+        }
+    }
+
+    #[tokio::test]
+    async fn objects_listed_in_pages_or_streamed_come_as_sent() {
+        for initial_list in [InitialList::Paged, InitialList::Streaming] {
+            let (client, _, server) = apiserver(None, true);
+            let factory = InformerFactory::new(client, None).with_initial_list(initial_list);
+            let jsons = Arc::new(Jsons::default());
+            factory
+                .add_handler::<Sent<ConfigMap>>(jsons.clone())
+                .unwrap();
+            let shutdown = CancellationToken::new();
+            let tasks = factory.start(shutdown.clone());
+            factory.wait_for_sync(Duration::from_secs(5)).await.unwrap();
+            shutdown.cancel();
+            futures::future::join_all(tasks).await;
+            server.abort();
+            let mut jsons = jsons.0.lock().unwrap().clone();
+            jsons.sort();
+            assert_eq!(jsons.len(), 2, "{initial_list:?}: {jsons:?}");
+            for (json, (name, rv)) in jsons.iter().zip([("a", "8"), ("b", "9")]) {
+                assert!(
+                    json.starts_with(r#"{"apiVersion":"v1","kind":"ConfigMap","#),
+                    "{json}"
+                );
+                let kept: serde_json::Value = serde_json::from_str(json).unwrap();
+                assert_eq!(
+                    kept,
+                    config_map(name, rv),
+                    "{initial_list:?}: the null kept"
+                );
+            }
+        }
     }
 
     fn widgets() -> ApiResource {

@@ -39,6 +39,7 @@ mod delta;
 mod informer;
 mod policy;
 mod review;
+mod sent;
 mod signals;
 mod slim;
 mod status;
@@ -56,6 +57,7 @@ pub use rbac::Namespaces;
 pub use review::{
     Access, ReviewCounts, ReviewError, ReviewTtls, Reviewer, TokenReviewLimits, UserInfo,
 };
+pub use sent::Sent;
 pub use signals::{WatchSignalLayer, WatchSignals};
 pub use slim::SlimPod;
 pub use status::{FirstSync, InformerState, InformerStatus};

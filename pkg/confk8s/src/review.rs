@@ -571,13 +571,13 @@ impl Reviewer {
             self.counts
                 .access_reviews_skipped
                 .fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(user = %user.username, %access, retry_after = retry_after.as_secs(),
+                "no RBAC rule allows it; other authorizers are not asked again yet");
+            // RBAC's own refusal, worded as the apiserver words it: RBAC gives no reason.
             return Err(ReviewError::Forbidden {
                 user: user.username.clone(),
                 access: access.to_string(),
-                reason: format!(
-                    "no RBAC rule allows it, and other authorizers are asked again for this user in {}s",
-                    retry_after.as_secs()
-                ),
+                reason: String::new(),
             });
         }
         let decision = self.authorize(&user, access).await?;

@@ -11,6 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use kube::Resource;
 use serde::{Deserialize, Deserializer};
 
+use crate::Sent;
+
 /// A [`Pod`] whose `metadata.managedFields` were skipped, not decoded; `Into<Pod>` is free.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SlimPod(pub Pod);
@@ -18,6 +20,12 @@ pub struct SlimPod(pub Pod);
 impl From<SlimPod> for Pod {
     fn from(p: SlimPod) -> Pod {
         p.0
+    }
+}
+
+impl From<Sent<SlimPod>> for Sent<Pod> {
+    fn from(p: Sent<SlimPod>) -> Sent<Pod> {
+        p.map(Pod::from)
     }
 }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use kube::api::{ListParams, VersionMatch, WatchEvent, WatchParams};
+use kube::core::ListMeta;
 use kube::runtime::watcher::{Config, Error, InitialListStrategy, ListSemantic};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
@@ -137,6 +138,34 @@ fn watch_params(config: &Config, initial_events: bool) -> WatchParams {
     }
 }
 
+/// One page of a list, as the apiserver sends it. kube's `ObjectList` flattens its type
+/// members into itself, which makes serde buffer each page whole before decoding its items:
+/// more work, and an item could then not be read as the text it was sent as
+/// ([`crate::Sent`]).
+#[derive(serde::Deserialize)]
+struct Page<K> {
+    #[serde(default)]
+    metadata: ListMeta,
+    /// Null for an empty list, as Go writes a nil slice.
+    items: Option<Vec<K>>,
+}
+
+/// The page of `api`'s list that `params` asks for, as `Api::list` asks for it.
+async fn list_page<K>(api: &Api<K>, params: &ListParams) -> kube::Result<Page<K>>
+where
+    K: Resource + Clone + DeserializeOwned,
+{
+    let request = kube::core::Request::new(api.resource_url());
+    let mut request = if K::metadata_api() {
+        request.list_metadata(params)
+    } else {
+        request.list(params)
+    }
+    .map_err(kube::Error::BuildRequest)?;
+    request.extensions_mut().insert("list");
+    api.clone().into_client().request(request).await
+}
+
 /// A watch of `api`'s kind: a list (paged or streamed as `config` says), then its changes, a
 /// new list after a 410. It never ends; errors are yielded and the next poll retries.
 pub fn watch<K>(api: Api<K>, config: Config) -> impl Stream<Item = Result<Event<K>, Error>> + Send
@@ -208,7 +237,7 @@ where
                     State::At(version),
                 );
             }
-            match api.list(&list_params(config, continue_token)).await {
+            match list_page(api, &list_params(config, continue_token)).await {
                 Ok(page) => {
                     let continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
                     // Every page of one list is at the first page's version.
@@ -218,7 +247,7 @@ where
                         return (Some(Err(Error::NoResourceVersion)), State::Empty);
                     }
                     let state = State::Paging {
-                        objects: page.items.into(),
+                        objects: page.items.unwrap_or_default().into(),
                         continue_token,
                         version,
                     };

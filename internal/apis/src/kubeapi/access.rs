@@ -47,21 +47,30 @@ fn access_of(s: &AppState, target: &Target, watch: bool) -> Option<Access> {
         (None, true) => "watch",
         (None, false) => "list",
     };
+    // The apiserver reads `/api/v1/namespaces/{name}` as a request in that namespace (its
+    // RequestInfo does), so a RoleBinding there may allow it, and its refusal names it.
+    let namespace = match (namespace, name) {
+        (None, Some(name)) if group.is_empty() && resource == "namespaces" => Some(name.as_str()),
+        (namespace, _) => namespace.as_deref(),
+    };
     // RBAC names the resource by its group and plural: the catalog row's, or the CRD's.
     Some(access_to(
         verb,
         served.group.clone(),
         served.plural.clone(),
-        namespace.as_deref(),
+        namespace,
         name.map(String::as_str),
     ))
 }
 
-/// The apiserver's answer to a failed review.
-fn refusal(e: ReviewError) -> Response {
-    let status = match e {
+/// The apiserver's answer to a failed review of `access` (None: the token's alone).
+fn refusal(e: ReviewError, access: Option<&Access>) -> Response {
+    let status = match &e {
         ReviewError::Unauthenticated(_) => Status::new(StatusCode::UNAUTHORIZED, "Unauthorized"),
-        ReviewError::Forbidden { .. } => Status::new(StatusCode::FORBIDDEN, e.to_string()),
+        ReviewError::Forbidden { user, reason, .. } => match access {
+            Some(access) => Status::forbidden(user, access, reason),
+            None => Status::new(StatusCode::FORBIDDEN, e.to_string()),
+        },
         ReviewError::Throttled { retry_after } => Status {
             retry_after: Some(retry_after.as_secs()),
             ..Status::new(StatusCode::TOO_MANY_REQUESTS, e.to_string())
@@ -100,7 +109,7 @@ pub(crate) async fn check(State(s): State<AppState>, mut request: Request, next:
     if let Some(access) = access
         && let Err(e) = reviewer.review(&token, from, &access).await
     {
-        return refusal(e);
+        return refusal(e, Some(&access));
     }
     match reviewer.user(&token, from).await {
         Ok(user) if !user.username.is_empty() => {
@@ -109,7 +118,7 @@ pub(crate) async fn check(State(s): State<AppState>, mut request: Request, next:
             });
         }
         Ok(_) => {}
-        Err(e) => return refusal(e),
+        Err(e) => return refusal(e, None),
     }
     next.run(request).await
 }

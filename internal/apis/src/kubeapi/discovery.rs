@@ -1,7 +1,10 @@
 //! Discovery as the apiserver serves it, listing exactly what is served here: `/version`
 //! (the apiserver's, read once at start), the legacy documents (`/api`, `/api/v1`, `/apis`,
 //! `/apis/{group}[/{version}]`) and aggregated discovery (`APIGroupDiscoveryList`, v2), which
-//! kubectl asks for first.
+//! kubectl asks for first. Each resource is listed with the verbs it is answered: under
+//! `--auth none` the reads memory answers; under `--auth delegated`, where every other verb
+//! and every subresource is relayed, the apiserver's own entry for it (its verbs and
+//! subresources), read from the apiserver's discovery as the dao keeps it.
 
 use std::collections::BTreeMap;
 
@@ -15,9 +18,102 @@ use super::status::Status;
 use super::{accepts, json_answer};
 use crate::AppState;
 use biz::Resource;
+use k8sdao::OpenApiAnswer;
 
-/// What every served resource may be asked: reads only.
+/// What memory answers of every served resource: reads only.
 const VERBS: [&str; 3] = ["get", "list", "watch"];
+
+/// The apiserver's discovery document as the dao keeps it, decoded; None unless every verb
+/// is relayed (`--auth delegated`), or when it cannot be read (then memory's reads are
+/// listed, and the failure logged).
+async fn apiserver_document(
+    s: &AppState,
+    what: &str,
+    read: impl AsyncFnOnce(&k8sdao::OpenApiDocs) -> Result<OpenApiAnswer, k8sdao::DaoError>,
+) -> Option<Value> {
+    s.reviewer.as_ref()?;
+    let source = s.workloads.source();
+    let docs = source.openapi().ok()?;
+    match read(docs).await {
+        Ok(OpenApiAnswer::Document(document)) => match serde_json::from_slice(&document.body) {
+            Ok(value) => Some(value),
+            Err(error) => {
+                tracing::warn!(what, %error, "the apiserver's discovery is not JSON: listing reads only");
+                None
+            }
+        },
+        Ok(_) => None,
+        Err(error) => {
+            tracing::warn!(what, %error, "cannot read the apiserver's discovery: listing reads only");
+            None
+        }
+    }
+}
+
+/// The apiserver's legacy entries of `group`/`version`: each resource and each
+/// `resource/subresource` it serves there.
+async fn apiserver_entries(s: &AppState, group: &str, version: &str) -> Option<Vec<Value>> {
+    let list = apiserver_document(s, "resource list", async |docs: &k8sdao::OpenApiDocs| {
+        docs.resource_list(group, version).await
+    })
+    .await?;
+    list.get("resources")?.as_array().cloned()
+}
+
+/// The apiserver's aggregated discovery of the core group (`core`) or the named ones: its
+/// `APIGroupDiscovery` items.
+async fn apiserver_groups(s: &AppState, core: bool) -> Option<Vec<Value>> {
+    let list = apiserver_document(
+        s,
+        "aggregated discovery",
+        async |docs: &k8sdao::OpenApiDocs| docs.aggregated_discovery(core).await,
+    )
+    .await?;
+    list.get("items")?.as_array().cloned()
+}
+
+/// The apiserver's aggregated entry of `r`, among its group items.
+fn apiserver_entry<'a>(groups: &'a [Value], r: &Resource) -> Option<&'a Value> {
+    groups
+        .iter()
+        .find(|g| g["metadata"]["name"].as_str().unwrap_or("") == r.group)?["versions"]
+        .as_array()?
+        .iter()
+        .find(|v| v["version"].as_str() == Some(&*r.version))?["resources"]
+        .as_array()?
+        .iter()
+        .find(|e| e["resource"].as_str() == Some(&*r.plural))
+}
+
+/// The legacy entries of `r`: the apiserver's for it and its subresources, where it lists
+/// it among `theirs`; else memory's (reads).
+fn legacy_entries(r: &Resource, theirs: Option<&[Value]>) -> Vec<Value> {
+    let subresource_of = format!("{}/", r.plural);
+    let entries: Vec<Value> = theirs
+        .unwrap_or_default()
+        .iter()
+        .filter(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n == r.plural || n.starts_with(&subresource_of))
+        })
+        .cloned()
+        .collect();
+    if entries
+        .iter()
+        .any(|e| e["name"].as_str() == Some(&*r.plural))
+    {
+        return entries;
+    }
+    let resource = json!({
+        "name": r.plural,
+        "singularName": r.singular(),
+        "namespaced": r.namespaced,
+        "kind": r.kind,
+        "verbs": VERBS,
+    });
+    vec![with_names(resource, r)]
+}
 
 /// The media type of aggregated discovery, as kubectl asks for it and the apiserver answers.
 const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -75,14 +171,22 @@ fn scope(r: &Resource) -> &'static str {
     }
 }
 
-/// One group of aggregated discovery.
-fn discovery_group(group: &str, versions: &BTreeMap<String, Vec<Resource>>) -> Value {
+/// One group of aggregated discovery; each resource the apiserver's entry among `theirs`
+/// (its group items) where it lists it, else memory's (reads).
+fn discovery_group(
+    group: &str,
+    versions: &BTreeMap<String, Vec<Resource>>,
+    theirs: Option<&[Value]>,
+) -> Value {
     let versions: Vec<Value> = versions
         .iter()
         .map(|(version, resources)| {
             let resources: Vec<Value> = resources
                 .iter()
                 .map(|r| {
+                    if let Some(entry) = theirs.and_then(|groups| apiserver_entry(groups, r)) {
+                        return entry.clone();
+                    }
                     let resource = json!({
                         "resource": r.plural,
                         "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
@@ -120,9 +224,10 @@ fn discovery_list(groups: Vec<Value>) -> Response {
 pub(super) async fn core_versions(State(s): State<AppState>, headers: HeaderMap) -> Response {
     let groups = by_group_version(served(&s));
     if wants_aggregated(&headers) {
+        let theirs = apiserver_groups(&s, true).await;
         let core: Vec<Value> = groups
             .get("")
-            .map(|versions| discovery_group("", versions))
+            .map(|versions| discovery_group("", versions, theirs.as_deref()))
             .into_iter()
             .collect();
         return discovery_list(core);
@@ -151,7 +256,12 @@ pub(super) async fn groups(State(s): State<AppState>, headers: HeaderMap) -> Res
     let groups = by_group_version(served(&s));
     let named = groups.iter().filter(|(group, _)| !group.is_empty());
     if wants_aggregated(&headers) {
-        return discovery_list(named.map(|(g, v)| discovery_group(g, v)).collect());
+        let theirs = apiserver_groups(&s, false).await;
+        return discovery_list(
+            named
+                .map(|(g, v)| discovery_group(g, v, theirs.as_deref()))
+                .collect(),
+        );
     }
     let groups: Vec<Value> = named.map(|(g, v)| api_group(g, v)).collect();
     json_answer(
@@ -175,23 +285,15 @@ pub(super) fn group(s: &AppState, group: &str) -> Response {
 }
 
 /// `GET /api/v1`, `GET /apis/{group}/{version}`.
-pub(super) fn resources(s: &AppState, group: &str, version: &str) -> Response {
+pub(super) async fn resources(s: &AppState, group: &str, version: &str) -> Response {
     let groups = by_group_version(served(s));
     let Some(resources) = groups.get(group).and_then(|v| v.get(version)) else {
         return Status::no_such_path().into_response();
     };
+    let theirs = apiserver_entries(s, group, version).await;
     let listed: Vec<Value> = resources
         .iter()
-        .map(|r| {
-            let resource = json!({
-                "name": r.plural,
-                "singularName": r.singular(),
-                "namespaced": r.namespaced,
-                "kind": r.kind,
-                "verbs": VERBS,
-            });
-            with_names(resource, r)
-        })
+        .flat_map(|r| legacy_entries(r, theirs.as_deref()))
         .collect();
     let group_version = if group.is_empty() {
         version.to_string()
@@ -208,6 +310,43 @@ pub(super) fn resources(s: &AppState, group: &str, version: &str) -> Response {
 mod tests {
     use super::*;
     use axum::http::{HeaderValue, header};
+
+    #[test]
+    fn with_every_verb_relayed_a_resource_is_the_apiservers_entry() {
+        let pods = k8sdao::built_in("pods").unwrap().resource();
+        let theirs = vec![
+            json!({"name": "pods", "singularName": "pod", "namespaced": true, "kind": "Pod",
+                "verbs": ["create", "delete", "get", "list", "watch"], "shortNames": ["po"],
+                "categories": ["all"]}),
+            json!({"name": "pods/log", "singularName": "", "namespaced": true, "kind": "Pod",
+                "verbs": ["get"]}),
+            json!({"name": "podtemplates", "singularName": "podtemplate", "namespaced": true,
+                "kind": "PodTemplate", "verbs": ["get"]}),
+        ];
+        assert_eq!(legacy_entries(&pods, Some(&theirs)), theirs[..2]);
+        // Without the apiserver's entry: memory's reads.
+        let ours = legacy_entries(&pods, None);
+        assert_eq!(
+            ours,
+            [
+                json!({"name": "pods", "singularName": "pod", "namespaced": true, "kind": "Pod",
+                "verbs": ["get", "list", "watch"], "shortNames": ["po"], "categories": ["all"]})
+            ]
+        );
+        assert_eq!(legacy_entries(&pods, Some(&theirs[2..])), ours);
+
+        let deployments = k8sdao::built_in("deployments").unwrap().resource();
+        let groups = [
+            json!({"metadata": {"name": "apps"}, "versions": [{"version": "v1",
+            "resources": [{"resource": "deployments", "verbs": ["get", "patch"],
+                "subresources": [{"subresource": "scale", "verbs": ["get"]}]}]}]}),
+        ];
+        assert_eq!(
+            apiserver_entry(&groups, &deployments),
+            Some(&groups[0]["versions"][0]["resources"][0])
+        );
+        assert_eq!(apiserver_entry(&groups, &pods), None);
+    }
 
     #[test]
     fn aggregated_discovery_is_what_kubectl_asks_for_first() {

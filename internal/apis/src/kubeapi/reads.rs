@@ -231,7 +231,7 @@ pub(super) async fn read(
         None => return Status::no_such_path().into_response(),
         Some(Target::Group { group }) => return discovery::group(&s, &group),
         Some(Target::GroupVersion { group, version }) => {
-            return discovery::resources(&s, &group, &version);
+            return discovery::resources(&s, &group, &version).await;
         }
         Some(Target::Collection {
             group,

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use crate::envelope::status_of;
 use crate::fairness::Refused;
 use biz::{BizError, Resource};
+use confk8s::Access;
 use k8sdao::{DaoError, HistoryError};
 
 /// A failed request, as a `Status`.
@@ -90,6 +91,53 @@ impl Status {
             StatusCode::METHOD_NOT_ALLOWED,
             "the server does not allow this method on the requested resource",
         )
+    }
+
+    /// The apiserver's 403 for a request its authorizers refuse `user`, worded as its
+    /// `responsewriters.Forbidden` and apimachinery's `NewForbidden` word it: `pods "web" is
+    /// forbidden: User "u" cannot get resource "pods" in API group "" in the namespace "ns"`,
+    /// the authorizer's `reason` after a colon when it gave one.
+    pub fn forbidden(user: &str, access: &Access, reason: &str) -> Status {
+        let resource = if access.subresource.is_empty() {
+            access.resource.to_string()
+        } else {
+            format!("{}/{}", access.resource, access.subresource)
+        };
+        let scope = match &access.namespace {
+            Some(namespace) if !namespace.is_empty() => format!("in the namespace {namespace:?}"),
+            _ => "at the cluster scope".to_string(),
+        };
+        let mut refused = format!(
+            "User {user:?} cannot {} resource {resource:?} in API group {:?} {scope}",
+            access.verb, access.group
+        );
+        if !reason.is_empty() {
+            refused = format!("{refused}: {reason}");
+        }
+        // The group and resource, without the subresource.
+        let qualified = if access.group.is_empty() {
+            access.resource.to_string()
+        } else {
+            format!("{}.{}", access.resource, access.group)
+        };
+        let name = access.name.as_deref().filter(|n| !n.is_empty());
+        let message = match name {
+            Some(name) => format!("{qualified} {name:?} is forbidden: {refused}"),
+            None => format!("{qualified} is forbidden: {refused}"),
+        };
+        // metav1.StatusDetails leaves its empty members out.
+        let mut details = serde_json::Map::new();
+        if let Some(name) = name {
+            details.insert("name".into(), json!(name));
+        }
+        if !access.group.is_empty() {
+            details.insert("group".into(), json!(access.group));
+        }
+        details.insert("kind".into(), json!(access.resource));
+        Status {
+            details: Some(Value::Object(details)),
+            ..Status::new(StatusCode::FORBIDDEN, message)
+        }
     }
 
     /// A request past its caller's fair share, as the apiserver's priority and fairness
@@ -292,5 +340,49 @@ impl IntoResponse for Status {
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_is_worded_as_the_apiservers() {
+        let list = Access {
+            verb: "list",
+            group: "".into(),
+            resource: "pods".into(),
+            subresource: "",
+            namespace: Some("y".into()),
+            name: None,
+        };
+        let status = Status::forbidden("x", &list, "").to_json();
+        assert_eq!(
+            status["message"],
+            r#"pods is forbidden: User "x" cannot list resource "pods" in API group "" in the namespace "y""#
+        );
+        assert_eq!(status["details"], json!({"kind": "pods"}));
+        assert_eq!(
+            (&status["reason"], &status["code"]),
+            (&json!("Forbidden"), &json!(403))
+        );
+        let get = Access {
+            verb: "get",
+            group: "apps".into(),
+            resource: "deployments".into(),
+            subresource: "scale",
+            namespace: None,
+            name: Some("web".into()),
+        };
+        let status = Status::forbidden("x", &get, "RBAC: role \"r\" not found").to_json();
+        assert_eq!(
+            status["message"],
+            r#"deployments.apps "web" is forbidden: User "x" cannot get resource "deployments/scale" in API group "apps" at the cluster scope: RBAC: role "r" not found"#
+        );
+        assert_eq!(
+            status["details"],
+            json!({"name": "web", "group": "apps", "kind": "deployments"})
+        );
     }
 }

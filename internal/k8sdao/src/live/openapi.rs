@@ -4,7 +4,9 @@
 //! fetched on its first request and kept with the apiserver's ETag: an unhashed one is asked
 //! again (`If-None-Match`, so an unchanged one costs a 304) once older than [`FRESH_FOR`], as a
 //! CRD's change changes it; a hashed one is what its hash names, kept as long as there is
-//! room. Each document, and all of them together, are bounded in size.
+//! room. Each document, and all of them together, are bounded in size. The apiserver's
+//! discovery documents (legacy per group-version, and aggregated) are kept the same way:
+//! they tell the verbs and subresources it serves, which `--auth delegated` relays.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -87,6 +89,32 @@ impl Documents {
     }
 }
 
+/// A path segment that names a document and nothing else: no escape, no `.` or `..`.
+fn plain(segment: &str) -> bool {
+    !segment.is_empty()
+        && segment != "."
+        && segment != ".."
+        && segment
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+}
+
+/// The path of the legacy discovery document of `group`/`version` (`/api/v1`,
+/// `/apis/apps/v1`), if they are plain names.
+fn resource_list_path(group: &str, version: &str) -> Option<String> {
+    if !plain(version) {
+        return None;
+    }
+    if group.is_empty() {
+        Some(format!("/api/{version}"))
+    } else {
+        plain(group).then(|| format!("/apis/{group}/{version}"))
+    }
+}
+
+/// What aggregated discovery is asked for with, as kubectl asks for it.
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
 /// The documents kept, and the client that fetches them.
 pub struct OpenApiDocs {
     client: kube::Client,
@@ -98,13 +126,6 @@ pub struct OpenApiDocs {
 /// escape (`..`, `%2e`) and no query but the content's `hash` reaches the apiserver (a
 /// client's others, as kubectl's `timeout`, are its own business).
 fn openapi_request(path: &str, hash: Option<&str>) -> Option<String> {
-    let plain = |s: &str| {
-        !s.is_empty()
-            && s != "."
-            && s != ".."
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
-    };
     let document = path == "/openapi/v2"
         || path == "/openapi/v3"
         || path
@@ -139,8 +160,40 @@ impl OpenApiDocs {
         let Some(path_and_query) = openapi_request(path, hash) else {
             return Ok(OpenApiAnswer::NotFound);
         };
-        let path_and_query = path_and_query.as_str();
-        let hashed = hash.is_some();
+        self.fetch(&path_and_query, "application/json", hash.is_some())
+            .await
+    }
+
+    /// The apiserver's legacy discovery document of `group`/`version` (an `APIResourceList`:
+    /// each resource and subresource it serves there, with its verbs), kept as the OpenAPI
+    /// documents are.
+    pub async fn resource_list(
+        &self,
+        group: &str,
+        version: &str,
+    ) -> Result<OpenApiAnswer, DaoError> {
+        let Some(path) = resource_list_path(group, version) else {
+            return Ok(OpenApiAnswer::NotFound);
+        };
+        self.fetch(&path, "application/json", false).await
+    }
+
+    /// The apiserver's aggregated discovery (an `APIGroupDiscoveryList`) of the core group
+    /// (`core`) or of the named groups, kept as the OpenAPI documents are.
+    pub async fn aggregated_discovery(&self, core: bool) -> Result<OpenApiAnswer, DaoError> {
+        self.fetch(if core { "/api" } else { "/apis" }, AGGREGATED, false)
+            .await
+    }
+
+    /// The document at `path_and_query`, as `accept` asks for it (one path is only ever asked
+    /// for one way, so it keys the document): kept, or fetched (or checked) now. A `hashed`
+    /// one never changes.
+    async fn fetch(
+        &self,
+        path_and_query: &str,
+        accept: &'static str,
+        hashed: bool,
+    ) -> Result<OpenApiAnswer, DaoError> {
         let now = Instant::now();
         let known = {
             let mut documents = self.documents();
@@ -155,8 +208,7 @@ impl OpenApiDocs {
                 None => None,
             }
         };
-        let mut request =
-            http::Request::get(path_and_query).header(header::ACCEPT, "application/json");
+        let mut request = http::Request::get(path_and_query).header(header::ACCEPT, accept);
         if let Some(etag) = known.as_ref().and_then(|d| d.etag.clone()) {
             request = request.header(header::IF_NONE_MATCH, etag);
         }
@@ -255,6 +307,28 @@ mod tests {
             ("/openapi/v3/apis/apps/v1", Some("")),
         ] {
             assert_eq!(openapi_request(path, hash), None, "{path} {hash:?}");
+        }
+    }
+
+    #[test]
+    fn only_discovery_documents_of_plain_names_are_asked_for() {
+        assert_eq!(resource_list_path("", "v1").as_deref(), Some("/api/v1"));
+        assert_eq!(
+            resource_list_path("apps", "v1").as_deref(),
+            Some("/apis/apps/v1")
+        );
+        for (group, version) in [
+            ("", ".."),
+            ("..", "v1"),
+            ("a/b", "v1"),
+            ("apps", "v1?watch=1"),
+            ("apps", ""),
+        ] {
+            assert_eq!(
+                resource_list_path(group, version),
+                None,
+                "{group} {version}"
+            );
         }
     }
 
