@@ -6,7 +6,30 @@ use serde_json::Value;
 
 /// The value at a JSON pointer (`/spec/replicas`), if present and not null.
 pub(crate) fn at<'a>(object: &'a Value, pointer: &str) -> Option<&'a Value> {
-    object.pointer(pointer).filter(|value| !value.is_null())
+    // serde_json's `pointer` unescapes every token into a new String; a Table reads a dozen
+    // pointers per row, all literals without escapes, so those are walked as they are.
+    let found = if pointer.is_empty() || pointer.contains('~') {
+        object.pointer(pointer)
+    } else {
+        pointer
+            .strip_prefix('/')?
+            .split('/')
+            .try_fold(object, |value, token| match value {
+                Value::Object(members) => members.get(token),
+                Value::Array(items) => index(token).and_then(|i| items.get(i)),
+                _ => None,
+            })
+    };
+    found.filter(|value| !value.is_null())
+}
+
+/// An array index as JSON Pointer writes it: digits, no sign, no leading zero.
+fn index(token: &str) -> Option<usize> {
+    let digits = token.bytes().all(|b| b.is_ascii_digit());
+    let leading_zero = token.len() > 1 && token.starts_with('0');
+    (digits && !leading_zero)
+        .then(|| token.parse().ok())
+        .flatten()
 }
 
 /// A string field, `""` (Go's zero value) when absent.
@@ -104,5 +127,43 @@ pub(crate) fn int_or_string(object: &Value, pointer: &str) -> Option<String> {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn at_reads_as_serde_jsons_pointer_does() {
+        let object = json!({
+            "spec": {"replicas": 3, "containers": [{"name": "a"}, {"name": "b"}], "none": null},
+            "a/b": {"c~d": 1},
+            "": {"x": 2},
+        });
+        for pointer in [
+            "",
+            "/spec",
+            "/spec/replicas",
+            "/spec/containers/1/name",
+            "/spec/containers/01/name",
+            "/spec/containers/+1/name",
+            "/spec/containers/2/name",
+            "/spec/containers/name",
+            "/spec/replicas/deeper",
+            "/spec/none",
+            "/missing",
+            "/a~1b/c~0d",
+            "//x",
+            "spec",
+        ] {
+            assert_eq!(
+                at(&object, pointer),
+                object.pointer(pointer).filter(|v| !v.is_null()),
+                "{pointer:?}"
+            );
+        }
     }
 }
