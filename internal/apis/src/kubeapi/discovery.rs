@@ -20,8 +20,9 @@ use crate::AppState;
 use biz::Resource;
 use k8sdao::OpenApiAnswer;
 
-/// What memory answers of every served resource: reads only.
-const VERBS: [&str; 3] = ["get", "list", "watch"];
+/// What memory answers of every served resource: reads only (also what a review under
+/// `--auth none` allows).
+pub(super) const VERBS: [&str; 3] = ["get", "list", "watch"];
 
 /// The apiserver's discovery document as the dao keeps it, decoded; None unless every verb
 /// is relayed (`--auth delegated`), or when it cannot be read (then memory's reads are

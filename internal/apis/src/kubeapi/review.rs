@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::Target;
+use super::discovery::VERBS;
 use super::protobuf::{self, ProtoError};
 use super::reads::served;
 use super::status::{Status, qualified};
@@ -21,9 +22,6 @@ use biz::Resource;
 
 const GROUP: &str = "authorization.k8s.io";
 const KIND: &str = "SelfSubjectAccessReview";
-
-/// The verbs a caller without auth is served.
-const READ_VERBS: [&str; 3] = ["get", "list", "watch"];
 
 /// Whether `method` and `target` create a SelfSubjectAccessReview.
 pub(super) fn is_self_review(method: &Method, target: Option<&Target>) -> bool {
@@ -35,87 +33,71 @@ pub(super) fn is_self_review(method: &Method, target: Option<&Target>) -> bool {
         )
 }
 
-/// `spec` of a review: exactly one of the two is given.
-#[derive(Debug, Default, Deserialize, Serialize)]
+/// `spec` of a review: exactly one of the two is given. Read from JSON, or from protobuf by
+/// the field numbers of authorization/v1's `generated.proto`.
+#[derive(Clone, PartialEq, Deserialize, Serialize, prost::Message)]
 #[serde(rename_all = "camelCase")]
 struct Spec {
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[prost(message, optional, tag = "1")]
     resource_attributes: Option<ResourceAttributes>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[prost(message, optional, tag = "2")]
     non_resource_attributes: Option<NonResourceAttributes>,
 }
 
 /// An absent attribute is empty, as the apiserver reads it: `namespace` "" is every
 /// namespace, `version` "" any. The selectors a review may also carry narrow nothing here.
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, PartialEq, Deserialize, Serialize, prost::Message)]
 #[serde(default)]
 struct ResourceAttributes {
     #[serde(skip_serializing_if = "String::is_empty")]
+    #[prost(string, tag = "1")]
     namespace: String,
     #[serde(skip_serializing_if = "String::is_empty")]
+    #[prost(string, tag = "2")]
     verb: String,
     #[serde(skip_serializing_if = "String::is_empty")]
+    #[prost(string, tag = "3")]
     group: String,
     #[serde(skip_serializing_if = "String::is_empty")]
+    #[prost(string, tag = "4")]
     version: String,
     #[serde(skip_serializing_if = "String::is_empty")]
+    #[prost(string, tag = "5")]
     resource: String,
     #[serde(skip_serializing_if = "String::is_empty")]
+    #[prost(string, tag = "6")]
     subresource: String,
     #[serde(skip_serializing_if = "String::is_empty")]
+    #[prost(string, tag = "7")]
     name: String,
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, PartialEq, Deserialize, Serialize, prost::Message)]
 #[serde(default)]
 struct NonResourceAttributes {
     #[serde(skip_serializing_if = "String::is_empty")]
+    #[prost(string, tag = "1")]
     path: String,
     #[serde(skip_serializing_if = "String::is_empty")]
+    #[prost(string, tag = "2")]
     verb: String,
 }
 
+/// A SelfSubjectAccessReview sent as protobuf: only its `spec` (2) is read.
+#[derive(Clone, PartialEq, prost::Message)]
+struct ReviewMessage {
+    #[prost(message, optional, tag = "2")]
+    spec: Option<Spec>,
+}
+
 impl Spec {
-    /// The spec of a review sent as protobuf (`generated.proto` of authorization/v1:
-    /// `SelfSubjectAccessReview.spec` = 2; its `resourceAttributes` = 1 and
-    /// `nonResourceAttributes` = 2).
+    /// The spec of a review sent as protobuf; none is the empty spec (the validation's 422,
+    /// as for JSON).
     fn from_protobuf(body: &[u8]) -> Result<Spec, ProtoError> {
-        let review = protobuf::fields(protobuf::object(body)?)?;
-        // No spec names nothing: the validation's 422, as for JSON.
-        let Some(spec) = protobuf::bytes_of(&review, 2) else {
-            return Ok(Spec::default());
-        };
-        let spec = protobuf::fields(spec)?;
-        let resource_attributes = match protobuf::bytes_of(&spec, 1) {
-            Some(attributes) => {
-                let a = protobuf::fields(attributes)?;
-                let string = |n| protobuf::string_of(&a, n);
-                Some(ResourceAttributes {
-                    namespace: string(1)?,
-                    verb: string(2)?,
-                    group: string(3)?,
-                    version: string(4)?,
-                    resource: string(5)?,
-                    subresource: string(6)?,
-                    name: string(7)?,
-                })
-            }
-            None => None,
-        };
-        let non_resource_attributes = match protobuf::bytes_of(&spec, 2) {
-            Some(attributes) => {
-                let a = protobuf::fields(attributes)?;
-                Some(NonResourceAttributes {
-                    path: protobuf::string_of(&a, 1)?,
-                    verb: protobuf::string_of(&a, 2)?,
-                })
-            }
-            None => None,
-        };
-        Ok(Spec {
-            resource_attributes,
-            non_resource_attributes,
-        })
+        let review: ReviewMessage = protobuf::object(body)?;
+        Ok(review.spec.unwrap_or_default())
     }
 }
 
@@ -161,9 +143,7 @@ fn decide(served: &[Resource], spec: &Spec) -> Result<Decision, Status> {
                     && (any_version || s.version == r.version)
             });
             Ok(match resource {
-                Some(resource)
-                    if r.subresource.is_empty() && READ_VERBS.contains(&r.verb.as_str()) =>
-                {
+                Some(resource) if r.subresource.is_empty() && VERBS.contains(&r.verb.as_str()) => {
                     allowed(format!(
                         "k8sailor without auth serves {} {} to any caller",
                         r.verb,
@@ -313,7 +293,7 @@ mod tests {
 
     #[test]
     fn reads_of_what_is_served_are_allowed_and_nothing_else() {
-        for verb in READ_VERBS {
+        for verb in VERBS {
             assert!(allowed(&resource(verb, "", "v1", "pods", "")), "{verb}");
             assert!(allowed(&resource(verb, "apps", "", "deployments", "")));
         }
