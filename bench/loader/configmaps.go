@@ -99,6 +99,8 @@ func configMapObject(d *deployPlan, j int) *corev1.ConfigMap {
 func runConfigMaps(args []string) error {
 	fs := flag.NewFlagSet("configmaps", flag.ExitOnError)
 	flags := addPlanFlags(fs) // the same as given to load: the same plan
+	limit := fs.Int("max", 0, "at most this many ConfigMaps (0: as many as pods), whole Deployments, "+
+		"the namespace the benchmark lists and the Deployment it reads first")
 	plan, cs, err := flags.parse(fs, args)
 	if err != nil {
 		return err
@@ -106,9 +108,26 @@ func runConfigMaps(args []string) error {
 	workers, out := flags.workers, flags.out
 	ctx := context.Background()
 	start := time.Now()
+	mid := plan[len(plan)/2]
+	// What the benchmark reads first, so a limit never leaves it out.
+	order := make([]int, 0, len(plan))
+	for i, d := range plan {
+		if d.ns == namespaceName(0) || d == mid {
+			order = append(order, i)
+		}
+	}
+	for i, d := range plan {
+		if d.ns != namespaceName(0) && d != mid {
+			order = append(order, i)
+		}
+	}
 	type job struct{ d, j int }
 	var jobs []job
-	for i, d := range plan {
+	for _, i := range order {
+		d := plan[i]
+		if *limit > 0 && len(jobs) > 0 && len(jobs)+len(d.pods) > *limit {
+			break
+		}
 		for j := range d.pods {
 			jobs = append(jobs, job{i, j})
 		}
@@ -153,7 +172,6 @@ func runConfigMaps(args []string) error {
 	}
 	s := configMapSummary{ConfigMaps: len(jobs), DataBytes: dataBytes.Load(), Seconds: time.Since(start).Seconds(),
 		Requests: int64(len(jobs)), ListNamespace: namespaceName(0), LastWritten: last}
-	mid := plan[len(plan)/2]
 	s.GetConfigMap = objectRef{mid.ns, configMapObject(mid, len(mid.pods)/2).Name}
 	for _, d := range plan {
 		if d.ns == s.ListNamespace {
