@@ -153,8 +153,9 @@ settings! {
         /// answer 410 [default: 10000].
         #[arg(long, env = "K8SAILOR_CHANGE_HISTORY")]
         change_history: usize = k8sdao::HISTORY_CAPACITY,
-        /// How the caches get each full list: auto (streamed with sendInitialEvents where the
-        /// apiserver allows, else in pages), streaming or paged [default: auto].
+        /// How the caches get each full list: whole (one list without a limit, decoded as it
+        /// arrives), auto (streamed with sendInitialEvents where the apiserver allows, else in
+        /// pages), streaming or paged [default: whole].
         #[arg(long, env = "K8SAILOR_INITIAL_LIST", value_parser = one_of(InitialList::ALL, InitialList::name))]
         initial_list: InitialList = InitialList::default(),
         /// Built-in resources served beside the six of the original client: names to serve

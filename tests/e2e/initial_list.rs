@@ -1,6 +1,7 @@
-//! How the caches get their full lists (`--initial-list`): streamed (WatchList,
-//! `sendInitialEvents`) or paged, each delivering the whole namespace, and auto choosing the
-//! stream on an apiserver that serves it (kube-apiserver 1.35 does by default). The fallback
+//! How the caches get their full lists (`--initial-list`): whole (one list without a limit,
+//! the default), streamed (WatchList, `sendInitialEvents`) or paged, each delivering the whole
+//! namespace, and auto choosing the stream on an apiserver that serves it (kube-apiserver 1.35
+//! does by default). The fallback
 //! from a refused stream to pages is a unit test (confk8s' informer), against an apiserver
 //! without WatchList.
 
@@ -49,8 +50,18 @@ async fn streamed_and_paged_lists_fill_the_same_complete_cache() {
         .await;
 
     let mut answers = Vec::new();
-    for (mode, streamed) in [("auto", true), ("streaming", true), ("paged", false)] {
-        let server = Server::start(&["--namespace", &ns.name, "--initial-list", mode]);
+    for (mode, streamed) in [
+        ("default", false),
+        ("whole", false),
+        ("auto", true),
+        ("streaming", true),
+        ("paged", false),
+    ] {
+        let server = if mode == "default" {
+            Server::start(&["--namespace", &ns.name])
+        } else {
+            Server::start(&["--namespace", &ns.name, "--initial-list", mode])
+        };
         assert_eq!(
             pods_streamed(&server).await,
             streamed,
@@ -80,7 +91,7 @@ async fn streamed_and_paged_lists_fill_the_same_complete_cache() {
     }
     // The same records, field for field, whichever way the list came.
     for (mode, pods) in &answers[1..] {
-        assert_eq!(pods, &answers[0].1, "--initial-list {mode} against auto");
+        assert_eq!(pods, &answers[0].1, "--initial-list {mode} against the default");
     }
 }
 

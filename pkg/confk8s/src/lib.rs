@@ -37,6 +37,7 @@ mod client;
 mod crds;
 mod delta;
 mod informer;
+mod items;
 mod policy;
 mod review;
 mod sent;

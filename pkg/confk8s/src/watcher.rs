@@ -13,12 +13,14 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use futures::stream::BoxStream;
-use futures::{Stream, StreamExt};
+use futures::{AsyncBufRead, AsyncBufReadExt, Stream, StreamExt};
 use kube::api::{ListParams, VersionMatch, WatchEvent, WatchParams};
 use kube::core::ListMeta;
 use kube::runtime::watcher::{Config, Error, InitialListStrategy, ListSemantic};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
+
+use crate::items::Splitter;
 
 /// One step of a watch, as [`watch`] tells it.
 #[derive(Clone, Debug, PartialEq)]
@@ -76,10 +78,11 @@ type Changes<K> = BoxStream<'static, kube::Result<WatchEvent<K>>>;
 enum State<K> {
     /// Nothing listed: the next step starts a list.
     Empty,
-    /// A paged list under way: the objects of the page not yet handed on, the token of the
-    /// next page (None after the last), and the list's version (from its first page).
+    /// A list under way, in pages or in one: the page being read (None between two), the
+    /// token of the next page (None after the last), and the list's version (from its first
+    /// page).
     Paging {
-        objects: VecDeque<K>,
+        page: Option<PageReader>,
         continue_token: Option<String>,
         version: Option<String>,
     },
@@ -138,20 +141,29 @@ fn watch_params(config: &Config, initial_events: bool) -> WatchParams {
     }
 }
 
-/// One page of a list, as the apiserver sends it. kube's `ObjectList` flattens its type
-/// members into itself, which makes serde buffer each page whole before decoding its items:
-/// more work, and an item could then not be read as the text it was sent as
-/// ([`crate::Sent`]).
-#[derive(serde::Deserialize)]
-struct Page<K> {
-    #[serde(default)]
-    metadata: ListMeta,
-    /// Null for an empty list, as Go writes a nil slice.
-    items: Option<Vec<K>>,
+/// The largest list item read: far above what etcd stores (1.5 MiB by default) even as JSON,
+/// so that a broken answer cannot grow one item without bound.
+const MAX_ITEM_BYTES: usize = 64 << 20;
+
+/// One page of a list being read as it arrives: each item is decoded once its last byte is
+/// in, so a page (or a whole list asked without a limit) is never held whole, and decoding
+/// overlaps the apiserver's encoding of what follows.
+struct PageReader {
+    body: std::pin::Pin<Box<dyn AsyncBufRead + Send>>,
+    splitter: Splitter,
+    /// Items cut, not yet decoded.
+    items: VecDeque<Vec<u8>>,
 }
 
-/// The page of `api`'s list that `params` asks for, as `Api::list` asks for it.
-async fn list_page<K>(api: &Api<K>, params: &ListParams) -> kube::Result<Page<K>>
+/// A page's own members: its list metadata.
+#[derive(serde::Deserialize)]
+struct PageHead {
+    #[serde(default)]
+    metadata: ListMeta,
+}
+
+/// Starts reading the page of `api`'s list that `params` asks for, as `Api::list` asks for it.
+async fn list_page<K>(api: &Api<K>, params: &ListParams) -> kube::Result<PageReader>
 where
     K: Resource + Clone + DeserializeOwned,
 {
@@ -163,7 +175,54 @@ where
     }
     .map_err(kube::Error::BuildRequest)?;
     request.extensions_mut().insert("list");
-    api.clone().into_client().request(request).await
+    let body = api.clone().into_client().request_stream(request).await?;
+    Ok(PageReader {
+        body: Box::pin(body),
+        splitter: Splitter::new(MAX_ITEM_BYTES),
+        items: VecDeque::new(),
+    })
+}
+
+/// What reading a page gave.
+enum PageStep<K> {
+    /// One object of the page.
+    Object(K),
+    /// More of the text was read: nothing to tell yet.
+    Read,
+    /// The page is complete: its list metadata.
+    Done(ListMeta),
+}
+
+impl PageReader {
+    async fn next<K: DeserializeOwned>(&mut self) -> kube::Result<PageStep<K>> {
+        if let Some(text) = self.items.pop_front() {
+            return serde_json::from_slice(&text)
+                .map(PageStep::Object)
+                .map_err(kube::Error::SerdeError);
+        }
+        let chunk = self
+            .body
+            .fill_buf()
+            .await
+            .map_err(kube::Error::ReadEvents)?;
+        if chunk.is_empty() {
+            let splitter = std::mem::replace(&mut self.splitter, Splitter::new(0));
+            let head = splitter.finish().map_err(split_error)?;
+            let head: PageHead = serde_json::from_slice(&head).map_err(kube::Error::SerdeError)?;
+            return Ok(PageStep::Done(head.metadata));
+        }
+        let read = chunk.len();
+        let items = &mut self.items;
+        self.splitter
+            .feed(chunk, |item| items.push_back(item))
+            .map_err(split_error)?;
+        self.body.as_mut().consume(read);
+        Ok(PageStep::Read)
+    }
+}
+
+fn split_error(error: crate::items::SplitError) -> kube::Error {
+    kube::Error::ReadEvents(std::io::Error::new(std::io::ErrorKind::InvalidData, error))
 }
 
 /// A watch of `api`'s kind: a list (paged or streamed as `config` says), then its changes, a
@@ -201,7 +260,7 @@ where
             InitialListStrategy::ListWatch => (
                 Some(Ok(Event::Init)),
                 State::Paging {
-                    objects: VecDeque::new(),
+                    page: None,
                     continue_token: None,
                     version: None,
                 },
@@ -216,18 +275,47 @@ where
             }
         },
         State::Paging {
-            mut objects,
+            page: Some(mut page),
             continue_token,
             version,
-        } => {
-            if let Some(object) = objects.pop_front() {
+        } => match page.next().await {
+            Ok(PageStep::Object(object)) => {
                 let state = State::Paging {
-                    objects,
+                    page: Some(page),
                     continue_token,
                     version,
                 };
-                return (Some(Ok(Event::InitApply(object))), state);
+                (Some(Ok(Event::InitApply(object))), state)
             }
+            Ok(PageStep::Read) => {
+                let state = State::Paging {
+                    page: Some(page),
+                    continue_token,
+                    version,
+                };
+                (None, state)
+            }
+            Ok(PageStep::Done(meta)) => {
+                let continue_token = meta.continue_.filter(|c| !c.is_empty());
+                // Every page of one list is at the first page's version.
+                let version = version.or(meta.resource_version.filter(|v| !v.is_empty()));
+                if version.is_none() {
+                    return (Some(Err(Error::NoResourceVersion)), State::Empty);
+                }
+                let state = State::Paging {
+                    page: None,
+                    continue_token,
+                    version,
+                };
+                (None, state)
+            }
+            Err(error) => (Some(Err(Error::InitialListFailed(error))), State::Empty),
+        },
+        State::Paging {
+            page: None,
+            continue_token,
+            version,
+        } => {
             if let (None, Some(version)) = (&continue_token, &version) {
                 let version = version.clone();
                 return (
@@ -239,16 +327,9 @@ where
             }
             match list_page(api, &list_params(config, continue_token)).await {
                 Ok(page) => {
-                    let continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
-                    // Every page of one list is at the first page's version.
-                    let version =
-                        version.or(page.metadata.resource_version.filter(|v| !v.is_empty()));
-                    if version.is_none() {
-                        return (Some(Err(Error::NoResourceVersion)), State::Empty);
-                    }
                     let state = State::Paging {
-                        objects: page.items.unwrap_or_default().into(),
-                        continue_token,
+                        page: Some(page),
+                        continue_token: None,
                         version,
                     };
                     (None, state)
