@@ -91,7 +91,10 @@ async fn streamed_and_paged_lists_fill_the_same_complete_cache() {
     }
     // The same records, field for field, whichever way the list came.
     for (mode, pods) in &answers[1..] {
-        assert_eq!(pods, &answers[0].1, "--initial-list {mode} against the default");
+        assert_eq!(
+            pods, &answers[0].1,
+            "--initial-list {mode} against the default"
+        );
     }
 }
 

@@ -54,9 +54,12 @@ impl<K: Resource<DynamicType = ()>> Sent<K> {
     where
         K: DeserializeOwned,
     {
+        // Decoded from the kept text: without managedFields, which the type would otherwise
+        // build only for the informer to drop.
+        let json = kept_json(json, &K::api_version(&()), &K::kind(&()))?;
         Ok(Sent {
-            object: serde_json::from_str(json)?,
-            json: kept_json(json, &K::api_version(&()), &K::kind(&()))?,
+            object: serde_json::from_str(&json)?,
+            json,
         })
     }
 }
@@ -192,14 +195,75 @@ fn push_members(out: &mut String, members: &[(Name<'_>, &RawValue)]) -> serde_js
     Ok(())
 }
 
-/// The kept JSON of an object sent as `sent`, of `api_version` and `kind` (see [`Sent`]).
-fn kept_json(sent: &str, api_version: &str, kind: &str) -> serde_json::Result<String> {
-    let top: Members = serde_json::from_str(sent)?;
+/// Where the value of `metadata` begins in `sent` when it is the first member but for the type
+/// members (with plain string values), as the apiserver writes every object: a Go struct's
+/// TypeMeta comes first, and an unstructured object's members are sorted.
+fn metadata_start(sent: &str) -> Option<usize> {
+    let mut rest = sent.strip_prefix('{')?;
+    for name in ["\"kind\":\"", "\"apiVersion\":\"", "\"kind\":\""] {
+        if let Some(value) = rest.strip_prefix(name) {
+            let end = value.find('"')?;
+            if value[..end].contains('\\') {
+                return None;
+            }
+            rest = value[end + 1..].strip_prefix(',')?;
+        }
+    }
+    let value = rest.strip_prefix("\"metadata\":")?;
+    value.starts_with('{').then(|| sent.len() - value.len())
+}
+
+/// The kept JSON read no further than the metadata: the members after it are copied as they
+/// are (the apiserver writes no type member after the metadata: see [`metadata_start`]);
+/// None when the text does not begin as the apiserver writes it, and every member is read.
+fn kept_json_after_metadata(
+    sent: &str,
+    api_version: &str,
+    kind: &str,
+) -> serde_json::Result<Option<String>> {
+    let Some(at) = metadata_start(sent) else {
+        return Ok(None);
+    };
+    let mut reader = serde_json::Deserializer::from_str(&sent[at..]);
+    let metadata = <&RawValue>::deserialize(&mut reader)?;
+    let rest = &sent[at + metadata.get().len()..];
     let mut out = String::with_capacity(sent.len());
+    push_type(&mut out, api_version, kind)?;
+    out.push_str(",\"metadata\":");
+    match members(metadata)? {
+        Some(metadata) => push_metadata(&mut out, metadata)?,
+        None => out.push_str(metadata.get()),
+    }
+    out.push_str(rest);
+    Ok(Some(out))
+}
+
+/// Writes `{"apiVersion":…,"kind":…` to `out`.
+fn push_type(out: &mut String, api_version: &str, kind: &str) -> serde_json::Result<()> {
     out.push_str("{\"apiVersion\":");
     out.push_str(&serde_json::to_string(api_version)?);
     out.push_str(",\"kind\":");
     out.push_str(&serde_json::to_string(kind)?);
+    Ok(())
+}
+
+/// The kept JSON of an object sent as `sent`, of `api_version` and `kind` (see [`Sent`]).
+fn kept_json(sent: &str, api_version: &str, kind: &str) -> serde_json::Result<String> {
+    match kept_json_after_metadata(sent, api_version, kind)? {
+        Some(kept) => Ok(kept),
+        None => kept_json_of_every_member(sent, api_version, kind),
+    }
+}
+
+/// The kept JSON, every member read.
+fn kept_json_of_every_member(
+    sent: &str,
+    api_version: &str,
+    kind: &str,
+) -> serde_json::Result<String> {
+    let top: Members = serde_json::from_str(sent)?;
+    let mut out = String::with_capacity(sent.len());
+    push_type(&mut out, api_version, kind)?;
     for (name, value) in top.0 {
         if matches!(&*name.0, "apiVersion" | "kind") {
             continue;
@@ -326,6 +390,37 @@ mod tests {
             list.items[0]
                 .json()
                 .starts_with(r#"{"apiVersion":"v1","kind":"ConfigMap","#)
+        );
+    }
+
+    #[test]
+    fn reading_up_to_the_metadata_keeps_what_reading_every_member_keeps() {
+        let pod = r#"{"metadata":{"name":"a","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"},"managedFields":[{"manager":"m","fieldsV1":{"f:spec":{}}}]},"spec":{"x":"\u003c"},"status":null}"#;
+        let typed = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"b","managedFields":[]},"spec":{}}"#;
+        let reordered = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"c"}}"#;
+        let nested_kind =
+            r#"{"metadata":{"name":"d","managedFields":[]},"spec":{"ref":{"kind":"Node"}}}"#;
+        for sent in [pod, typed, reordered, nested_kind] {
+            let fast = kept_json_after_metadata(sent, "v1", "Pod").unwrap();
+            assert_eq!(
+                fast.as_deref(),
+                Some(
+                    kept_json_of_every_member(sent, "v1", "Pod")
+                        .unwrap()
+                        .as_str()
+                ),
+                "{sent}"
+            );
+        }
+        // Not as the apiserver writes an object: every member is read.
+        let late_metadata = r#"{"spec":{},"metadata":{"name":"e","managedFields":[]}}"#;
+        assert_eq!(
+            kept_json_after_metadata(late_metadata, "v1", "Pod").unwrap(),
+            None
+        );
+        assert_eq!(
+            kept_json(late_metadata, "v1", "Pod").unwrap(),
+            r#"{"apiVersion":"v1","kind":"Pod","spec":{},"metadata":{"name":"e"}}"#
         );
     }
 
