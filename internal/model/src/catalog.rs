@@ -245,11 +245,12 @@ catalog! {
     // apiserver's own to the byte (its conversion decides every null and name), at the cost
     // of keeping each Event twice while it lives (an hour by default); `--resources
     // -events.events.k8s.io` does without. Its selectable fields are the core ones under
-    // the new names (`regarding.*`, `reportingController`).
+    // the new names (`regarding.*`, `reportingController`), `source` aside (1.35 refuses
+    // it here).
     EVENTS_V1: Namespaced events::Event, Generic, event_v1, &[
         "metadata.name", "metadata.namespace", "regarding.kind", "regarding.namespace",
         "regarding.name", "regarding.uid", "regarding.apiVersion", "regarding.resourceVersion",
-        "regarding.fieldPath", "reason", "reportingController", "source", "type",
+        "regarding.fieldPath", "reason", "reportingController", "type",
     ],
         name: "events.events.k8s.io", short: &["ev"];
     RESOURCE_QUOTAS: Namespaced core::ResourceQuota, Generic, resource_quota, METADATA_FIELDS,
@@ -283,19 +284,13 @@ pub fn typed_row(kind: Kind) -> &'static BuiltIn {
         .unwrap_or_else(|| unreachable!("every typed kind has a catalog row: {kind:?}"))
 }
 
-/// The group of the new Events API, whose `source` is read elsewhere.
-const EVENTS_V1_GROUP: &str = <events::Event as k8s_openapi::Resource>::GROUP;
-
-/// How a field the allow-list of a kind of `group` names is read from an object as the
-/// apiserver sends it, where that is not its path, and its value when absent (the apiserver
-/// formats the zero value). An Event's `source` is its source's component, which the
-/// events.k8s.io shape calls `deprecatedSource`.
-pub(crate) fn field_reading<'a>(group: &str, field: &'a str) -> (&'a str, &'static str) {
-    match (group, field) {
-        (EVENTS_V1_GROUP, "source") => ("deprecatedSource.component", ""),
-        (_, "source") => ("source.component", ""),
-        (_, "spec.unschedulable") => (field, "false"),
-        (_, "status.successful") => ("status.succeeded", "0"),
+/// How a field the allow-list names is read from an object as the apiserver sends it, where
+/// that is not its path, and its value when absent (the apiserver formats the zero value).
+pub(crate) fn field_reading(field: &str) -> (&str, &'static str) {
+    match field {
+        "source" => ("source.component", ""),
+        "spec.unschedulable" => (field, "false"),
+        "status.successful" => ("status.succeeded", "0"),
         _ => (field, ""),
     }
 }

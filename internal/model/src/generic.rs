@@ -108,7 +108,7 @@ impl GenericRecord {
         let fields = resource
             .object_fields()
             .map(|field| {
-                let (path, absent) = field_reading(&resource.group, field);
+                let (path, absent) = field_reading(field);
                 value_at(object, path).unwrap_or_else(|| absent.to_string())
             })
             .collect();
@@ -340,9 +340,9 @@ mod tests {
         ));
         assert_eq!(r.field("regarding.name").as_deref(), Some("web-1"));
         assert_eq!(r.field("reportingController").as_deref(), Some("kubelet"));
-        // The core API's `source` is the new one's `deprecatedSource`.
-        assert_eq!(r.field("source").as_deref(), Some("kubelet"));
-        assert_eq!(r.field("involvedObject.name"), None, "the core API's name");
+        // The core API's names, and its `source`, which this API does not select on.
+        assert_eq!(r.field("involvedObject.name"), None);
+        assert_eq!(r.field("source"), None);
         for field in &events.fields {
             assert!(r.field(field).is_some(), "{field} is selectable");
         }
