@@ -40,6 +40,12 @@ fn local(_: &str, which: Which) -> String {
     which.tag().into()
 }
 
+/// Endpoints' name: not a Service fixture's, whose Endpoints the endpoints controller writes
+/// and deletes with it.
+fn endpoints_name(_: &str, which: Which) -> String {
+    format!("{}-ep", which.tag())
+}
+
 /// An Event of the new API's name: the core API holds it too (one object, two shapes), so
 /// it is named apart from the core fixture's.
 fn new_event(_: &str, which: Which) -> String {
@@ -225,7 +231,7 @@ pub(crate) const FIXTURES: &[Fixture] = &[
     },
     Fixture {
         resource: "endpoints",
-        name: local,
+        name: endpoints_name,
         object: |name, which, _| {
             let ip = if which == Selected {
                 "10.0.0.7"
