@@ -4,8 +4,8 @@
 //! (Tables for the kinds it has no renderer of its own for). It runs in a detached tmux
 //! session of fixed size, once against k8sailor and once against the apiserver with the same
 //! token, and the tables on its screens must be the same, ages aside: the pods view, the
-//! Deployments view, Leases, and what changes made through the apiserver while it watches
-//! bring. The screens compared are saved under `target/k9s/` as the record of the session.
+//! Deployments view, Leases, Events (events.k8s.io), Endpoints, and what changes made
+//! through the apiserver while it watches bring. The screens compared are saved under `target/k9s/` as the record of the session.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Endpoints, Pod};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -252,13 +252,21 @@ impl Table {
             .into_iter()
             .map(|c| c.trim_end_matches(['↑', '↓']).to_string())
             .collect();
-        let age = columns.iter().position(|c| c == "AGE");
+        // Ages, and an Event's times (ages too), as each server rendered them then.
+        let ages: Vec<usize> = columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| matches!(c.as_str(), "AGE" | "LAST SEEN" | "FIRST SEEN"))
+            .map(|(i, _)| i)
+            .collect();
         let rows = inside[1..]
             .iter()
             .map(|line| {
                 let mut row = cells(line);
-                if let Some(cell) = age.and_then(|i| row.get_mut(i)) {
-                    *cell = "<age>".into();
+                for i in &ages {
+                    if let Some(cell) = row.get_mut(*i) {
+                        *cell = "<age>".into();
+                    }
                 }
                 row
             })
@@ -362,7 +370,8 @@ impl Both {
 }
 
 /// The test's objects: a pod that runs (on a kwok node), one that waits (no node), a
-/// Deployment of two running pods, and a Lease (a kind k9s reads as a Table).
+/// Deployment of two running pods, a Lease (a kind k9s reads as a Table), and Endpoints (a
+/// deprecated kind, which k9s renders itself).
 async fn objects(ns: &TestNamespace) {
     let pp = PostParams::default();
     let mut running = pod("web", &[("app", "web")]);
@@ -382,6 +391,12 @@ async fn objects(ns: &TestNamespace) {
     }))
     .unwrap();
     ns.api::<Lease>().create(&pp, &lease).await.unwrap();
+    let endpoints: Endpoints = serde_json::from_value(json!({
+        "metadata": {"name": "manual"},
+        "subsets": [{"addresses": [{"ip": "10.4.0.1"}], "ports": [{"port": 80}]}],
+    }))
+    .unwrap();
+    ns.api::<Endpoints>().create(&pp, &endpoints).await.unwrap();
 }
 
 /// Whether `table` is the Deployments view with `shop` alone, `ready` ready.
@@ -495,4 +510,15 @@ async fn k9s_reads_k8sailor_without_auth_as_the_apiserver() {
     both.show("deploy");
     both.agree("2-deployments", |t| deployments_view(t, "2/2"))
         .await;
+    // k9s reads Events from events.k8s.io, as a Table, and Endpoints as objects.
+    both.show("events");
+    both.agree("3-events", |t| {
+        t.title.to_lowercase().starts_with("events") && !t.rows.is_empty()
+    })
+    .await;
+    both.show("ep");
+    both.agree("4-endpoints", |t| {
+        t.title.to_lowercase().starts_with("endpoints") && t.names() == ["manual"]
+    })
+    .await;
 }

@@ -611,6 +611,9 @@ fn names(row: &[&str], name: &str) -> bool {
 struct ServedKind {
     fixture: &'static Fixture,
     kubectl_name: String,
+    /// As the apiserver's discovery lists it.
+    plural: String,
+    api_version: String,
     namespaced: bool,
     api: Api<DynamicObject>,
 }
@@ -644,10 +647,9 @@ async fn every_served_kind_prints_as_the_apiserver_prints_it() {
     let run = format!("e2e-kubeapi={}", ns.name);
     let mut leftovers = Leftovers::default();
     let mut kinds = Vec::new();
-    // A custom resource is named with its group (`widgets.example.com`), a built-in kind not.
     for served in all["data"].as_array().unwrap() {
         let name = served["name"].as_str().unwrap();
-        if name.contains('.') {
+        if served["builtIn"] == false {
             continue;
         }
         let fixture = FIXTURES
@@ -673,14 +675,19 @@ async fn every_served_kind_prints_as_the_apiserver_prints_it() {
                 .await
                 .unwrap_or_else(|e| panic!("create {} {name}: {e}", fixture.resource));
         }
-        let group = served["group"].as_str().unwrap();
+        let (group, plural) = (
+            served["group"].as_str().unwrap(),
+            served["plural"].as_str().unwrap(),
+        );
         kinds.push(ServedKind {
             fixture,
             kubectl_name: if group.is_empty() {
-                name.to_string()
+                plural.to_string()
             } else {
-                format!("{name}.{group}")
+                format!("{plural}.{group}")
             },
+            plural: plural.to_string(),
+            api_version: resource.api_version.clone(),
             namespaced,
             api,
         });
@@ -692,19 +699,20 @@ async fn every_served_kind_prints_as_the_apiserver_prints_it() {
 
     let (ok, discovered, err) = k8sailor.run(&["api-resources", "--no-headers"]);
     assert!(ok, "{err}");
-    let discovered: Vec<String> = normalized(&discovered)
-        .into_iter()
-        .map(|row| row[0].clone())
-        .collect();
+    // Each row: its name (the plural) first, its group/version among the rest.
+    let discovered = normalized(&discovered);
     assert!(
-        !discovered.contains(&"secrets".to_string()),
+        !discovered.iter().any(|row| row[0] == "secrets"),
         "{discovered:?}"
     );
     for kind in &kinds {
         assert!(
-            discovered.contains(&kind.fixture.resource.to_string()),
-            "{} in {discovered:?}",
-            kind.fixture.resource
+            discovered
+                .iter()
+                .any(|row| row[0] == kind.plural && row.contains(&kind.api_version)),
+            "{} ({}) in {discovered:?}",
+            kind.fixture.resource,
+            kind.api_version
         );
     }
 
@@ -860,4 +868,248 @@ async fn every_served_kind_prints_as_the_apiserver_prints_it() {
         );
     }
     drop(leftovers);
+}
+
+/// Events of both APIs (one object, two shapes) and Endpoints (deprecated, served with the
+/// apiserver's warning), through kubectl as against the apiserver: tables, `-o wide`,
+/// `-o json`, each API's own field selectors, the one the new API does not take, short
+/// names, and the warning kubectl prints. The test's Events are about a pod that does not
+/// exist, so the scheduler's own Events (about the setup's pod) select apart from them.
+#[tokio::test]
+async fn events_of_both_apis_and_endpoints_are_the_apiservers() {
+    use k8s_openapi::api::core::v1::{Endpoints, Event};
+    use k8s_openapi::api::events::v1::Event as NewEvent;
+    let s = setup("kubeapi-events").await;
+    let ns = s.ns.name.as_str();
+    let pp = PostParams::default();
+    let core: Event = serde_json::from_value(json!({
+        "metadata": {"name": "core-ev"},
+        "involvedObject": {"kind": "Pod", "name": "ghost", "namespace": ns,
+            "fieldPath": "spec.containers{c}"},
+        "reason": "E2eStarted", "type": "Normal", "message": "started c",
+        "source": {"component": "e2e-kubelet", "host": "node-1"}, "count": 2,
+        "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:05:00Z",
+    }))
+    .unwrap();
+    s.ns.api::<Event>().create(&pp, &core).await.unwrap();
+    let new: NewEvent = serde_json::from_value(json!({
+        "metadata": {"name": "new-ev"},
+        "regarding": {"kind": "Pod", "name": "ghost", "namespace": ns},
+        "reason": "E2eFailed", "type": "Warning", "note": "failed c", "action": "Start",
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "e2e.example.com/ctl", "reportingInstance": "i-1",
+        "series": {"count": 3, "lastObservedTime": "2026-01-01T00:09:00.000000Z"},
+    }))
+    .unwrap();
+    s.ns.api::<NewEvent>().create(&pp, &new).await.unwrap();
+    let endpoints: Endpoints = serde_json::from_value(json!({
+        "metadata": {"name": "ep-a", "labels": {"app": "a"}},
+        "subsets": [{"addresses": [{"ip": "10.1.0.1"}, {"ip": "10.1.0.2"}],
+            "ports": [{"name": "http", "port": 80}, {"name": "dns", "port": 53, "protocol": "UDP"}]}],
+    }))
+    .unwrap();
+    s.ns.api::<Endpoints>()
+        .create(&pp, &endpoints)
+        .await
+        .unwrap();
+    let paths = [
+        format!("/api/v1/namespaces/{ns}/events/core-ev"),
+        format!("/api/v1/namespaces/{ns}/events/new-ev"),
+        format!("/apis/events.k8s.io/v1/namespaces/{ns}/events/core-ev"),
+        format!("/apis/events.k8s.io/v1/namespaces/{ns}/events/new-ev"),
+        format!("/api/v1/namespaces/{ns}/endpoints/ep-a"),
+    ];
+    eventually(SOON, "k8sailor serves the Events and Endpoints", || async {
+        for path in &paths {
+            let (status, _, _) = s.server.request("GET", path, &[]).await;
+            if status != 200 {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+
+    // The scheduler may still be writing Events of its own: until both agree.
+    let json_view = |out: &str| {
+        serde_json::from_str::<Value>(out)
+            .map(|_| format!("{:?}", objects(out)))
+            .unwrap_or_else(|e| format!("not JSON: {e}"))
+    };
+    for kind in ["events", "events.events.k8s.io", "ev", "endpoints", "ep"] {
+        let out = agree(&s.apiserver, &s.k8sailor, &["get", kind, "-n", ns]).await;
+        assert!(
+            out.contains("ep-a") || out.contains("pod/ghost"),
+            "{kind}: {out}"
+        );
+        agree(
+            &s.apiserver,
+            &s.k8sailor,
+            &["get", kind, "-n", ns, "-o", "wide"],
+        )
+        .await;
+        let args = ["get", kind, "-n", ns, "-o", "json"];
+        let out = agree_by(&s.apiserver, &s.k8sailor, &args, json_view).await;
+        assert!(!objects(&out).is_empty(), "kubectl {args:?}: {out}");
+    }
+    let out = s.same(&[
+        "get",
+        "events.events.k8s.io",
+        "new-ev",
+        "-n",
+        ns,
+        "-o",
+        "wide",
+    ]);
+    assert!(out.contains("e2e.example.com/ctl, i-1"), "{out}");
+    let out = s.same(&["get", "events", "core-ev", "-n", ns, "-o", "wide"]);
+    assert!(out.contains("e2e-kubelet, node-1"), "{out}");
+
+    // Each API's own field names, as the apiserver maps them.
+    for (kind, selector, expected) in [
+        (
+            "events.events.k8s.io",
+            "regarding.name=ghost",
+            &["core-ev", "new-ev"][..],
+        ),
+        ("events.events.k8s.io", "reason=E2eFailed", &["new-ev"]),
+        (
+            "events.events.k8s.io",
+            "reportingController=e2e.example.com/ctl",
+            &["new-ev"],
+        ),
+        ("events", "source=e2e-kubelet", &["core-ev"]),
+        (
+            "events.events.k8s.io",
+            "type=Normal,regarding.name=ghost",
+            &["core-ev"],
+        ),
+        (
+            "events",
+            "involvedObject.name=ghost,reason=E2eFailed",
+            &["new-ev"],
+        ),
+        (
+            "events",
+            "reportingComponent=e2e.example.com/ctl",
+            &["new-ev"],
+        ),
+        ("endpoints", "metadata.name=ep-a", &["ep-a"]),
+    ] {
+        let args = [
+            "get",
+            kind,
+            "-n",
+            ns,
+            "--field-selector",
+            selector,
+            "-o",
+            "custom-columns=NAME:.metadata.name",
+            "--no-headers",
+        ];
+        let out = s.same(&args);
+        let names: Vec<&str> = out.split_whitespace().collect();
+        assert_eq!(names, expected, "kubectl {args:?}");
+    }
+    // A field of the core API that the new one does not take, and the reverse, and one
+    // Endpoints do not have: the apiserver's 400.
+    for (kind, selector) in [
+        ("events.events.k8s.io", "involvedObject.name=ghost"),
+        ("events.events.k8s.io", "source=e2e-kubelet"),
+        ("events", "regarding.name=ghost"),
+        ("endpoints", "subsets=x"),
+    ] {
+        let args = ["get", kind, "-n", ns, "--field-selector", selector];
+        let (ok_a, _, err_a) = s.apiserver.run(&args);
+        let (ok_k, _, err_k) = s.k8sailor.run(&args);
+        assert!(!ok_a && !ok_k, "kubectl {args:?}: {err_k}");
+        assert!(
+            err_a.contains("(BadRequest)") && err_k.contains("(BadRequest)"),
+            "kubectl {args:?}\n{err_k}\n{err_a}"
+        );
+    }
+
+    // Every answer about Endpoints carries the apiserver's warning, which kubectl prints.
+    let warnings = |err: &str| -> Vec<String> {
+        err.lines()
+            .filter(|l| l.starts_with("Warning:"))
+            .map(str::to_string)
+            .collect()
+    };
+    for args in [
+        &["get", "endpoints", "-n", ns][..],
+        &["get", "endpoints", "ep-a", "-n", ns, "-o", "json"],
+        &["get", "endpoints", "none-such", "-n", ns],
+    ] {
+        let (_, _, err_a) = s.apiserver.run(args);
+        let (_, _, err_k) = s.k8sailor.run(args);
+        assert_eq!(warnings(&err_k), warnings(&err_a), "kubectl {args:?}");
+        assert_eq!(
+            warnings(&err_k),
+            [
+                "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
+            ],
+            "kubectl {args:?}: {err_k}"
+        );
+    }
+    let (_, _, err) = s.k8sailor.run(&["get", "endpointslices", "-n", ns]);
+    assert!(warnings(&err).is_empty(), "{err}");
+}
+
+/// `--auth none --namespace`: k8sailor's answer to `kubectl auth can-i` is what a caller
+/// allowed to read in that namespace alone hears from the apiserver: reads there, nothing in
+/// another namespace, across namespaces, of a cluster-scoped kind, nor any write.
+#[tokio::test]
+async fn scoped_to_a_namespace_can_i_is_what_the_apiserver_says_of_a_reader_there() {
+    use k8s_openapi::api::rbac::v1::PolicyRule;
+    let ns = TestNamespace::new("kubeapi-scoped").await;
+    let dir = repo()
+        .join("target")
+        .join(format!("e2e-kubeapi-{}", ns.name));
+    std::fs::create_dir_all(&dir).unwrap();
+    let reader = crate::access::account(&ns, "reader").await;
+    let rule = PolicyRule {
+        api_groups: Some(vec![String::new(), "apps".into()]),
+        resources: Some(vec![
+            "pods".into(),
+            "configmaps".into(),
+            "deployments".into(),
+        ]),
+        verbs: vec!["get".into(), "list".into(), "watch".into()],
+        ..PolicyRule::default()
+    };
+    crate::access::grant(&ns, &ns, &reader, vec![rule]).await;
+    let server = Server::start(&["--auth", "none", "--namespace", &ns.name]);
+    let k8sailor = Kubectl::for_k8sailor(&dir, &server);
+    let apiserver = Kubectl::for_apiserver_as(&dir, "reader", &reader.token);
+    let n = ns.name.as_str();
+    for (args, allowed) in [
+        (&["list", "pods", "-n", n][..], true),
+        (&["watch", "configmaps", "-n", n], true),
+        (&["get", "deployments.apps", "-n", n], true),
+        (&["list", "pods", "-n", "default"], false),
+        (&["get", "configmaps", "-n", "kube-system"], false),
+        (&["list", "pods", "-A"], false),
+        (&["watch", "deployments.apps", "-A"], false),
+        (&["list", "nodes"], false),
+        (&["get", "namespaces"], false),
+        (&["create", "pods", "-n", n], false),
+    ] {
+        let mut command = vec!["auth", "can-i"];
+        command.extend(args);
+        // The apiserver's RBAC may take a moment to see the new binding.
+        let what = format!("kubectl {command:?}: the apiserver says {allowed}");
+        eventually(SOON, &what, || {
+            let (yes, _, _) = apiserver.run(&command);
+            std::future::ready((yes == allowed).then_some(()))
+        })
+        .await;
+        let (yes, out, err) = k8sailor.run(&command);
+        assert_eq!(
+            yes, allowed,
+            "kubectl {command:?} against k8sailor: {out}{err}"
+        );
+        let answer = out.split_whitespace().next().unwrap_or_default();
+        assert_eq!(answer, if allowed { "yes" } else { "no" }, "{out}{err}");
+    }
 }

@@ -45,6 +45,7 @@ const BATCH: &str = "apis/batch/v1";
 const AUTOSCALING: &str = "apis/autoscaling/v2";
 const POLICY: &str = "apis/policy/v1";
 const DISCOVERY: &str = "apis/discovery.k8s.io/v1";
+const EVENTS: &str = "apis/events.k8s.io/v1";
 const NETWORKING: &str = "apis/networking.k8s.io/v1";
 const STORAGE: &str = "apis/storage.k8s.io/v1";
 const RBAC: &str = "apis/rbac.authorization.k8s.io/v1";
@@ -73,6 +74,7 @@ const KINDS: &[Kind] = &[
         true,
     ),
     kind(builtin::service, CORE, "services", true),
+    kind(builtin::endpoints, CORE, "endpoints", true),
     kind(builtin::endpoint_slice, DISCOVERY, "endpointslices", true),
     kind(builtin::ingress, NETWORKING, "ingresses", true),
     kind(builtin::ingress_class, NETWORKING, "ingressclasses", false),
@@ -100,6 +102,8 @@ const KINDS: &[Kind] = &[
     kind(builtin::node, CORE, "nodes", false),
     kind(builtin::namespace, CORE, "namespaces", false),
     kind(builtin::event, CORE, "events", true),
+    // The same Events, in the new API's shape.
+    kind(builtin::event_v1, EVENTS, "events", true),
     kind(builtin::resource_quota, CORE, "resourcequotas", true),
     kind(builtin::limit_range, CORE, "limitranges", true),
     kind(
@@ -602,6 +606,13 @@ async fn make_objects(client: &Client, ns: &str, cleanup: &mut Cleanup) {
             "ports": [{"port": 80, "name": "http"}, {"name": "named"}, {}, {"name": "nine", "port": 9}],
             "endpoints": [{"addresses": ["10.2.0.1", "10.2.0.2"]}, {"addresses": ["10.2.0.3"]}, {"addresses": ["10.2.0.4"]}]})),
         (DISCOVERY, "endpointslices", json!({"metadata": {"name": "empty"}, "addressType": "FQDN"})),
+        (CORE, "endpoints", json!({"metadata": {"name": "manual-ep"}, "subsets": [
+            {"addresses": [{"ip": "10.3.0.1"}, {"ip": "10.3.0.2"}], "notReadyAddresses": [{"ip": "10.3.0.9"}],
+             "ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}]},
+            {"addresses": [{"ip": "10.3.0.3"}], "ports": [{"port": 8080}]}]})),
+        (CORE, "endpoints", json!({"metadata": {"name": "headless-ep"}, "subsets": [
+            {"addresses": [{"ip": "10.3.1.1"}]}, {"addresses": [{"ip": "fd00::31"}], "ports": [{"port": 53}]}]})),
+        (CORE, "endpoints", json!({"metadata": {"name": "bare-ep"}})),
         (NETWORKING, "ingresses", json!({"metadata": {"name": "many"}, "spec": {
             "ingressClassName": class, "tls": [{"hosts": ["a.example.com"]}],
             "rules": [rule("a.example.com"), {"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]}},

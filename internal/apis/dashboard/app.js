@@ -692,7 +692,12 @@ function drawSidebar() {
   const route = parseRoute();
   const nav = document.getElementById("sidebar-groups");
   const grouped = new Map(GROUPS.map(([name]) => [name, []]));
-  for (const r of registry.byName.values()) grouped.get(groupOf(r)).push(r);
+  for (const r of registry.byName.values()) {
+    // A built-in kind named with its group is another API's shape of a kind listed already
+    // (events.events.k8s.io: the Events): one entry, as Headlamp has.
+    if (r.builtIn && r.name !== r.plural) continue;
+    grouped.get(groupOf(r)).push(r);
+  }
   nav.replaceChildren(
     ...GROUPS.map(([group, order]) => {
       const rs = grouped.get(group);

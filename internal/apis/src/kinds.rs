@@ -151,6 +151,12 @@ pub(super) fn not_served(registry: &Registry, name: &str) -> ApiError {
 struct ServedResource<'a, Column> {
     /// As requests name it (`kubectl get <name>`).
     name: &'a str,
+    /// As the apiserver's paths name it (`/apis/{group}/{version}/{plural}`).
+    plural: &'a str,
+    /// A built-in kind's, not a custom resource's (both may be named with their group:
+    /// `events.events.k8s.io`, `widgets.example.com`).
+    #[serde(rename = "builtIn")]
+    built_in: bool,
     kind: &'a str,
     group: &'a str,
     version: &'a str,
@@ -166,6 +172,8 @@ async fn resources(State(s): State<AppState>) -> Response {
         .iter()
         .map(|r| ServedResource {
             name: &r.name,
+            plural: &r.plural,
+            built_in: k8sdao::built_in(&r.name).is_some(),
             kind: &r.kind,
             group: &r.group,
             version: &r.version,

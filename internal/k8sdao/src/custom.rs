@@ -57,6 +57,8 @@ pub fn resource_of(custom: &CustomResource) -> Resource {
         dictionary: Dictionary::new(),
         short_names: custom.short_names.iter().cloned().map(Into::into).collect(),
         categories: custom.categories.iter().cloned().map(Into::into).collect(),
+        // A deprecated version's `deprecationWarning` is not followed (yet): none is sent.
+        warning: None,
     })
 }
 

@@ -489,16 +489,16 @@ impl Source {
                 for (row, review) in generic.iter().zip(reviewed) {
                     match review {
                         Ok(()) => {
-                            allowed.insert(row.plural);
+                            allowed.insert(row.name);
                         }
                         Err(reason) => {
-                            tracing::warn!(resource = row.plural, "{reason}: not served");
-                            not_served.push((row.plural.to_string(), reason));
+                            tracing::warn!(resource = row.name, "{reason}: not served");
+                            not_served.push((row.name.to_string(), reason));
                         }
                     }
                 }
                 registry::register_built_in(&caches, &factory, scope.as_deref(), &|row| {
-                    allowed.contains(row.plural)
+                    allowed.contains(row.name)
                 })?;
                 // Custom resources, after the built-in kinds, when we may follow their CRDs
                 // (cluster-scoped: a server scoped to one namespace follows none, as it serves

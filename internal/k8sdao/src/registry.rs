@@ -137,7 +137,7 @@ impl ResourceSelection {
                 continue;
             }
             let row = model::built_in(name).ok_or_else(|| {
-                let known: Vec<&str> = model::built_in_rows().iter().map(|r| r.plural).collect();
+                let known: Vec<&str> = model::built_in_rows().iter().map(|r| r.name).collect();
                 format!(
                     "unknown resource {name:?}: expected one of {}",
                     known.join(", ")
@@ -149,9 +149,9 @@ impl ResourceSelection {
                 ));
             }
             if deny {
-                selection.deny.insert(row.plural);
+                selection.deny.insert(row.name);
             } else {
-                allow.insert(row.plural);
+                allow.insert(row.name);
             }
         }
         // Names to serve, of either sort, make a list of what alone is served.
@@ -185,12 +185,12 @@ impl ResourceSelection {
 
     /// Whether the row is served.
     pub fn serves(&self, row: &BuiltIn) -> bool {
-        if self.deny.contains(row.plural) {
+        if self.deny.contains(row.name) {
             return false;
         }
         match &self.allow {
-            Some(allow) => allow.contains(row.plural),
-            None => row.served_by != ServedBy::MetadataOnly || self.also.contains(row.plural),
+            Some(allow) => allow.contains(row.name),
+            None => row.served_by != ServedBy::MetadataOnly || self.also.contains(row.name),
         }
     }
 }
@@ -323,12 +323,12 @@ pub(crate) async fn may_watch(
                 };
                 return Err(format!(
                     "forbidden by RBAC: cannot {verb} {} {scope}",
-                    row.plural
+                    row.name
                 ));
             }
             Ok(_) => {}
             Err(error) => {
-                tracing::warn!(resource = row.plural, verb, %error, "cannot review access; the watch will tell");
+                tracing::warn!(resource = row.name, verb, %error, "cannot review access; the watch will tell");
                 return Ok(());
             }
         }
@@ -344,7 +344,7 @@ mod tests {
         model::built_in_rows()
             .iter()
             .filter(|row| selection.serves(row))
-            .map(|row| row.plural)
+            .map(|row| row.name)
             .collect()
     }
 
@@ -394,6 +394,11 @@ mod tests {
         assert_eq!(served(&named), Vec::<&str>::new(), "no built-in kind named");
         let built_in = ResourceSelection::parse("configmaps").unwrap();
         assert!(!built_in.serves_custom("widgets.example.com"));
+        // A built-in kind named with its group is no custom resource.
+        let new_events = ResourceSelection::parse("-events.events.k8s.io").unwrap();
+        let served_now = served(&new_events);
+        assert!(served_now.contains(&"events") && !served_now.contains(&"events.events.k8s.io"));
+        assert!(new_events.serves_custom("widgets.example.com"));
         let err = ResourceSelection::parse("configmap").unwrap_err();
         assert!(
             err.contains("\"configmap\"") && err.contains("configmaps"),

@@ -15,6 +15,9 @@ use crate::{
 /// One built-in kind, as declared.
 #[derive(Debug)]
 pub struct BuiltIn {
+    /// As requests name it: its plural, or, where another row has that plural, its plural
+    /// and group (`events.events.k8s.io`), as kubectl names it then.
+    pub name: &'static str,
     pub kind: &'static str,
     /// Empty for the core group.
     pub group: &'static str,
@@ -31,6 +34,8 @@ pub struct BuiltIn {
     /// How its objects own the pods they run, for a kind that runs pods: what its merged
     /// log (`/{plural}/{name}/logs`) follows.
     pub pods: Option<PodOwnership>,
+    /// The warning the apiserver sends with every answer about the kind (a deprecated API).
+    pub warning: Option<&'static str>,
 }
 
 /// How the objects of a kind own their pods.
@@ -48,7 +53,7 @@ impl BuiltIn {
     /// The row as a served resource.
     pub fn resource(&self) -> Resource {
         Resource::new(ResourceInfo {
-            name: self.plural.into(),
+            name: self.name.into(),
             kind: self.kind.into(),
             group: self.group.into(),
             version: self.version.into(),
@@ -59,6 +64,7 @@ impl BuiltIn {
             served_by: self.served_by,
             short_names: self.short_names.iter().map(|n| (*n).into()).collect(),
             categories: self.categories.iter().map(|c| (*c).into()).collect(),
+            warning: self.warning.map(Into::into),
             dictionary: Dictionary::new(),
         })
     }
@@ -106,8 +112,10 @@ pub trait Visitor {
 
 macro_rules! catalog {
     ($($row:ident: $scope:ident $object:ty, $served:expr, $printer:ident, $fields:expr
-        $(, short: $short:expr)? $(, categories: $categories:expr)? $(, pods: $pods:expr)?;)*) => {
+        $(, name: $name:expr)? $(, short: $short:expr)? $(, categories: $categories:expr)?
+        $(, pods: $pods:expr)? $(, warning: $warning:expr)?;)*) => {
         $(pub static $row: BuiltIn = BuiltIn {
+            name: catalog!(@name $object $(, $name)?),
             kind: <$object as k8s_openapi::Resource>::KIND,
             group: <$object as k8s_openapi::Resource>::GROUP,
             version: <$object as k8s_openapi::Resource>::VERSION,
@@ -119,6 +127,7 @@ macro_rules! catalog {
             short_names: catalog!(@or $($short)?),
             categories: catalog!(@or $($categories)?),
             pods: catalog!(@pods $($pods)?),
+            warning: catalog!(@warning $($warning)?),
         };)*
 
         /// Every row, in the order `/resources` lists them.
@@ -129,6 +138,10 @@ macro_rules! catalog {
             $(catalog!(@visit visitor, $scope, $object, &$row);)*
         }
     };
+    (@name $object:ty, $name:expr) => { $name };
+    (@name $object:ty) => { <$object as k8s_openapi::Resource>::URL_PATH_SEGMENT };
+    (@warning $warning:expr) => { Some($warning) };
+    (@warning) => { None };
     (@or $given:expr) => { $given };
     (@or) => { &[] };
     (@pods $pods:expr) => { Some($pods) };
@@ -150,7 +163,7 @@ use ServedBy::{Generic, MetadataOnly};
 use k8s_openapi::api::{
     apps::v1 as apps, autoscaling::v2 as autoscaling, batch::v1 as batch,
     coordination::v1 as coordination, core::v1 as core, discovery::v1 as discovery,
-    networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac,
+    events::v1 as events, networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac,
     scheduling::v1 as scheduling, storage::v1 as storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
@@ -181,6 +194,10 @@ catalog! {
         short: &["pdb"];
     SERVICES: Namespaced core::Service, ServedBy::Typed(Kind::Service), service, ServiceRecord::FIELDS,
         short: &["svc"], categories: &["all"];
+    // Deprecated since 1.33 and still served, with a warning on every answer.
+    ENDPOINTS: Namespaced core::Endpoints, Generic, endpoints, METADATA_FIELDS,
+        short: &["ep"],
+        warning: "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice";
     ENDPOINT_SLICES: Namespaced discovery::EndpointSlice, Generic, endpoint_slice,
         METADATA_FIELDS;
     INGRESSES: Namespaced networking::Ingress, ServedBy::Typed(Kind::Ingress), ingress,
@@ -223,6 +240,19 @@ catalog! {
         "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type",
     ],
         short: &["ev"];
+    // The same objects as core Events in the new API's shape: the apiserver converts one
+    // stored object to either. Watched as sent, a second time, so each answer is the
+    // apiserver's own to the byte (its conversion decides every null and name), at the cost
+    // of keeping each Event twice while it lives (an hour by default); `--resources
+    // -events.events.k8s.io` does without. Its selectable fields are the core ones under
+    // the new names (`regarding.*`, `reportingController`), `source` aside (1.35 refuses
+    // it here).
+    EVENTS_V1: Namespaced events::Event, Generic, event_v1, &[
+        "metadata.name", "metadata.namespace", "regarding.kind", "regarding.namespace",
+        "regarding.name", "regarding.uid", "regarding.apiVersion", "regarding.resourceVersion",
+        "regarding.fieldPath", "reason", "reportingController", "type",
+    ],
+        name: "events.events.k8s.io", short: &["ev"];
     RESOURCE_QUOTAS: Namespaced core::ResourceQuota, Generic, resource_quota, METADATA_FIELDS,
         short: &["quota"];
     LIMIT_RANGES: Namespaced core::LimitRange, Generic, limit_range, METADATA_FIELDS,
@@ -241,9 +271,9 @@ pub fn built_in_rows() -> &'static [&'static BuiltIn] {
     ROWS
 }
 
-/// The built-in row of the resource requests name `name` (its plural).
+/// The built-in row of the resource requests name `name` ([`BuiltIn::name`]).
 pub fn built_in(name: &str) -> Option<&'static BuiltIn> {
-    ROWS.iter().copied().find(|row| row.plural == name)
+    ROWS.iter().copied().find(|row| row.name == name)
 }
 
 /// The row of a typed kind: each has one (a test checks it).
@@ -278,11 +308,20 @@ mod tests {
             assert_eq!(row.plural, kind.resource());
             assert_eq!(row.namespaced, kind.is_namespaced());
         }
-        let mut plurals: Vec<_> = ROWS.iter().map(|r| r.plural).collect();
+        // Each (group, plural) once, as the apiserver names its resources.
+        let mut plurals: Vec<_> = ROWS.iter().map(|r| (r.group, r.plural)).collect();
         plurals.sort();
         plurals.dedup();
         assert_eq!(plurals.len(), ROWS.len());
-        assert_eq!(ROWS.len(), 32, "the kinds of issue 19, and Leases");
+        assert_eq!(
+            ROWS.len(),
+            34,
+            "the kinds of issue 19, Leases, Endpoints and events.k8s.io's Events"
+        );
+        let mut names: Vec<_> = ROWS.iter().map(|r| r.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), ROWS.len(), "each row is named once");
     }
 
     /// Collects what the visitor is told.
@@ -321,6 +360,15 @@ mod tests {
             ("Event", "", "v1")
         );
         assert_eq!(built_in("cronjobs").unwrap().group, "batch");
+        // Two rows of plural `events`: the second is named with its group, as kubectl names it.
+        let new_events = built_in("events.events.k8s.io").unwrap();
+        assert_eq!(
+            (new_events.kind, new_events.group, new_events.plural),
+            ("Event", "events.k8s.io", "events")
+        );
+        assert_eq!(new_events.resource().name, "events.events.k8s.io");
+        assert!(events.warning.is_none());
+        assert!(built_in("endpoints").unwrap().warning.is_some());
         assert!(!built_in("nodes").unwrap().namespaced);
     }
 }

@@ -324,4 +324,28 @@ mod tests {
         ));
         assert_eq!(r.field("status.successful").as_deref(), Some("2"));
     }
+
+    #[test]
+    fn an_event_of_the_new_api_is_selected_by_its_own_field_names() {
+        let events = built_in("events.events.k8s.io").unwrap().resource();
+        let r = GenericRecord::from_generic(&mk_object(
+            &events,
+            "shop",
+            "web.1",
+            &[],
+            json!({
+            "regarding": {"kind": "Pod", "name": "web-1", "namespace": "shop"},
+            "reason": "Started", "type": "Normal", "reportingController": "kubelet",
+            "deprecatedSource": {"component": "kubelet", "host": "n1"}, "note": "m"}),
+        ));
+        assert_eq!(r.field("regarding.name").as_deref(), Some("web-1"));
+        assert_eq!(r.field("reportingController").as_deref(), Some("kubelet"));
+        // The core API's names, and its `source`, which this API does not select on.
+        assert_eq!(r.field("involvedObject.name"), None);
+        assert_eq!(r.field("source"), None);
+        for field in &events.fields {
+            assert!(r.field(field).is_some(), "{field} is selectable");
+        }
+        assert_eq!(r.cells.len(), events.printer.columns().len());
+    }
 }

@@ -44,6 +44,9 @@ pub struct ResourceInfo {
     /// them (a custom resource's from its CRD's `names`).
     pub short_names: Vec<Cow<'static, str>>,
     pub categories: Vec<Cow<'static, str>>,
+    /// The warning the apiserver sends with every answer about it (a deprecated API), which
+    /// the Kubernetes API sends too.
+    pub warning: Option<Cow<'static, str>>,
     /// What its kept objects are compressed against.
     pub dictionary: Dictionary,
 }

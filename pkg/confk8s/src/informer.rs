@@ -530,6 +530,17 @@ impl InformerFactory {
         }
         let id = TypeId::of::<T>();
         let Registry { by_type, order, .. } = &mut *registry;
+        // A kind is named by itself, as metrics and readiness name it; one whose name another
+        // informer has already (events.k8s.io's Event beside core's) by its group too, as a
+        // custom resource is.
+        let taken = by_type
+            .values()
+            .any(|informer| informer.status().kind() == kind);
+        let kind = if taken && !resource.0.is_empty() {
+            format!("{kind}.{}", resource.0)
+        } else {
+            kind
+        };
         by_type.entry(id).or_insert_with(|| {
             order.push(id);
             let status = Arc::new(InformerStatus::new(kind));
@@ -1279,6 +1290,31 @@ mod tests {
         assert_eq!(Arc::strong_count(&names), 1, "no handler kept");
         drop(handle);
         assert!(factory.statuses().is_empty());
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn a_kind_another_informer_names_already_is_named_with_its_group() {
+        let (client, _, server) = apiserver(None, true);
+        let factory = InformerFactory::new(client, None);
+        let names = Arc::new(Names::default());
+        factory
+            .add_handler::<k8s_openapi::api::core::v1::Event>(names.clone())
+            .unwrap();
+        factory
+            .add_handler::<k8s_openapi::api::events::v1::Event>(names.clone())
+            .unwrap();
+        // A second handler of the same type shares its informer and its name.
+        factory
+            .add_handler::<k8s_openapi::api::core::v1::Event>(names.clone())
+            .unwrap();
+        factory.add_handler::<ConfigMap>(names).unwrap();
+        let kinds: Vec<String> = factory
+            .statuses()
+            .iter()
+            .map(|s| s.kind().to_string())
+            .collect();
+        assert_eq!(kinds, ["Event", "Event.events.k8s.io", "ConfigMap"]);
         server.abort();
     }
 }

@@ -457,6 +457,59 @@ pub fn endpoint_slice() -> Printer {
     })
 }
 
+/// Endpoints: `printEndpoints`, `formatEndpoints` (every port): up to three `ip:port` (an
+/// address alone for a subset without ports), then `+ N more...`; `<none>` without subsets.
+pub fn endpoints() -> Printer {
+    Printer::builtin(columns::ENDPOINTS, |e| {
+        const MAX: usize = 3;
+        let subsets = list(e, "/subsets");
+        let mut shown: Vec<String> = Vec::new();
+        let mut count = 0;
+        for subset in subsets {
+            let addresses = list(subset, "/addresses");
+            let ports = list(subset, "/ports");
+            if ports.is_empty() {
+                // A headless service's subset may have no ports.
+                count += addresses.len();
+                shown.extend(
+                    addresses
+                        .iter()
+                        .take(MAX - shown.len().min(MAX))
+                        .map(|a| string(a, "/ip").to_owned()),
+                );
+                continue;
+            }
+            for port in ports {
+                count += addresses.len();
+                let port = int(port, "/port");
+                shown.extend(
+                    addresses
+                        .iter()
+                        .take(MAX - shown.len().min(MAX))
+                        .map(|a| host_port(string(a, "/ip"), port)),
+                );
+            }
+        }
+        let endpoints = if subsets.is_empty() {
+            "<none>".to_owned()
+        } else if count > shown.len() {
+            format!("{} + {} more...", shown.join(","), count - MAX)
+        } else {
+            shown.join(",")
+        };
+        vec![text(name(e)), Cell::text(endpoints), age(e)]
+    })
+}
+
+/// `net.JoinHostPort`: an IPv6 address in brackets.
+fn host_port(host: &str, port: i64) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 /// `formatHosts`: rule hosts until three are listed, then `+ N more...` (N counted from
 /// all rules, hosts or not); `*` when no rule has a host.
 fn ingress_hosts(i: &Value) -> String {
@@ -795,53 +848,106 @@ pub fn namespace() -> Printer {
     })
 }
 
+/// Where an Event's fields are in one shape of it: the apiserver prints the one internal
+/// Event it converts both APIs' shapes from, so both print alike.
+struct EventFields {
+    first_timestamp: &'static str,
+    last_timestamp: &'static str,
+    count: &'static str,
+    /// The object the Event is about.
+    regarding: &'static str,
+    /// The component and host of the deprecated source.
+    source: &'static str,
+    reporting_component: &'static str,
+    message: &'static str,
+}
+
+/// Core v1 Events.
+const CORE_EVENT: EventFields = EventFields {
+    first_timestamp: "/firstTimestamp",
+    last_timestamp: "/lastTimestamp",
+    count: "/count",
+    regarding: "/involvedObject",
+    source: "/source",
+    reporting_component: "/reportingComponent",
+    message: "/message",
+};
+
+/// events.k8s.io/v1 Events: the same fields under the names of `Convert_core_Event_To_v1_Event`.
+const NEW_EVENT: EventFields = EventFields {
+    first_timestamp: "/deprecatedFirstTimestamp",
+    last_timestamp: "/deprecatedLastTimestamp",
+    count: "/deprecatedCount",
+    regarding: "/regarding",
+    source: "/deprecatedSource",
+    reporting_component: "/reportingController",
+    message: "/note",
+};
+
+/// What an absent object reads as: every field of it absent.
+static NULL: Value = Value::Null;
+
+/// `printEvent` of an Event whose fields are where `fields` says.
+fn event_cells(e: &Value, fields: &EventFields) -> Vec<Cell> {
+    let first_seen = match time(e, fields.first_timestamp) {
+        Some(first) => Some(first),
+        None => time(e, "/eventTime"),
+    };
+    let mut last_seen = match time(e, fields.last_timestamp) {
+        Some(last) => Some(last),
+        None => first_seen,
+    };
+    let mut event_count = int(e, fields.count);
+    if let Some(series) = at(e, "/series") {
+        last_seen = time(series, "/lastObservedTime");
+        event_count = int(series, "/count");
+    } else if event_count == 0 {
+        // Singleton events of the new API have no count.
+        event_count = 1;
+    }
+    let regarding = at(e, fields.regarding).unwrap_or(&NULL);
+    let kind = string(regarding, "/kind").to_lowercase();
+    let target = match string(regarding, "/name") {
+        "" => kind,
+        object => format!("{kind}/{object}"),
+    };
+    // formatEventSource
+    let source = at(e, fields.source).unwrap_or(&NULL);
+    let component = match string(source, "/component") {
+        "" => string(e, fields.reporting_component),
+        value => value,
+    };
+    let source = match string(source, "/host") {
+        "" => string(e, "/reportingInstance"),
+        host => host,
+    };
+    let source = match source {
+        "" => component.to_owned(),
+        instance => format!("{component}, {instance}"),
+    };
+    vec![
+        Cell::Age(last_seen),
+        text(string(e, "/type")),
+        text(string(e, "/reason")),
+        Cell::text(target),
+        text(string(regarding, "/fieldPath")),
+        Cell::text(source),
+        text(string(e, fields.message).trim()),
+        Cell::Age(first_seen),
+        Cell::Integer(event_count),
+        text(name(e)),
+    ]
+}
+
 /// Events (core/v1): `printEvent`.
 pub fn event() -> Printer {
-    Printer::builtin(columns::EVENT, |e| {
-        let first_seen = match time(e, "/firstTimestamp") {
-            Some(first) => Some(first),
-            None => time(e, "/eventTime"),
-        };
-        let mut last_seen = match time(e, "/lastTimestamp") {
-            Some(last) => Some(last),
-            None => first_seen,
-        };
-        let mut event_count = int(e, "/count");
-        if let Some(series) = at(e, "/series") {
-            last_seen = time(series, "/lastObservedTime");
-            event_count = int(series, "/count");
-        } else if event_count == 0 {
-            // Singleton events of the new API have no count.
-            event_count = 1;
-        }
-        let kind = string(e, "/involvedObject/kind").to_lowercase();
-        let target = match string(e, "/involvedObject/name") {
-            "" => kind,
-            object => format!("{kind}/{object}"),
-        };
-        // formatEventSource
-        let first_non_empty = |a: &'static str, b: &'static str| match string(e, a) {
-            "" => string(e, b),
-            value => value,
-        };
-        let component = first_non_empty("/source/component", "/reportingComponent");
-        let source = match first_non_empty("/source/host", "/reportingInstance") {
-            "" => component.to_owned(),
-            instance => format!("{component}, {instance}"),
-        };
-        vec![
-            Cell::Age(last_seen),
-            text(string(e, "/type")),
-            text(string(e, "/reason")),
-            Cell::text(target),
-            text(string(e, "/involvedObject/fieldPath")),
-            Cell::text(source),
-            text(string(e, "/message").trim()),
-            Cell::Age(first_seen),
-            Cell::Integer(event_count),
-            text(name(e)),
-        ]
-    })
+    Printer::builtin(columns::EVENT, |e| event_cells(e, &CORE_EVENT))
+}
+
+/// Events (events.k8s.io/v1): `printEvent` of the internal Event the apiserver converts them
+/// to, so the same columns and cells as core Events'.
+pub fn event_v1() -> Printer {
+    Printer::builtin(columns::EVENT, |e| event_cells(e, &NEW_EVENT))
 }
 
 /// ResourceQuotas: `printResourceQuota`.
@@ -1686,6 +1792,73 @@ pub(crate) mod tests {
         );
         let bare = printed(event(), &mk("e3", json!({})));
         assert_eq!((bare[0].as_str(), bare[8].as_str()), ("<unknown>", "1"));
+    }
+
+    #[test]
+    fn an_event_of_the_new_api_prints_as_its_core_shape() {
+        assert_eq!(names(&event_v1()), names(&event()));
+        let core = mk(
+            "e1",
+            json!({"type": "Warning", "reason": "Failed", "message": "no",
+            "involvedObject": {"kind": "Pod", "name": "p", "fieldPath": "spec.containers{a}"},
+            "source": {"component": "kubelet", "host": "node-1"},
+            "reportingComponent": "kubelet", "reportingInstance": "node-1",
+            "firstTimestamp": "2026-01-01T00:10:00Z", "lastTimestamp": "2026-01-01T00:58:00Z",
+            "count": 4}),
+        );
+        // `Convert_core_Event_To_v1_Event` of it.
+        let new_api = mk(
+            "e1",
+            json!({"type": "Warning", "reason": "Failed", "note": "no",
+            "regarding": {"kind": "Pod", "name": "p", "fieldPath": "spec.containers{a}"},
+            "deprecatedSource": {"component": "kubelet", "host": "node-1"},
+            "reportingController": "kubelet", "reportingInstance": "node-1",
+            "deprecatedFirstTimestamp": "2026-01-01T00:10:00Z",
+            "deprecatedLastTimestamp": "2026-01-01T00:58:00Z", "deprecatedCount": 4}),
+        );
+        assert_eq!(printed(event_v1(), &new_api), printed(event(), &core));
+        assert_eq!(printed(event_v1(), &new_api)[5], "kubelet, node-1");
+        // Without a deprecated source, the reporting controller and instance.
+        let reported = mk(
+            "e2",
+            json!({"reportingController": "ctl", "reportingInstance": "i-1",
+            "eventTime": "2026-01-01T00:59:30.000000Z"}),
+        );
+        let cells = printed(event_v1(), &reported);
+        assert_eq!((cells[5].as_str(), cells[8].as_str()), ("ctl, i-1", "1"));
+    }
+
+    #[test]
+    fn endpoints_list_three_addresses_and_port_pairs_and_count_the_rest() {
+        assert_eq!(names(&endpoints()), wide(&["Name", "Endpoints", "Age"]));
+        let cells = |subsets: Value| printed(endpoints(), &mk("ep", json!({"subsets": subsets})));
+        assert_eq!(printed(endpoints(), &mk("ep", json!({})))[1], "<none>");
+        assert_eq!(
+            cells(
+                json!([{"addresses": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}],
+                "ports": [{"port": 80}]}])
+            )[1],
+            "10.0.0.1:80,[fd00::1]:80"
+        );
+        // Each address with each port, in order; past three, counted.
+        assert_eq!(
+            cells(
+                json!([{"addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}],
+                "ports": [{"port": 80}, {"port": 443}]}])
+            )[1],
+            "10.0.0.1:80,10.0.0.2:80,10.0.0.1:443 + 1 more..."
+        );
+        // A headless subset without ports: its addresses alone; not-ready ones never.
+        assert_eq!(
+            cells(json!([{"addresses": [{"ip": "10.0.0.1"}],
+                "notReadyAddresses": [{"ip": "10.0.0.9"}]},
+                {"addresses": [{"ip": "10.0.0.2"}], "ports": [{"port": 53}]}]))[1],
+            "10.0.0.1,10.0.0.2:53"
+        );
+        assert_eq!(
+            cells(json!([{"notReadyAddresses": [{"ip": "10.0.0.9"}]}]))[1],
+            ""
+        );
     }
 
     #[test]

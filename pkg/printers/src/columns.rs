@@ -388,6 +388,17 @@ pub(crate) const SERVICE: &[Column] = &[
         1,
     ),
 ];
+pub(crate) const ENDPOINTS: &[Column] = &[
+    NAME,
+    column(
+        "Endpoints",
+        ColumnType::String,
+        "",
+        "The set of all endpoints is the union of all subsets. Addresses are placed into subsets according to the IPs they share. A single address with multiple ports, some of which are ready and some of which are not (because they come from different containers) will result in the address being displayed in different subsets for the different ports. No address will appear in both Addresses and NotReadyAddresses in the same subset. Sets of addresses and ports that comprise a service.",
+        0,
+    ),
+    AGE,
+];
 pub(crate) const ENDPOINT_SLICE: &[Column] = &[
     NAME,
     column(

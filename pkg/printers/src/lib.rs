@@ -25,6 +25,7 @@
 //! | [`builtin::horizontal_pod_autoscaler`] | `printHorizontalPodAutoscaler`, `formatHPAMetrics` |
 //! | [`builtin::pod_disruption_budget`] | `printPodDisruptionBudget` |
 //! | [`builtin::service`] | `printService`, `getServiceExternalIP`, `loadBalancerStatusStringer`, `makePortString` |
+//! | [`builtin::endpoints`] | `printEndpoints`, `formatEndpoints` |
 //! | [`builtin::endpoint_slice`] | `printEndpointSlice`, `formatDiscoveryPorts`, `formatDiscoveryEndpoints`, `listWithMoreString` |
 //! | [`builtin::ingress`] | `printIngress`, `formatHosts`, `formatPorts`, `ingressLoadBalancerStatusStringer` |
 //! | [`builtin::ingress_class`] | `printIngressClass` |
@@ -38,7 +39,7 @@
 //! | [`builtin::role_binding`], [`builtin::cluster_role_binding`] | `printRoleBinding`, `printClusterRoleBinding`, `rbac.SubjectsStrings` |
 //! | [`builtin::node`] | `printNode`, `findNodeRoles`, `getNodeInternalIP`, `getNodeExternalIP` |
 //! | [`builtin::namespace`] | `printNamespace` |
-//! | [`builtin::event`] | `printEvent`, `formatEventSource`, `translateMicroTimestampSince` |
+//! | [`builtin::event`], [`builtin::event_v1`] | `printEvent`, `formatEventSource`, `translateMicroTimestampSince` (events.k8s.io's fields under their core names, as `Convert_v1_Event_To_core_Event` reads them) |
 //! | [`builtin::resource_quota`] | `printResourceQuota` |
 //! | [`builtin::priority_class`] | `printPriorityClass` |
 //! | [`builtin::lease`] | `printLease` |
@@ -48,7 +49,7 @@
 //! at [`Cell::to_table_value`] with `duration.HumanDuration`, so a cached cell stays true.
 //!
 //! Objects are read as the apiserver serves them (JSON of the served version: `apps/v1`,
-//! `batch/v1`, `autoscaling/v2`, core `v1` Events...). A missing field reads as Go's zero
+//! `batch/v1`, `autoscaling/v2`, core `v1` and `events.k8s.io/v1` Events...). A missing field reads as Go's zero
 //! value, which is what the printers see for it; nothing here panics on any input.
 
 #![warn(missing_docs)]

@@ -40,6 +40,18 @@ fn local(_: &str, which: Which) -> String {
     which.tag().into()
 }
 
+/// Endpoints' name: not a Service fixture's, whose Endpoints the endpoints controller writes
+/// and deletes with it.
+fn endpoints_name(_: &str, which: Which) -> String {
+    format!("{}-ep", which.tag())
+}
+
+/// An Event of the new API's name: the core API holds it too (one object, two shapes), so
+/// it is named apart from the core fixture's.
+fn new_event(_: &str, which: Which) -> String {
+    format!("{}-new", which.tag())
+}
+
 /// A cluster-scoped object's name: unique in the cluster, the test's namespace in it.
 fn global(ns: &str, which: Which) -> String {
     format!("{ns}-{}", which.tag())
@@ -216,6 +228,24 @@ pub(crate) const FIXTURES: &[Fixture] = &[
             object("v1", "Service", name, json!({"spec": spec}))
         },
         field: Some(("spec.type=ClusterIP", &[Selected])),
+    },
+    Fixture {
+        resource: "endpoints",
+        name: endpoints_name,
+        object: |name, which, _| {
+            let ip = if which == Selected {
+                "10.0.0.7"
+            } else {
+                "10.0.0.8"
+            };
+            object(
+                "v1",
+                "Endpoints",
+                name,
+                json!({"subsets": [{"addresses": [{"ip": ip}], "ports": [{"port": 80}]}]}),
+            )
+        },
+        field: NO_FIELD,
     },
     Fixture {
         resource: "endpointslices",
@@ -437,6 +467,27 @@ pub(crate) const FIXTURES: &[Fixture] = &[
                 json!({"reason": reason, "type": "Normal",
                 "message": "m", "source": {"component": "e2e"},
                 "involvedObject": {"kind": "Pod", "name": name, "namespace": ns}}),
+            )
+        },
+        field: Some(("reason=Selected", &[Selected])),
+    },
+    Fixture {
+        resource: "events.events.k8s.io",
+        name: new_event,
+        object: |name, which, ns| {
+            let reason = if which == Selected {
+                "Selected"
+            } else {
+                "Other"
+            };
+            object(
+                "events.k8s.io/v1",
+                "Event",
+                name,
+                json!({"reason": reason, "type": "Normal", "note": "m",
+                "eventTime": "2026-01-01T00:00:00.000000Z", "action": "Test",
+                "reportingController": "e2e.example.com/test", "reportingInstance": "e2e",
+                "regarding": {"kind": "Pod", "name": name, "namespace": ns}}),
             )
         },
         field: Some(("reason=Selected", &[Selected])),

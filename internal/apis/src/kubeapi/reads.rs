@@ -261,6 +261,7 @@ pub(super) async fn read(
         Ok(media) => media,
         Err(status) => return status.into_response(),
     };
+    let warning = resource.warning.clone();
     let answer = Answer {
         resource,
         media,
@@ -282,7 +283,19 @@ pub(super) async fn read(
         }
         ServedBy::MetadataOnly => Err(Status::no_such_path()),
     };
-    result.unwrap_or_else(IntoResponse::into_response)
+    let mut response = result.unwrap_or_else(IntoResponse::into_response);
+    // Every answer about a deprecated resource carries its warning, errors too.
+    if let Some(warning) = warning.as_deref().and_then(warning_header) {
+        response.headers_mut().append(header::WARNING, warning);
+    }
+    response
+}
+
+/// A `Warning` header as the apiserver writes one (RFC 7234: code 299, no agent, the text
+/// quoted as Go's `strconv.Quote` quotes printable ASCII); None for a text a header cannot
+/// carry (every catalog warning can: a test checks it).
+fn warning_header(text: &str) -> Option<HeaderValue> {
+    HeaderValue::from_str(&format!("299 - {}", json!(text))).ok()
 }
 
 /// One read of one resource, as asked.
@@ -690,6 +703,20 @@ impl Answer {
 mod tests {
     use super::*;
     use biz::Typed;
+
+    #[test]
+    fn a_warning_is_written_as_the_apiserver_writes_it() {
+        let endpoints = k8sdao::built_in("endpoints").unwrap();
+        assert_eq!(
+            warning_header(endpoints.warning.unwrap()).unwrap(),
+            r#"299 - "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice""#
+        );
+        for row in k8sdao::catalog::built_in_rows() {
+            if let Some(warning) = row.warning {
+                assert!(warning_header(warning).is_some(), "{}", row.name);
+            }
+        }
+    }
 
     #[test]
     fn list_items_carry_no_type_and_list_metadata_only_what_is_set() {

@@ -1,7 +1,9 @@
 //! `--auth none`: a SelfSubjectAccessReview is answered here, with what k8sailor lets any
 //! caller do, since the apiserver does not know the anonymous caller k8sailor serves: a get,
-//! list or watch of a resource served from memory, and a get of discovery or the OpenAPI
-//! documents, are allowed; anything else is not (a write is 405 here, nothing is relayed).
+//! list or watch of a resource served from memory (with `--namespace`, in that namespace
+//! alone: never across namespaces nor of a cluster-scoped kind, which are not served), and a
+//! get of discovery or the OpenAPI documents, are allowed; anything else is not (a write is
+//! 405 here, nothing is relayed).
 //! Clients that ask before they read then read: k9s asks before each list and shows nothing
 //! it was refused, `kubectl auth can-i` prints the answer.
 
@@ -116,8 +118,26 @@ fn is_discovery(path: &str) -> bool {
             .any(|prefix| path.starts_with(prefix))
 }
 
-/// What k8sailor without auth lets any caller do, among the `served` resources.
-fn decide(served: &[Resource], spec: &Spec) -> Result<Decision, Status> {
+/// What k8sailor serves: its resources, and the one namespace it is scoped to, if any (then
+/// nothing of another namespace, nor across namespaces, is served).
+struct Served<'a> {
+    resources: &'a [Resource],
+    scope: Option<&'a str>,
+}
+
+impl Served<'_> {
+    /// Whether a read in `namespace` ("": across namespaces, or of a cluster-scoped
+    /// `resource`) is served. A server scoped to a namespace keeps no cluster-scoped object.
+    fn serves_in(&self, resource: &Resource, namespace: &str) -> bool {
+        match self.scope {
+            None => true,
+            Some(scope) => resource.namespaced && namespace == scope,
+        }
+    }
+}
+
+/// What k8sailor without auth lets any caller do, among what it `served`.
+fn decide(served: &Served<'_>, spec: &Spec) -> Result<Decision, Status> {
     let invalid = |message: &str| {
         Status::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -130,22 +150,36 @@ fn decide(served: &[Resource], spec: &Spec) -> Result<Decision, Status> {
     };
     let refused = Decision {
         allowed: false,
-        reason: "k8sailor without auth serves only reads (get, list, watch) of what it keeps, \
-                 discovery and the OpenAPI documents"
-            .into(),
+        reason: match served.scope {
+            None => "k8sailor without auth serves only reads (get, list, watch) of what it \
+                     keeps, discovery and the OpenAPI documents"
+                .into(),
+            Some(scope) => format!(
+                "k8sailor without auth serves only reads (get, list, watch) of what it keeps \
+                 in namespace {scope}, discovery and the OpenAPI documents"
+            ),
+        },
     };
     match (&spec.resource_attributes, &spec.non_resource_attributes) {
         (Some(r), None) => {
             let any_version = matches!(r.version.as_str(), "" | "*");
-            let resource = served.iter().find(|s| {
+            let resource = served.resources.iter().find(|s| {
                 s.group == r.group
                     && s.plural == r.resource
                     && (any_version || s.version == r.version)
             });
             Ok(match resource {
-                Some(resource) if r.subresource.is_empty() && VERBS.contains(&r.verb.as_str()) => {
+                Some(resource)
+                    if r.subresource.is_empty()
+                        && VERBS.contains(&r.verb.as_str())
+                        && served.serves_in(resource, &r.namespace) =>
+                {
+                    let scope = match served.scope {
+                        Some(scope) => format!(" in namespace {scope}"),
+                        None => String::new(),
+                    };
                     allowed(format!(
-                        "k8sailor without auth serves {} {} to any caller",
+                        "k8sailor without auth serves {} {}{scope} to any caller",
                         r.verb,
                         qualified(resource)
                     ))
@@ -223,7 +257,13 @@ async fn review(s: &AppState, request: Request) -> Result<Value, Status> {
             ));
         }
     };
-    let decision = decide(&served(s), &spec)?;
+    let resources = served(s);
+    let source = s.workloads.source();
+    let served = Served {
+        resources: &resources,
+        scope: source.scope(),
+    };
+    let decision = decide(&served, &spec)?;
     review["kind"] = json!(KIND);
     review["apiVersion"] = json!(format!("{GROUP}/v1"));
     if review.get("metadata").is_none_or(Value::is_null) {
@@ -273,6 +313,15 @@ mod tests {
             .into()
     }
 
+    fn decide_unscoped(spec: &Spec) -> Result<Decision, Status> {
+        let resources = served();
+        let served = Served {
+            resources: &resources,
+            scope: None,
+        };
+        decide(&served, spec)
+    }
+
     fn resource(verb: &str, group: &str, version: &str, resource: &str, sub: &str) -> Spec {
         Spec {
             resource_attributes: Some(ResourceAttributes {
@@ -288,7 +337,7 @@ mod tests {
     }
 
     fn allowed(spec: &Spec) -> bool {
-        decide(&served(), spec).unwrap().allowed
+        decide_unscoped(spec).unwrap().allowed
     }
 
     #[test]
@@ -328,6 +377,41 @@ mod tests {
     }
 
     #[test]
+    fn scoped_to_a_namespace_reads_are_allowed_there_alone() {
+        let mut resources = served();
+        resources.push(model::built_in("nodes").unwrap().resource());
+        let served = Served {
+            resources: &resources,
+            scope: Some("shop"),
+        };
+        let in_namespace = |verb: &str, resource_name: &str, group: &str, namespace: &str| {
+            let mut spec = resource(verb, group, "", resource_name, "");
+            if let Some(attributes) = spec.resource_attributes.as_mut() {
+                attributes.namespace = namespace.into();
+            }
+            decide(&served, &spec).unwrap()
+        };
+        for verb in VERBS {
+            let decision = in_namespace(verb, "pods", "", "shop");
+            assert!(decision.allowed, "{verb}");
+            assert!(
+                decision.reason.contains("in namespace shop"),
+                "{decision:?}"
+            );
+            assert!(in_namespace(verb, "deployments", "apps", "shop").allowed);
+            // Another namespace, or all of them, is not served.
+            assert!(!in_namespace(verb, "pods", "", "default").allowed, "{verb}");
+            assert!(!in_namespace(verb, "pods", "", "").allowed, "{verb}");
+            // Nor is a cluster-scoped kind.
+            assert!(!in_namespace(verb, "nodes", "", "").allowed, "{verb}");
+            assert!(!in_namespace(verb, "nodes", "", "shop").allowed, "{verb}");
+        }
+        let refused = in_namespace("list", "pods", "", "default");
+        assert!(refused.reason.contains("in namespace shop"), "{refused:?}");
+        assert!(!in_namespace("delete", "pods", "", "shop").allowed);
+    }
+
+    #[test]
     fn a_spec_names_exactly_one_kind_of_attributes() {
         for spec in [
             Spec::default(),
@@ -336,7 +420,7 @@ mod tests {
                 ..resource("get", "", "v1", "pods", "")
             },
         ] {
-            let refused = decide(&served(), &spec).unwrap_err();
+            let refused = decide_unscoped(&spec).unwrap_err();
             assert_eq!(refused.code, StatusCode::UNPROCESSABLE_ENTITY, "{spec:?}");
         }
     }
@@ -361,7 +445,7 @@ mod tests {
         assert!(allowed(&Spec::from_protobuf(&review).unwrap()));
         // No spec is the validation's 422; a body that is not protobuf is an error.
         let empty = Spec::from_protobuf(&enveloped(&[])).unwrap();
-        assert!(decide(&served(), &empty).is_err());
+        assert!(decide_unscoped(&empty).is_err());
         assert!(Spec::from_protobuf(b"{}").is_err());
     }
 }
