@@ -290,8 +290,8 @@ pub(super) enum Lookup {
     Kept(Finished),
     /// Another caller is building it: wait for that.
     Awaited(Waiting),
-    /// Build it, and hand it to [`Ticket::finish`].
-    Build(Ticket),
+    /// Build it, and hand it to [`Ticket::finish`] (boxed: it holds the whole key).
+    Build(Box<Ticket>),
     /// Nothing is kept (a budget of 0): build it, as if nobody else asked.
     Off,
 }
@@ -466,11 +466,11 @@ impl Answers {
         self.misses.fetch_add(1, Relaxed);
         let (done, building) = watch::channel(None);
         kept.slots.insert(key.clone(), Slot::Building(building));
-        Lookup::Build(Ticket {
+        Lookup::Build(Box::new(Ticket {
             answers: self.clone(),
             key: Some(key),
             done,
-        })
+        }))
     }
 
     pub(crate) fn figures(&self) -> AnswerFigures {
@@ -671,7 +671,7 @@ mod tests {
         assert_eq!(kept(&answers, &table, later), None);
         assert!(kept(&answers, &list, later).is_some());
         // Used again, an answer lives on past IDLE since it was built...
-        let used = later + IDLE - Duration::from_secs(1);
+        let used = later + IDLE.saturating_sub(Duration::from_secs(1));
         assert!(kept(&answers, &list, used).is_some());
         // ...but a continue token's does not, used or not.
         assert_eq!(kept(&answers, &continued, now + CONTINUED_LIFETIME), None);
