@@ -42,6 +42,7 @@ pub use envelope::{ApiError, Envelope};
 pub use fairness::{Caller, ConnectionCounts, FairShares, Fairness, Holding};
 pub use health::Health;
 pub use host_check::{AllowedHosts, HostError};
+pub use kubeapi::DEFAULT_KEPT_ANSWER_BYTES;
 pub use logs::LogLimits;
 pub use metrics::{Metrics, Startup};
 
@@ -96,6 +97,8 @@ pub struct Shared {
     pub keep_alive: Duration,
     /// The apiserver's `/version`, read once at start: the Kubernetes API's `/version`.
     pub kube_version: std::sync::OnceLock<serde_json::Value>,
+    /// The Kubernetes API's list answers kept per version of their kind.
+    pub(crate) answers: Arc<kubeapi::Answers>,
 }
 
 impl std::ops::Deref for AppState {
@@ -106,15 +109,24 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
+    /// `kept_answer_bytes` bounds the Kubernetes API's kept list answers (0: none kept).
     pub fn new(
         workloads: Arc<Workloads<Source>>,
         reviewer: Option<Arc<confk8s::Reviewer>>,
         shares: FairShares,
         keep_alive: Duration,
+        kept_answer_bytes: usize,
     ) -> AppState {
         let fairness = Arc::new(Fairness::new(shares));
+        let answers = Arc::new(kubeapi::Answers::new(kept_answer_bytes));
         AppState(Arc::new(Shared {
-            metrics: Metrics::new(workloads.clone(), reviewer.clone(), fairness.clone()),
+            metrics: Metrics::new(
+                workloads.clone(),
+                reviewer.clone(),
+                fairness.clone(),
+                answers.clone(),
+            ),
+            answers,
             workloads,
             health: Arc::new(Health::default()),
             streams: CancellationToken::new(),

@@ -40,6 +40,7 @@ fn app_with(source: Source, origins: &[&str]) -> Router {
         None,
         FairShares::default(),
         KEEP_ALIVE,
+        crate::DEFAULT_KEPT_ANSWER_BYTES,
     );
     router(state, &options(origins)).unwrap()
 }
@@ -334,6 +335,7 @@ async fn allowed_hosts_open_the_check_and_delegated_auth_needs_none() {
             None,
             FairShares::default(),
             KEEP_ALIVE,
+            crate::DEFAULT_KEPT_ANSWER_BYTES,
         )
     };
     let mut opts = options(&["*"]);
@@ -367,6 +369,7 @@ fn prefixes_must_be_absolute_without_trailing_slash() {
             None,
             FairShares::default(),
             KEEP_ALIVE,
+            crate::DEFAULT_KEPT_ANSWER_BYTES,
         )
     };
     for bad in ["k8sailor", "/k8sailor/"] {
@@ -767,6 +770,7 @@ async fn a_request_slower_than_the_timeout_is_a_503_saying_so() {
             None,
             FairShares::default(),
             KEEP_ALIVE,
+            crate::DEFAULT_KEPT_ANSWER_BYTES,
         ),
         timeout: Duration::from_millis(50),
         mark_stale: false,
@@ -857,6 +861,7 @@ async fn a_watch_speaks_server_sent_events_to_event_source_and_ends_on_shutdown(
         None,
         FairShares::default(),
         KEEP_ALIVE,
+        crate::DEFAULT_KEPT_ANSWER_BYTES,
     );
     let streams = state.streams.clone();
     let app = router(state, &options(&[])).unwrap();
@@ -968,6 +973,7 @@ async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
             Some(reviewer.clone()),
             FairShares::default(),
             KEEP_ALIVE,
+            crate::DEFAULT_KEPT_ANSWER_BYTES,
         ),
         &opts,
     )
@@ -1045,6 +1051,7 @@ async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
             Some(reviewer),
             FairShares::default(),
             KEEP_ALIVE,
+            crate::DEFAULT_KEPT_ANSWER_BYTES,
         ),
         &opts,
     )
@@ -1110,7 +1117,8 @@ fn delegated_auth_without_a_reviewer_is_a_setup_error() {
                 Arc::new(Workloads::new(source)),
                 None,
                 FairShares::default(),
-                KEEP_ALIVE
+                KEEP_ALIVE,
+                crate::DEFAULT_KEPT_ANSWER_BYTES
             ),
             &opts
         ),
@@ -1202,6 +1210,7 @@ mod dashboard {
             None,
             FairShares::default(),
             KEEP_ALIVE,
+            crate::DEFAULT_KEPT_ANSWER_BYTES,
         );
         let opts = HttpOptions {
             prefix: prefix.into(),
@@ -1330,6 +1339,7 @@ mod dashboard {
             Some(Arc::new(reviewer)),
             FairShares::default(),
             KEEP_ALIVE,
+            crate::DEFAULT_KEPT_ANSWER_BYTES,
         );
         let opts = HttpOptions {
             auth: AuthMode::Delegated,
@@ -1528,4 +1538,38 @@ async fn without_auth_a_self_subject_access_review_is_answered_with_what_is_serv
     )
     .await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+}
+
+/// A Kubernetes API list for a caller that accepts gzip is gzipped once, as it is written:
+/// the compression layer leaves an answer with a `Content-Encoding` alone.
+#[tokio::test]
+async fn a_kubernetes_api_list_is_gzipped_once() {
+    let list = |gzip: bool| {
+        let req = Request::get("/api/v1/namespaces/ns-a/pods");
+        let req = if gzip {
+            req.header(header::ACCEPT_ENCODING, "gzip")
+        } else {
+            req
+        };
+        req.body(Body::empty()).unwrap()
+    };
+    let (status, headers, plain) = call(app(), list(false)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(headers.get(header::CONTENT_ENCODING).is_none());
+    let (status, headers, gzipped) = call(app(), list(true)).await;
+    assert_eq!(status, StatusCode::OK);
+    let codings: Vec<_> = headers.get_all(header::CONTENT_ENCODING).iter().collect();
+    assert_eq!(codings, ["gzip"]);
+    let mut inflated = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(&gzipped[..]),
+        &mut inflated,
+    )
+    .unwrap();
+    let (plain, inflated): (Value, Value) = (
+        serde_json::from_slice(&plain).unwrap(),
+        serde_json::from_slice(&inflated).unwrap(),
+    );
+    assert_eq!(plain["kind"], "PodList");
+    assert_eq!(inflated, plain);
 }

@@ -7,6 +7,7 @@
 //! itself (`review.rs`).
 
 mod access;
+mod answers;
 mod discovery;
 mod media;
 mod openapi;
@@ -28,6 +29,8 @@ use super::AppState;
 use crate::auth::AuthMode;
 use crate::fairness::{self, Held};
 pub(super) use access::check;
+pub use answers::DEFAULT_KEPT_ANSWER_BYTES;
+pub(crate) use answers::{AnswerFigures, Answers};
 pub(super) use reads::is_streamed;
 use status::Status;
 
