@@ -34,7 +34,7 @@ fn options(origins: &[&str]) -> HttpOptions {
     }
 }
 
-fn app_with(source: Source, origins: &[&str]) -> Router {
+fn app_with(source: Source, origins: &[&str]) -> App {
     let state = AppState::new(
         Arc::new(Workloads::new(source)),
         None,
@@ -50,11 +50,14 @@ fn small_cluster() -> Source {
     Source::fake(k8sdao::fake::small_cluster(), None)
 }
 
-fn app() -> Router {
+fn app() -> App {
     app_with(small_cluster(), &["*"])
 }
 
-async fn call(app: Router, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+async fn call<S>(app: S, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>)
+where
+    S: tower::Service<Request<Body>, Response = Response, Error = std::convert::Infallible>,
+{
     let res = app.oneshot(req).await.unwrap();
     let status = res.status();
     let headers = res.headers().clone();
@@ -241,7 +244,7 @@ async fn cors_wildcard_never_allows_credentials() {
 }
 
 /// A browser's preflight for `method` from `origin`: the CORS headers of the answer.
-async fn preflight(app: Router, origin: &str, method: &str) -> axum::http::HeaderMap {
+async fn preflight(app: App, origin: &str, method: &str) -> axum::http::HeaderMap {
     let req = Request::options("/k8sailor/v0/deployments/web")
         .header(header::ORIGIN, origin)
         .header(header::ACCESS_CONTROL_REQUEST_METHOD, method)
@@ -279,7 +282,7 @@ async fn loopback_pages_on_any_port_pass_cors_and_others_do_not() {
     );
 }
 
-async fn status_for_host(app: Router, path: &str, host: &str) -> (StatusCode, Vec<u8>) {
+async fn status_for_host(app: App, path: &str, host: &str) -> (StatusCode, Vec<u8>) {
     let req = Request::get(path)
         .header(header::HOST, host)
         .body(Body::empty())
@@ -407,7 +410,7 @@ async fn paging_walks_every_item_once_and_old_tokens_are_gone() {
 
     // A token whose list this server no longer keeps (pushed out by newer ones, or served by
     // another replica) is rebuilt at its version: the next page, not an error.
-    let first_page = |app: Router| async move {
+    let first_page = |app: App| async move {
         let (_, _, body) = call(
             app,
             Request::get("/k8sailor/v0/pods?limit=1")
@@ -764,17 +767,17 @@ async fn bad_writes_are_refused_before_reaching_the_apiserver() {
 #[tokio::test]
 async fn a_request_slower_than_the_timeout_is_a_503_saying_so() {
     let source = small_cluster();
-    let per = PerRequest {
-        state: AppState::new(
+    let per = PerRequestLayer::new(
+        AppState::new(
             Arc::new(Workloads::new(source)),
             None,
             FairShares::default(),
             KEEP_ALIVE,
             crate::DEFAULT_KEPT_ANSWER_BYTES,
         ),
-        timeout: Duration::from_millis(50),
-        mark_stale: false,
-    };
+        Duration::from_millis(50),
+        false,
+    );
     let app = Router::new()
         .route(
             "/slow",
@@ -783,7 +786,7 @@ async fn a_request_slower_than_the_timeout_is_a_503_saying_so() {
                 "late"
             }),
         )
-        .route_layer(axum::middleware::from_fn_with_state(per, per_request));
+        .route_layer(per);
     let (status, _, body) = call(app, Request::get("/slow").body(Body::empty()).unwrap()).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     let body: Value = serde_json::from_slice(&body).unwrap();
@@ -1128,19 +1131,31 @@ fn delegated_auth_without_a_reviewer_is_a_setup_error() {
 
 #[tokio::test]
 async fn a_panicking_handler_is_a_500_in_the_envelope() {
-    let app = Router::new()
-        .route(
-            "/boom",
-            axum::routing::get(|| async {
-                let nothing: Option<&'static str> = std::hint::black_box(None);
-                nothing.expect("a handler bug")
-            }),
-        )
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            edge::panicked,
-        ));
-    let (status, _, body) = call(app, Request::get("/boom").body(Body::empty()).unwrap()).await;
+    let routes = Router::new().route(
+        "/boom",
+        axum::routing::get(|| async {
+            let nothing: Option<&'static str> = std::hint::black_box(None);
+            nothing.expect("a handler bug")
+        }),
+    );
+    let opts = options(&["http://spa.example"]);
+    let app = App::new(
+        routes,
+        &opts,
+        true,
+        cors::Cors::new(&opts.cors_allowed_origins),
+    );
+    let request = Request::get("/boom")
+        .header(header::ORIGIN, "http://spa.example")
+        .body(Body::empty())
+        .unwrap();
+    let (status, headers, body) = call(app, request).await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(
+        headers[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+        "http://spa.example",
+        "the page may read why its request failed"
+    );
     let json: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(json["code"], 500);
     assert!(
@@ -1200,7 +1215,7 @@ async fn queries_and_bodies_over_their_limits_are_refused_in_the_envelope() {
 mod dashboard {
     use super::*;
 
-    fn app_at(prefix: &str, dashboard: bool) -> Router {
+    fn app_at(prefix: &str, dashboard: bool) -> App {
         let source = Source::from_cache(
             CacheSource::new(k8scache::fixtures::filled_caches(), Vec::new()),
             None,
@@ -1220,7 +1235,7 @@ mod dashboard {
         router(state, &opts).unwrap()
     }
 
-    async fn fetch(app: Router, uri: &str) -> (StatusCode, axum::http::HeaderMap, String) {
+    async fn fetch(app: App, uri: &str) -> (StatusCode, axum::http::HeaderMap, String) {
         let (status, headers, body) =
             call(app, Request::get(uri).body(Body::empty()).unwrap()).await;
         (status, headers, String::from_utf8(body).unwrap())
