@@ -153,6 +153,11 @@ settings! {
         /// answer 410 [default: 10000].
         #[arg(long, env = "K8SAILOR_CHANGE_HISTORY")]
         change_history: usize = k8sdao::HISTORY_CAPACITY,
+        /// Bytes the Kubernetes API's kept list answers may hold: a large list answer (and its
+        /// gzip) is sent again, unbuilt, to callers asking the same while its kind is
+        /// unchanged; the least recently used go first; 0 keeps none [default: 134217728].
+        #[arg(long, env = "K8SAILOR_KEPT_ANSWER_BYTES")]
+        kept_answer_bytes: usize = apis::DEFAULT_KEPT_ANSWER_BYTES,
         /// How the caches get each full list: whole (one list without a limit, decoded as it
         /// arrives), auto (streamed with sendInitialEvents where the apiserver allows, else in
         /// pages), streaming or paged [default: whole].
@@ -327,6 +332,8 @@ pub struct Settings {
     pub source: SourceKind,
     /// Changes the caches keep per kind.
     pub change_history: usize,
+    /// What the Kubernetes API's kept list answers may hold, in bytes; 0: none kept.
+    pub kept_answer_bytes: usize,
     /// How the informers get their lists.
     pub initial_list: InitialList,
     /// The built-in resources served besides the typed kinds.
@@ -528,6 +535,7 @@ impl Settings {
             namespace,
             source: layer.source,
             change_history: layer.change_history,
+            kept_answer_bytes: layer.kept_answer_bytes,
             initial_list: layer.initial_list,
             resources: k8sdao::ResourceSelection::parse(&layer.resources).map_err(|reason| {
                 ConfigError::Invalid {

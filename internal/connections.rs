@@ -48,7 +48,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
@@ -61,7 +60,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use apis::{ConnectionCounts, Holding};
+use apis::{App, ConnectionCounts, Holding};
 
 /// The bounds on connections, from the settings.
 #[derive(Clone, Copy, Debug)]
@@ -474,7 +473,7 @@ impl Registry {
 pub async fn serve(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
-    app: Router,
+    app: App,
     limits: ConnectionLimits,
     counts: Arc<ConnectionCounts>,
     drain: impl Future<Output = ()>,
@@ -565,7 +564,7 @@ async fn handshake(
 async fn run_connection<I>(
     io: I,
     connection: Arc<Connection>,
-    app: Router,
+    app: App,
     limits: ConnectionLimits,
     stop: CancellationToken,
 ) where
@@ -604,7 +603,12 @@ async fn run_connection<I>(
         .keep_alive_timeout(HTTP2_KEEP_ALIVE_TIMEOUT);
     let mut served = pin!(builder.serve_connection(TokioIo::new(io), service));
     let mut deadline = pin!(tokio::time::sleep(limits.header_read_timeout));
-    let mut armed = None;
+    let mut armed = false;
+    // How far ahead the timer is armed at most: no phase begun later can end sooner, so the
+    // timer never has to be moved earlier (which takes the runtime's timer lock) as each
+    // request on a kept-alive connection begins and ends; one that fires before the
+    // deadline is armed again.
+    let horizon = limits.header_read_timeout.min(limits.idle_timeout);
     let mut evicted = pin!(connection.evict.cancelled());
     let mut stopping = pin!(stop.cancelled());
     let mut stopped = false;
@@ -624,18 +628,25 @@ async fn run_connection<I>(
             return Poll::Ready(());
         }
         // Phases change only while the connection is polled, just above.
-        match connection.deadline(&limits) {
-            Some(at) => {
-                if armed != Some(at) {
-                    deadline.as_mut().reset(at);
-                    armed = Some(at);
-                }
-                if deadline.as_mut().poll(cx).is_ready() {
-                    tracing::debug!(phase = ?connection.lock().phase, "connection timed out");
-                    return Poll::Ready(());
-                }
+        let due = connection.deadline(&limits);
+        if !armed {
+            let next = Instant::now() + horizon;
+            deadline
+                .as_mut()
+                .reset(due.map_or(next, |due| due.min(next)));
+            armed = true;
+        }
+        while deadline.as_mut().poll(cx).is_ready() {
+            // The timer is never armed past the deadline: one that fired at it or after it
+            // is the deadline's.
+            if due.is_some_and(|due| due <= deadline.deadline()) {
+                tracing::debug!(phase = ?connection.lock().phase, "connection timed out");
+                return Poll::Ready(());
             }
-            None => armed = None,
+            let next = Instant::now() + horizon;
+            deadline
+                .as_mut()
+                .reset(due.map_or(next, |due| due.min(next)));
         }
         Poll::Pending
     })

@@ -124,6 +124,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         reviewer,
         settings.fair_shares,
         settings.watch_keep_alive,
+        settings.kept_answer_bytes,
     );
     if let Some(version) = kube_version {
         state.keep_kube_version(&version);

@@ -3,7 +3,8 @@
 //! `get` of every kind `/resources` serves (one fixture each, shared with resources.rs) in
 //! one namespace and across namespaces, `-o wide`, `-o json` (objects equal, managedFields
 //! aside), selectors, `--chunk-size`, `--show-labels`, `api-resources`, errors, and `get -w`
-//! sees a change.
+//! sees a change; a large list is kept and sent again, gzipped as kubectl asks, until its
+//! kind changes.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -596,6 +597,176 @@ async fn kubectl_get_watch_sees_a_change() {
         .unwrap();
     let line = watch.next("MODIFIED", |tokens| tokens.first() == Some(&"MODIFIED"));
     assert!(line.contains("cm-b"), "{line}");
+}
+
+/// A pod of about 50 KB (an annotation of its own): three make a namespace's list larger than
+/// k8sailor keeps answers from (128 KiB).
+fn large_pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": name,
+            "labels": {"app": "large"},
+            "annotations": {"e2e.k8sailor.io/filler": "x".repeat(50_000)},
+        },
+        "spec": {"containers": [{"name": "c", "image": "registry.invalid/large:1"}]},
+    }))
+    .unwrap()
+}
+
+/// k8sailor's counts of lists answered with a kept answer, and of lists built: (hits, misses).
+async fn kept_answer_counts(server: &Server) -> (u64, u64) {
+    let (status, text) = server.probe("/metrics").await;
+    assert_eq!(status, 200, "{text}");
+    let count = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+    };
+    (
+        count("k8sailor_kube_answers_hits_total "),
+        count("k8sailor_kube_answers_misses_total "),
+    )
+}
+
+/// A gzip body inflated.
+fn inflated(gzipped: &[u8]) -> String {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(gzipped)
+        .read_to_string(&mut text)
+        .unwrap_or_else(|e| panic!("not gzip of UTF-8: {e}"));
+    text
+}
+
+/// k8sailor's answer to `path` asked as kubectl asks (`Accept-Encoding: gzip`), as sent:
+/// its `Content-Encoding` and body.
+async fn gzip_answer_of_k8sailor(server: &Server, path: &str) -> (Option<String>, Vec<u8>) {
+    let response = server
+        .http
+        .get(format!("{}{path}", server.root()))
+        .header("Accept", "application/json")
+        .header("Accept-Encoding", "gzip")
+        .send()
+        .await
+        .expect("k8sailor answers");
+    assert_eq!(response.status().as_u16(), 200, "{path}");
+    let coding = response
+        .headers()
+        .get("content-encoding")
+        .map(|v| v.to_str().unwrap().to_string());
+    (coding, response.bytes().await.unwrap().to_vec())
+}
+
+/// The apiserver's answer to `path` asked the same way, as sent.
+async fn gzip_answer_of_apiserver(path: &str) -> (Option<String>, Vec<u8>) {
+    use http_body_util::BodyExt;
+    let client = cluster().client().await;
+    let request = http::Request::get(path)
+        .header(http::header::ACCEPT, "application/json")
+        .header(http::header::ACCEPT_ENCODING, "gzip")
+        .body(kube::client::Body::from(Vec::new()))
+        .unwrap();
+    let response = client.send(request).await.expect("the apiserver answers");
+    assert_eq!(response.status().as_u16(), 200, "{path}");
+    let coding = response
+        .headers()
+        .get(http::header::CONTENT_ENCODING)
+        .map(|v| v.to_str().unwrap().to_string());
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (coding, body.to_vec())
+}
+
+/// A large list is kept and sent again to the next caller asking the same, until the kind
+/// changes: then the next answer shows the change, never the kept one. Its gzip, as kubectl
+/// asks, holds the apiserver's objects, and kubectl's `get pods -A -o json` through k8sailor
+/// is still the apiserver's.
+#[tokio::test]
+async fn a_kept_list_is_sent_again_until_its_kind_changes() {
+    let s = setup("kubeapi-kept").await;
+    let ns = s.ns.name.as_str();
+    let pods = s.ns.api::<Pod>();
+    for name in ["large-a", "large-b", "large-c"] {
+        pods.create(&PostParams::default(), &large_pod(name))
+            .await
+            .unwrap();
+    }
+    // Scoped to the test's namespace, so that no other test's pods change its pod cache.
+    let scoped = Server::start(&["--auth", "none", "--namespace", ns]);
+    let path = format!("/api/v1/namespaces/{ns}/pods");
+    let json_accepted = [("Accept", "application/json")];
+    eventually(SOON, "k8sailor lists the four pods", || async {
+        let (status, _, body) = scoped.request("GET", &path, &json_accepted).await;
+        (status == 200 && objects(&body).len() == 4).then_some(())
+    })
+    .await;
+    // Asked twice, the same answer, the second sent again (a bookmark may move the cache's
+    // version between two asks: then they are asked again).
+    let (kept, _) = eventually(SOON, "the list sent again", || async {
+        let (hits, _) = kept_answer_counts(&scoped).await;
+        let (_, _, first) = scoped.request("GET", &path, &json_accepted).await;
+        let (_, _, second) = scoped.request("GET", &path, &json_accepted).await;
+        let (hits_after, _) = kept_answer_counts(&scoped).await;
+        (second == first && hits_after > hits).then_some(first)
+    })
+    .await;
+    assert!(kept.len() >= 128 * 1024, "{} bytes: not kept", kept.len());
+
+    let patch = json!({"metadata": {"labels": {"changed": "yes"}}});
+    let patched = pods
+        .patch("large-b", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let version = patched.metadata.resource_version.unwrap();
+    let one = format!("{path}/large-b");
+    eventually(SOON, "k8sailor's cache shows the change", || async {
+        let (_, _, body) = scoped.request("GET", &one, &json_accepted).await;
+        let pod: Value = serde_json::from_str(&body).ok()?;
+        (pod["metadata"]["resourceVersion"] == version.as_str()).then_some(())
+    })
+    .await;
+    let (_, misses) = kept_answer_counts(&scoped).await;
+    let (status, _, after) = scoped.request("GET", &path, &json_accepted).await;
+    assert_eq!(status, 200, "{after}");
+    let changed = objects(&after)
+        .into_iter()
+        .find(|pod| pod["metadata"]["name"] == "large-b")
+        .expect("large-b listed");
+    assert_eq!(
+        changed["metadata"]["labels"]["changed"], "yes",
+        "the list sent after the change is the one kept before it"
+    );
+    assert!(
+        kept_answer_counts(&scoped).await.1 > misses,
+        "not built anew"
+    );
+
+    // As kubectl asks: gzip, made once and sent again, holding the apiserver's objects.
+    let (coding, ours) = gzip_answer_of_k8sailor(&scoped, &path).await;
+    assert_eq!(coding.as_deref(), Some("gzip"));
+    let (coding, theirs) = gzip_answer_of_apiserver(&path).await;
+    assert_eq!(
+        coding.as_deref(),
+        Some("gzip"),
+        "the apiserver gzips answers over 128 KiB"
+    );
+    let (ours, theirs) = (inflated(&ours), inflated(&theirs));
+    assert_eq!(objects(&ours), objects(&theirs));
+    assert_eq!(objects(&ours), objects(&after));
+    let (_, again) = gzip_answer_of_k8sailor(&scoped, &path).await;
+    assert_eq!(objects(&inflated(&again)), objects(&ours));
+
+    // kubectl's own full LIST (pages of 500, gzip) through a k8sailor of the whole cluster.
+    agree_by(
+        &s.apiserver,
+        &s.k8sailor,
+        &["get", "pods", "-A", "-o", "json"],
+        |out| {
+            serde_json::from_str::<Value>(out)
+                .map(|_| format!("{:?}", objects(out)))
+                .unwrap_or_else(|e| format!("not JSON: {e}"))
+        },
+    )
+    .await;
 }
 
 /// Whether a printed row names the object `name`: in its NAME column, or (an Event's, which

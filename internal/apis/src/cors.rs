@@ -4,11 +4,8 @@
 //! any port: the original web client runs on another loopback port, and a page from anywhere
 //! else must not drive the API from the operator's browser.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use axum::http::{HeaderValue, Method, header};
-use tower_http::cors::{AllowCredentials, AllowOrigin, CorsLayer};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 
 use super::host_check::Host;
 
@@ -158,44 +155,100 @@ impl OriginPattern {
     }
 }
 
-/// Preflights answer 204 No Content, as the original (gin) answered every OPTIONS; the CORS
-/// layer answers them 200 with an empty body, and with CORS off the route answers 204.
-pub async fn preflights_without_content(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    let preflight = request.method() == Method::OPTIONS;
-    let mut response = next.run(request).await;
-    if preflight && response.status() == axum::http::StatusCode::OK {
-        *response.status_mut() = axum::http::StatusCode::NO_CONTENT;
-    }
-    response
+/// The CORS rules for the allowed origins, answered in one pass by the edge (`edge::Edge`):
+/// what tower-http's `CorsLayer` answered for our configuration (a differential test holds
+/// them equal), without its per-request clone of its configuration and header map.
+#[derive(Debug)]
+pub(super) struct Cors {
+    origins: AllowedOrigins,
+    /// Named origins: every answer, preflight or not, varies by the request's `Origin`.
+    vary: Option<HeaderValue>,
+    allow_methods: HeaderValue,
+    allow_headers: HeaderValue,
+    /// Seconds a browser may keep a preflight's answer.
+    max_age: HeaderValue,
 }
 
-/// The CORS layer for `origins`; None when CORS is off. Named origins may send credentials,
-/// `*` never.
-pub fn layer(origins: &AllowedOrigins) -> Option<CorsLayer> {
-    let base = CorsLayer::new()
-        .allow_methods([
-            Method::GET,
-            Method::PUT,
-            Method::POST,
-            Method::DELETE,
-            Method::OPTIONS,
-        ])
-        .allow_headers([header::CONTENT_TYPE, header::AUTHORIZATION])
-        .max_age(Duration::from_secs(600));
-    match origins {
-        AllowedOrigins::Any => Some(base.allow_origin(AllowOrigin::any())),
-        AllowedOrigins::Listed(patterns) if patterns.is_empty() => None,
-        AllowedOrigins::Listed(_) => {
-            let origins = Arc::new(origins.clone());
-            let allowed = move |origin: &HeaderValue, _: &_| origins.allows(origin.as_bytes());
-            // Only an allowed origin is told it may send credentials.
-            Some(
-                base.allow_origin(AllowOrigin::predicate(allowed.clone()))
-                    .allow_credentials(AllowCredentials::predicate(allowed)),
-            )
+/// What CORS adds to one answer, decided from the request before it is served.
+pub struct Allowance {
+    vary: Option<HeaderValue>,
+    /// `Access-Control-Allow-Origin`: `*`, or the request's origin when allowed.
+    origin: Option<HeaderValue>,
+    /// Named origins may send credentials; `*` never (a browser refuses the pair).
+    credentials: bool,
+}
+
+impl Cors {
+    /// The rules for `origins`; None when CORS is off (no origin listed).
+    pub(super) fn new(origins: &AllowedOrigins) -> Option<Cors> {
+        match origins {
+            AllowedOrigins::Listed(patterns) if patterns.is_empty() => None,
+            _ => Some(Cors {
+                origins: origins.clone(),
+                vary: match origins {
+                    AllowedOrigins::Any => None,
+                    AllowedOrigins::Listed(_) => Some(HeaderValue::from_static("origin")),
+                },
+                allow_methods: HeaderValue::from_static("GET,PUT,POST,DELETE,OPTIONS"),
+                allow_headers: HeaderValue::from_static("content-type,authorization"),
+                max_age: HeaderValue::from(600),
+            }),
+        }
+    }
+
+    pub(super) fn allowance(&self, request: &HeaderMap) -> Allowance {
+        let (origin, credentials) = match &self.origins {
+            AllowedOrigins::Any => (Some(HeaderValue::from_static("*")), false),
+            AllowedOrigins::Listed(_) => {
+                let origin = request
+                    .get(header::ORIGIN)
+                    .filter(|origin| self.origins.allows(origin.as_bytes()))
+                    .cloned();
+                let credentials = origin.is_some();
+                (origin, credentials)
+            }
+        };
+        Allowance {
+            vary: self.vary.clone(),
+            origin,
+            credentials,
+        }
+    }
+
+    /// While CORS is on every `OPTIONS` is a preflight, answered here whatever its path: 204
+    /// No Content, as the original (gin) answered every OPTIONS.
+    pub(super) fn preflight(&self, request: &HeaderMap) -> Response {
+        let mut response = StatusCode::NO_CONTENT.into_response();
+        let answer = response.headers_mut();
+        answer.insert(
+            header::ACCESS_CONTROL_ALLOW_METHODS,
+            self.allow_methods.clone(),
+        );
+        answer.insert(
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            self.allow_headers.clone(),
+        );
+        answer.insert(header::ACCESS_CONTROL_MAX_AGE, self.max_age.clone());
+        self.allowance(request).apply(&mut response);
+        response
+    }
+}
+
+impl Allowance {
+    pub(super) fn apply(self, response: &mut Response) {
+        let headers = response.headers_mut();
+        if let Some(vary) = self.vary {
+            // A Vary the answer already has is kept: caches must vary by both.
+            headers.append(header::VARY, vary);
+        }
+        if let Some(origin) = self.origin {
+            headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        }
+        if self.credentials {
+            headers.insert(
+                header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+                HeaderValue::from_static("true"),
+            );
         }
     }
 }
@@ -203,6 +256,107 @@ pub fn layer(origins: &AllowedOrigins) -> Option<CorsLayer> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// tower-http's layer as k8sailor configured it before the edge answered CORS itself.
+    fn reference_layer(origins: &AllowedOrigins) -> tower_http::cors::CorsLayer {
+        use axum::http::Method;
+        use tower_http::cors::{AllowCredentials, AllowOrigin, CorsLayer};
+        let base = CorsLayer::new()
+            .allow_methods([
+                Method::GET,
+                Method::PUT,
+                Method::POST,
+                Method::DELETE,
+                Method::OPTIONS,
+            ])
+            .allow_headers([header::CONTENT_TYPE, header::AUTHORIZATION])
+            .max_age(std::time::Duration::from_secs(600));
+        match origins {
+            AllowedOrigins::Any => base.allow_origin(AllowOrigin::any()),
+            AllowedOrigins::Listed(_) => {
+                let origins = std::sync::Arc::new(origins.clone());
+                let allowed = move |origin: &HeaderValue, _: &_| origins.allows(origin.as_bytes());
+                base.allow_origin(AllowOrigin::predicate(allowed.clone()))
+                    .allow_credentials(AllowCredentials::predicate(allowed))
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_edge_answers_cors_as_tower_http_did() {
+        use axum::body::Body;
+        use axum::http::Request;
+        use tower::{Layer, ServiceExt};
+        let served = |_: Request<Body>| async {
+            let mut response = "data".into_response();
+            response
+                .headers_mut()
+                .insert(header::VARY, HeaderValue::from_static("accept"));
+            Ok::<_, std::convert::Infallible>(response)
+        };
+        for configured in [
+            AllowedOrigins::Any,
+            AllowedOrigins::loopback(),
+            AllowedOrigins::parse(&["https://dash.example.com"]).unwrap(),
+        ] {
+            let cors = Cors::new(&configured).unwrap();
+            for method in ["GET", "POST", "OPTIONS"] {
+                for origin in [
+                    None,
+                    Some("http://localhost:5173"),
+                    Some("https://dash.example.com"),
+                    Some("http://evil.example"),
+                ] {
+                    let request = || {
+                        let mut request = Request::builder().method(method).uri("/x");
+                        if let Some(origin) = origin {
+                            request = request.header(header::ORIGIN, origin);
+                        }
+                        request
+                            .header(header::ACCESS_CONTROL_REQUEST_METHOD, "DELETE")
+                            .body(Body::empty())
+                            .unwrap()
+                    };
+                    let reference = reference_layer(&configured)
+                        .layer(tower::service_fn(served))
+                        .oneshot(request())
+                        .await
+                        .unwrap();
+                    let request = request();
+                    let ours = if method == "OPTIONS" {
+                        cors.preflight(request.headers())
+                    } else {
+                        let allowance = cors.allowance(request.headers());
+                        let mut response = served(request).await.unwrap();
+                        allowance.apply(&mut response);
+                        response
+                    };
+                    let case = format!("{configured:?} {method} {origin:?}");
+                    let sorted = |headers: &HeaderMap| {
+                        let mut all: Vec<(String, Vec<u8>)> = headers
+                            .iter()
+                            .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
+                            .collect();
+                        all.sort();
+                        all
+                    };
+                    assert_eq!(
+                        sorted(ours.headers()),
+                        sorted(reference.headers()),
+                        "{case}"
+                    );
+                    // tower-http answered preflights 200, which k8sailor turned into 204.
+                    let expected = match reference.status() {
+                        axum::http::StatusCode::OK if method == "OPTIONS" => {
+                            axum::http::StatusCode::NO_CONTENT
+                        }
+                        status => status,
+                    };
+                    assert_eq!(ours.status(), expected, "{case}");
+                }
+            }
+        }
+    }
 
     fn allows(patterns: &[&str], origin: &str) -> bool {
         AllowedOrigins::parse(patterns)
@@ -295,6 +449,6 @@ mod tests {
             AllowedOrigins::parse::<&str>(&[]),
             Ok(AllowedOrigins::Listed(Vec::new()))
         );
-        assert!(layer(&AllowedOrigins::Listed(Vec::new())).is_none());
+        assert!(Cors::new(&AllowedOrigins::Listed(Vec::new())).is_none());
     }
 }

@@ -1,20 +1,28 @@
-//! What every request meets before its route: bounds on the query and the body (checked
-//! before any work, so a request costs at most what the limits allow), and the envelope for
-//! the answers the router and the runtime would otherwise write bare: 405, 408, 413, 414, 415
-//! (a compressed body) and a handler's panic.
+//! What every request meets before its route: the Host check and CORS ([`Edge`]), bounds on
+//! the query and the body ([`Bounded`]: checked before any work, so a request costs at most
+//! what the limits allow), and the envelope for the answers the router and the runtime would
+//! otherwise write bare: 405, 408, 413, 414, 415 (a compressed body) and a handler's panic.
 
 use std::any::Any;
+use std::convert::Infallible;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, HttpBody};
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures::future::{BoxFuture, Either};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use tower::Service;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::ApiError;
+use super::cors::{Allowance, Cors};
+use super::host_check::{self, AllowedHosts};
 
 /// Bytes of a query string. Selectors and tokens fit many times over; the cost of a list is
 /// the cache's size times the selector's, so the selector's must stay small.
@@ -39,41 +47,182 @@ fn closing(error: ApiError) -> Response {
     response
 }
 
+/// What the edge does for every request, in one pass around everything else and cloned per
+/// request as one reference count: the `Host` check (DNS rebinding, while auth is none),
+/// CORS (preflights answered here, each answer's CORS headers added), and the 500 of a
+/// handler that panicked.
+#[derive(Clone)]
+pub(super) struct Edge<S> {
+    rules: Arc<EdgeRules>,
+    inner: S,
+}
+
+struct EdgeRules {
+    /// None when the check is off (`auth: delegated`, or `allowedHosts` is `*`).
+    hosts: Option<AllowedHosts>,
+    /// None when CORS is off.
+    cors: Option<Cors>,
+}
+
+impl<S> Edge<S> {
+    pub(super) fn new(inner: S, hosts: Option<AllowedHosts>, cors: Option<Cors>) -> Edge<S> {
+        Edge {
+            rules: Arc::new(EdgeRules { hosts, cors }),
+            inner,
+        }
+    }
+}
+
+impl<S> Service<Request> for Edge<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Unpin,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = EdgeFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        // Outermost: a request for a foreign name gets nothing, not even a preflight answer.
+        if let Some(refusal) =
+            (self.rules.hosts.as_ref()).and_then(|hosts| host_check::refusal(hosts, &request))
+        {
+            return EdgeFuture::Answered(std::future::ready(Ok(refusal)));
+        }
+        let cors = match &self.rules.cors {
+            Some(cors) if request.method() == Method::OPTIONS => {
+                return EdgeFuture::Answered(std::future::ready(Ok(
+                    cors.preflight(request.headers())
+                )));
+            }
+            Some(cors) => Some(cors.allowance(request.headers())),
+            None => None,
+        };
+        // A handler that panics is answered 500 in the envelope (with its CORS headers, so
+        // the page can read it); the process and the connection's other requests go on.
+        match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
+            Ok(answer) => EdgeFuture::Served { answer, cors },
+            Err(panic) => {
+                let mut response = panicked(panic);
+                if let Some(cors) = cors {
+                    cors.apply(&mut response);
+                }
+                EdgeFuture::Answered(std::future::ready(Ok(response)))
+            }
+        }
+    }
+}
+
+pub enum EdgeFuture<F> {
+    /// Answered at the edge.
+    Answered(std::future::Ready<Result<Response, Infallible>>),
+    Served {
+        answer: F,
+        cors: Option<Allowance>,
+    },
+}
+
+impl<F> Future for EdgeFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>> + Unpin,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            EdgeFuture::Answered(answer) => Pin::new(answer).poll(cx),
+            EdgeFuture::Served { answer, cors } => {
+                let mut response =
+                    match catch_unwind(AssertUnwindSafe(|| Pin::new(answer).poll(cx))) {
+                        Ok(Poll::Pending) => return Poll::Pending,
+                        Ok(Poll::Ready(Ok(response))) => response,
+                        Err(panic) => panicked(panic),
+                    };
+                if let Some(cors) = cors.take() {
+                    cors.apply(&mut response);
+                }
+                Poll::Ready(Ok(response))
+            }
+        }
+    }
+}
+
 /// Refuses a query over [`MAX_QUERY_BYTES`] (414), a body with a `Content-Encoding` (415:
 /// none is decoded, so it would only fail later as bad JSON), a body over the limit (413, at
 /// once when `Content-Length` announces it, else as soon as it grows past it), or one that
-/// does not arrive in time (408); a body within the bounds is read here, so handlers never wait on the
-/// client.
-pub(super) async fn bounded(
-    State(limits): State<BodyLimits>,
+/// does not arrive in time (408); a body within the bounds is read here, so handlers never
+/// wait on the client. A request without a body goes straight on, nothing allocated.
+#[derive(Clone)]
+pub(super) struct Bounded<S> {
+    limits: BodyLimits,
+    inner: S,
+}
+
+impl<S> Bounded<S> {
+    pub(super) fn new(inner: S, limits: BodyLimits) -> Bounded<S> {
+        Bounded { limits, inner }
+    }
+}
+
+impl<S> Service<Request> for Bounded<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<S::Future, BoxFuture<'static, Result<Response, Infallible>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let query_len = request.uri().query().map_or(0, str::len);
+        if query_len > MAX_QUERY_BYTES {
+            return Either::Right(Box::pin(std::future::ready(Ok(ApiError::new(
+                StatusCode::URI_TOO_LONG,
+                format!("the query is {query_len} bytes, over the limit of {MAX_QUERY_BYTES}"),
+            )
+            .into_response()))));
+        }
+        if HttpBody::is_end_stream(request.body()) {
+            return Either::Left(self.inner.call(request));
+        }
+        // The inner service is ready now; the clone left in its place is made ready on the
+        // next poll_ready, as tower asks of a service called from a future.
+        let ready = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, ready);
+        Either::Right(Box::pin(read_body(self.limits, request, inner)))
+    }
+}
+
+async fn read_body<S>(
+    limits: BodyLimits,
     request: Request,
-    next: Next,
-) -> Response {
-    let query_len = request.uri().query().map_or(0, str::len);
-    if query_len > MAX_QUERY_BYTES {
-        return ApiError::new(
-            StatusCode::URI_TOO_LONG,
-            format!("the query is {query_len} bytes, over the limit of {MAX_QUERY_BYTES}"),
-        )
-        .into_response();
-    }
+    mut inner: S,
+) -> Result<Response, Infallible>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
     let (parts, body) = request.into_parts();
-    if HttpBody::is_end_stream(&body) {
-        return next.run(Request::from_parts(parts, body)).await;
-    }
     if let Some(encoding) = parts.headers.get(header::CONTENT_ENCODING)
         && !encoding
             .as_bytes()
             .trim_ascii()
             .eq_ignore_ascii_case(b"identity")
     {
-        return closing(ApiError::new(
+        return Ok(closing(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             format!(
                 "request bodies are taken uncompressed: Content-Encoding {} is not supported",
                 String::from_utf8_lossy(encoding.as_bytes())
             ),
-        ));
+        )));
     }
     let too_large = |size: Option<u64>| {
         let size = size.map_or_else(|| "more than that".to_string(), |s| format!("{s} bytes"));
@@ -87,31 +236,32 @@ pub(super) async fn bounded(
     };
     let announced = HttpBody::size_hint(&body).lower();
     if announced > limits.max_bytes as u64 {
-        return too_large(Some(announced));
+        return Ok(too_large(Some(announced)));
     }
     let read = Limited::new(body, limits.max_bytes).collect();
     let bytes = match tokio::time::timeout(limits.read_timeout, read).await {
         Ok(Ok(collected)) => collected.to_bytes(),
         Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            return too_large(None);
+            return Ok(too_large(None));
         }
         Ok(Err(e)) => {
-            return closing(ApiError::new(
+            return Ok(closing(ApiError::new(
                 StatusCode::BAD_REQUEST,
                 format!("cannot read the body: {e}"),
-            ));
+            )));
         }
         Err(_) => {
-            return closing(ApiError::new(
+            return Ok(closing(ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,
                 format!(
                     "the body did not arrive within {:?} (bodyReadTimeout)",
                     limits.read_timeout
                 ),
-            ));
+            )));
         }
     };
-    next.run(Request::from_parts(parts, Body::from(bytes)))
+    inner
+        .call(Request::from_parts(parts, Body::from(bytes)))
         .await
 }
 

@@ -11,6 +11,8 @@
 //! binary's `connections` module); its figures are counted here, for `/metrics`.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Ready;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,13 +21,14 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, HttpBody};
-use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::extract::{ConnectInfo, MatchedPath, Request};
 use axum::http::StatusCode;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use futures::future::{BoxFuture, Either};
 use http_body::{Frame, SizeHint};
 use serde::Deserialize;
+use tower::{Layer, Service};
 
 use super::ApiError;
 
@@ -329,48 +332,113 @@ impl From<Refused> for ApiError {
     }
 }
 
-/// Counts the request against its identity's share as `held`, or refuses it: a stream for
-/// as long as its body is open, any other request until its answer is ready (answers are
-/// built in memory; sending them costs the connection, bounded at its own layer).
-pub(super) async fn admit(
-    fairness: &Arc<Fairness>,
-    held: Held,
-    request: Request,
-    next: Next,
-) -> Result<Response, Refused> {
-    let permit = fairness.take(held, Identity::of(&request))?;
-    let response = next.run(request).await;
-    Ok(match held {
-        Held::Requests => response,
-        Held::Watches => response.map(|body| Body::new(Holding::new(body, permit))),
-    })
+/// How a group of routes counts its requests, and answers one past its share.
+pub(super) trait ShareRule: Send + Sync + 'static {
+    /// What the request holds once admitted: a watch's place for a stream, for as long as
+    /// its body is open, else a request's until its answer is ready (answers are built in
+    /// memory; sending them costs the connection, bounded at its own layer).
+    fn held(&self, request: &Request) -> Held;
+    /// The 429 with `Retry-After`, as the group's API presents it.
+    fn refused(&self, refused: Refused) -> Response;
 }
 
-/// [`admit`] for the prefix's routes: a watch or a log holds a watch's place, and a refusal
-/// is answered in the envelope.
-pub(super) async fn share(
-    State(fairness): State<Arc<Fairness>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    // An invalid `watch` is the handler's 400; here it is no watch.
-    let watch = axum::extract::Query::<WatchQuery>::try_from_uri(request.uri())
-        .ok()
-        .and_then(|q| super::watch::is_watch(q.0.watch.as_deref()).ok())
-        .unwrap_or(false);
-    // A log is a stream too, as long as its pods log: it holds a watch's place.
-    let log = request
-        .extensions()
-        .get::<MatchedPath>()
-        .is_some_and(|route| super::logs::is_log_route(route.as_str()));
-    let held = if watch || log {
-        Held::Watches
-    } else {
-        Held::Requests
-    };
-    admit(&fairness, held, request, next)
-        .await
-        .unwrap_or_else(|refused| ApiError::from(refused).into_response())
+/// Counts each request of the routes it wraps against its identity's share, or refuses it.
+/// Inside delegated auth, so a request is counted against the user it authenticated as.
+#[derive(Clone)]
+pub(super) struct ShareLayer {
+    fairness: Arc<Fairness>,
+    rule: Arc<dyn ShareRule>,
+}
+
+impl ShareLayer {
+    pub(super) fn new(fairness: Arc<Fairness>, rule: impl ShareRule) -> ShareLayer {
+        ShareLayer {
+            fairness,
+            rule: Arc::new(rule),
+        }
+    }
+}
+
+impl<S> Layer<S> for ShareLayer {
+    type Service = Share<S>;
+
+    fn layer(&self, inner: S) -> Share<S> {
+        Share {
+            layer: self.clone(),
+            inner,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub(super) struct Share<S> {
+    layer: ShareLayer,
+    inner: S,
+}
+
+impl<S> Service<Request> for Share<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<
+        Ready<Result<Response, Infallible>>,
+        BoxFuture<'static, Result<Response, Infallible>>,
+    >;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let ShareLayer { fairness, rule } = &self.layer;
+        let held = rule.held(&request);
+        let permit = match fairness.take(held, Identity::of(&request)) {
+            Ok(permit) => permit,
+            Err(refused) => return Either::Left(std::future::ready(Ok(rule.refused(refused)))),
+        };
+        let answer = self.inner.call(request);
+        Either::Right(Box::pin(async move {
+            let Ok(response) = answer.await;
+            Ok(match held {
+                Held::Requests => {
+                    drop(permit);
+                    response
+                }
+                Held::Watches => response.map(|body| Body::new(Holding::new(body, permit))),
+            })
+        }))
+    }
+}
+
+/// The prefix's routes: a watch or a log holds a watch's place, and a refusal is answered in
+/// the envelope.
+pub(super) struct EnvelopeShares;
+
+impl ShareRule for EnvelopeShares {
+    fn held(&self, request: &Request) -> Held {
+        // An invalid `watch` is the handler's 400; here it is no watch.
+        let watch = axum::extract::Query::<WatchQuery>::try_from_uri(request.uri())
+            .ok()
+            .and_then(|q| super::watch::is_watch(q.0.watch.as_deref()).ok())
+            .unwrap_or(false);
+        // A log is a stream too, as long as its pods log: it holds a watch's place.
+        let log = request
+            .extensions()
+            .get::<MatchedPath>()
+            .is_some_and(|route| super::logs::is_log_route(route.as_str()));
+        if watch || log {
+            Held::Watches
+        } else {
+            Held::Requests
+        }
+    }
+
+    fn refused(&self, refused: Refused) -> Response {
+        ApiError::from(refused).into_response()
+    }
 }
 
 /// A body holding `T` until it is dropped: sent whole, or its client gone. A watch's place

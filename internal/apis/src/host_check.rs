@@ -9,13 +9,10 @@
 //! they tell nothing, and a probe may name any host.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::sync::Arc;
 
-use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::uri::Authority;
 use axum::http::{StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::AuthMode;
@@ -197,57 +194,61 @@ fn normalize_name(name: &str) -> Option<String> {
     valid.then(|| name.to_ascii_lowercase())
 }
 
-/// `app` behind the check, unless auth makes it pointless or `allowedHosts` is `*`.
-pub(super) fn guard(app: Router, allowed: &AllowedHosts, auth: AuthMode) -> Router {
+/// The names to check each request's `Host` against; None when auth makes the check
+/// pointless or `allowedHosts` is `*`.
+pub(super) fn enforced(allowed: &AllowedHosts, auth: AuthMode) -> Option<AllowedHosts> {
     match (auth, allowed) {
-        (AuthMode::Delegated, _) | (_, AllowedHosts::Any) => app,
-        (AuthMode::None, _) => app.layer(axum::middleware::from_fn_with_state(
-            Arc::new(allowed.clone()),
-            check,
-        )),
+        (AuthMode::Delegated, _) | (_, AllowedHosts::Any) => None,
+        (AuthMode::None, _) => Some(allowed.clone()),
     }
 }
 
-/// The middleware: refuses a request whose `Host` is not allowed with 421 Misdirected Request
-/// (this server does not answer for that name), in the envelope.
-async fn check(State(allowed): State<Arc<AllowedHosts>>, request: Request, next: Next) -> Response {
+/// The answer to a request whose `Host` is not allowed: 421 Misdirected Request (this server
+/// does not answer for that name), in the envelope; None when it may be served.
+pub(super) fn refusal(allowed: &AllowedHosts, request: &Request) -> Option<Response> {
     if UNCHECKED_PATHS.contains(&request.uri().path()) {
-        return next.run(request).await;
+        return None;
     }
     // HTTP/2 and absolute-form requests name the host in the target, which then wins over
     // any Host header (RFC 9112 3.2.2).
     let host = match request.uri().authority() {
-        Some(authority) => Some(authority.as_str().to_string()),
+        Some(authority) => Some(authority.as_str()),
         None => {
             let mut hosts = request.headers().get_all(header::HOST).iter();
             let first = hosts.next();
             if hosts.next().is_some() {
-                return ApiError::new(StatusCode::BAD_REQUEST, "more than one Host header")
-                    .into_response();
+                return Some(
+                    ApiError::new(StatusCode::BAD_REQUEST, "more than one Host header")
+                        .into_response(),
+                );
             }
             match first.map(|h| h.to_str()) {
                 None => None,
-                Some(Ok(host)) => Some(host.to_string()),
+                Some(Ok(host)) => Some(host),
                 Some(Err(_)) => {
-                    return ApiError::new(StatusCode::BAD_REQUEST, "the Host header is not text")
-                        .into_response();
+                    return Some(
+                        ApiError::new(StatusCode::BAD_REQUEST, "the Host header is not text")
+                            .into_response(),
+                    );
                 }
             }
         }
     };
     // No Host at all is an HTTP/1.0 client, never a browser, so never a rebound page.
     match host {
-        Some(host) if !allowed.allows(&host) => ApiError::new(
-            StatusCode::MISDIRECTED_REQUEST,
-            format!(
-                "Host {host:?} is not a name this server answers to: without authentication it \
-                 serves only loopback names and IP addresses, so that a web page cannot reach \
-                 it through a name of its own (DNS rebinding); add the name to allowedHosts \
-                 (--allowed-hosts) or use --auth delegated"
-            ),
-        )
-        .into_response(),
-        _ => next.run(request).await,
+        Some(host) if !allowed.allows(host) => Some(
+            ApiError::new(
+                StatusCode::MISDIRECTED_REQUEST,
+                format!(
+                    "Host {host:?} is not a name this server answers to: without authentication it \
+                     serves only loopback names and IP addresses, so that a web page cannot reach \
+                     it through a name of its own (DNS rebinding); add the name to allowedHosts \
+                     (--allowed-hosts) or use --auth delegated"
+                ),
+            )
+            .into_response(),
+        ),
+        _ => None,
     }
 }
 

@@ -17,17 +17,21 @@ mod metrics;
 mod routes;
 mod watch;
 
+use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use futures::future::BoxFuture;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tower_http::catch_panic::CatchPanicLayer;
+use tower::util::BoxCloneSyncService;
+use tower::{Layer, Service, ServiceBuilder};
 use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
@@ -39,9 +43,11 @@ pub use auth::AuthMode;
 pub use cors::{AllowedOrigins, OriginError};
 pub use edge::{BodyLimits, MAX_QUERY_BYTES};
 pub use envelope::{ApiError, Envelope};
+use fairness::ShareLayer;
 pub use fairness::{Caller, ConnectionCounts, FairShares, Fairness, Holding};
 pub use health::Health;
 pub use host_check::{AllowedHosts, HostError};
+pub use kubeapi::DEFAULT_KEPT_ANSWER_BYTES;
 pub use logs::LogLimits;
 pub use metrics::{Metrics, Startup};
 
@@ -96,6 +102,8 @@ pub struct Shared {
     pub keep_alive: Duration,
     /// The apiserver's `/version`, read once at start: the Kubernetes API's `/version`.
     pub kube_version: std::sync::OnceLock<serde_json::Value>,
+    /// The Kubernetes API's list answers kept per version of their kind.
+    pub(crate) answers: Arc<kubeapi::Answers>,
 }
 
 impl std::ops::Deref for AppState {
@@ -106,15 +114,24 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
+    /// `kept_answer_bytes` bounds the Kubernetes API's kept list answers (0: none kept).
     pub fn new(
         workloads: Arc<Workloads<Source>>,
         reviewer: Option<Arc<confk8s::Reviewer>>,
         shares: FairShares,
         keep_alive: Duration,
+        kept_answer_bytes: usize,
     ) -> AppState {
         let fairness = Arc::new(Fairness::new(shares));
+        let answers = Arc::new(kubeapi::Answers::new(kept_answer_bytes));
         AppState(Arc::new(Shared {
-            metrics: Metrics::new(workloads.clone(), reviewer.clone(), fairness.clone()),
+            metrics: Metrics::new(
+                workloads.clone(),
+                reviewer.clone(),
+                fairness.clone(),
+                answers.clone(),
+            ),
+            answers,
             workloads,
             health: Arc::new(Health::default()),
             streams: CancellationToken::new(),
@@ -155,8 +172,75 @@ const COMPRESSION: tower_http::CompressionLevel = tower_http::CompressionLevel::
 /// Tells API clients how old the data is while a watch is failing.
 pub const STALE_HEADER: &str = "k8sailor-stale-seconds";
 
-/// What the per-request middleware needs besides the state.
+/// The served application: the routes behind the edge (the Host check and CORS) and the
+/// layers every request meets. Cloned per request: one reference count and one boxed stack
+/// of plain services, none of them per route.
 #[derive(Clone)]
+pub struct App(edge::Edge<BoxCloneSyncService<Request, Response, Infallible>>);
+
+impl App {
+    /// `routes` with the body bounds, gzip, the optional request log and the edge around
+    /// them, each once around the whole router: a layer added with `Router::layer` wraps
+    /// every route on its own, and each of its levels is cloned with every request.
+    fn new(routes: Router, opts: &HttpOptions, compression: bool, cors: Option<cors::Cors>) -> App {
+        let bounded = edge::Bounded::new(routes, opts.body);
+        let served = if compression {
+            BoxCloneSyncService::new(
+                ServiceBuilder::new()
+                    .map_response(IntoResponse::into_response)
+                    .layer(
+                        CompressionLayer::new().quality(COMPRESSION).compress_when(
+                            DefaultPredicate::new()
+                                .and(NotForContentType::const_new(watch::NDJSON))
+                                .and(NotForContentType::const_new(logs::LOG_TEXT))
+                                .and(|_, _, _: &_, extensions: &_| {
+                                    !kubeapi::is_streamed(extensions)
+                                }),
+                        ),
+                    )
+                    .service(bounded),
+            )
+        } else {
+            BoxCloneSyncService::new(bounded)
+        };
+        // The request log line is a debug event: with debug off the layer would only cost time.
+        let served = if tracing::enabled!(target: "tower_http::trace::on_response", Level::DEBUG) {
+            BoxCloneSyncService::new(
+                ServiceBuilder::new()
+                    .map_response(IntoResponse::into_response)
+                    .layer(
+                        TraceLayer::new_for_http()
+                            .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
+                            .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
+                    )
+                    .service(served),
+            )
+        } else {
+            served
+        };
+        App(edge::Edge::new(
+            served,
+            host_check::enforced(&opts.allowed_hosts, opts.auth),
+            cors,
+        ))
+    }
+}
+
+impl Service<Request> for App {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = edge::EdgeFuture<BoxFuture<'static, Result<Response, Infallible>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        self.0.call(request)
+    }
+}
+
+/// What is done around each routed request.
 struct PerRequest {
     state: AppState,
     timeout: Duration,
@@ -164,40 +248,100 @@ struct PerRequest {
     mark_stale: bool,
 }
 
-/// Everything done around each routed request, in one layer rather than one per concern
-/// (each layer costs a boxed service and future per request): the request timeout, the
-/// staleness header, and the metrics by route template. The handler is polled before the
-/// timer, so an answer from memory never arms one.
-async fn per_request(State(p): State<PerRequest>, request: Request, next: Next) -> Response {
-    let route = request.extensions().get::<MatchedPath>().cloned();
-    let method = request.method().clone();
-    let start = Instant::now();
-    let mut response = match tokio::time::timeout(p.timeout, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("the request took longer than {:?}", p.timeout),
-        )
-        .into_response(),
-    };
-    if p.mark_stale {
-        let source = p.state.workloads.source();
-        if !source.is_live()
-            && source.any_disconnected()
-            && let Some(age) = health::staleness(&source.informer_states())
-        {
-            response
-                .headers_mut()
-                .insert(STALE_HEADER, HeaderValue::from(age));
+/// Everything done around each routed request, in one layer rather than one per concern: the
+/// request timeout, the staleness header, and the metrics by route template. A route layer,
+/// as only a routed request knows its template.
+#[derive(Clone)]
+struct PerRequestLayer(Arc<PerRequest>);
+
+impl PerRequestLayer {
+    fn new(state: AppState, timeout: Duration, mark_stale: bool) -> PerRequestLayer {
+        PerRequestLayer(Arc::new(PerRequest {
+            state,
+            timeout,
+            mark_stale,
+        }))
+    }
+}
+
+impl<S> Layer<S> for PerRequestLayer {
+    type Service = PerRequestService<S>;
+
+    fn layer(&self, inner: S) -> PerRequestService<S> {
+        PerRequestService {
+            per: self.0.clone(),
+            inner,
         }
     }
-    p.state.metrics.observe(
-        route.as_ref().map_or("unmatched", MatchedPath::as_str),
-        &method,
-        response.status().as_u16(),
-        start.elapsed().as_secs_f64(),
-    );
-    response
+}
+
+#[derive(Clone)]
+struct PerRequestService<S> {
+    per: Arc<PerRequest>,
+    inner: S,
+}
+
+impl<S> Service<Request> for PerRequestService<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let route = request.extensions().get::<MatchedPath>().cloned();
+        let method = request.method().clone();
+        let started = Instant::now();
+        let answer = self.inner.call(request);
+        let p = self.per.clone();
+        Box::pin(async move {
+            let mut response = match within(p.timeout, started, answer).await {
+                Some(Ok(response)) => response,
+                None => ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("the request took longer than {:?}", p.timeout),
+                )
+                .into_response(),
+            };
+            if p.mark_stale {
+                let source = p.state.workloads.source();
+                if !source.is_live()
+                    && source.any_disconnected()
+                    && let Some(age) = health::staleness(&source.informer_states())
+                {
+                    response
+                        .headers_mut()
+                        .insert(STALE_HEADER, HeaderValue::from(age));
+                }
+            }
+            p.state.metrics.observe(
+                route.as_ref().map_or("unmatched", MatchedPath::as_str),
+                &method,
+                response.status().as_u16(),
+                started.elapsed().as_secs_f64(),
+            );
+            Ok(response)
+        })
+    }
+}
+
+/// `answer`, or None once `timeout` has passed since `started`. The answer is polled once
+/// before any timer exists: one from memory is ready then and never makes one (the runtime
+/// takes its timer driver's lock to drop every timer, armed or not).
+async fn within<F: Future>(timeout: Duration, started: Instant, answer: F) -> Option<F::Output> {
+    let mut answer = std::pin::pin!(answer);
+    if let Poll::Ready(answered) = futures::poll!(answer.as_mut()) {
+        return Some(answered);
+    }
+    tokio::time::timeout_at(started + timeout, answer)
+        .await
+        .ok()
 }
 
 /// The probes and metrics, served by the API's router and by [`health_router`].
@@ -214,15 +358,9 @@ fn probes() -> OpenApiRouter<AppState> {
 /// so that probes and scrapes never wait behind API clients: no auth, no fairness, and a
 /// connection budget apart from `--max-connections`. The Host check applies as on the API's
 /// listener (the probes are exempt from it there too).
-pub fn health_router(state: AppState, opts: &HttpOptions) -> Router {
-    let p = PerRequest {
-        state: state.clone(),
-        timeout: opts.request_timeout,
-        mark_stale: false,
-    };
-    let (app, _) = probes()
-        .route_layer(axum::middleware::from_fn_with_state(p, per_request))
-        .split_for_parts();
+pub fn health_router(state: AppState, opts: &HttpOptions) -> App {
+    let per_request = PerRequestLayer::new(state.clone(), opts.request_timeout, false);
+    let (app, _) = probes().route_layer(per_request).split_for_parts();
     let app = app
         .with_state(state)
         .fallback(|uri: axum::http::Uri| async move {
@@ -233,13 +371,8 @@ pub fn health_router(state: AppState, opts: &HttpOptions) -> Router {
                     uri.path()
                 ),
             )
-        })
-        .layer(axum::middleware::from_fn_with_state(
-            opts.body,
-            edge::bounded,
-        ))
-        .layer(CatchPanicLayer::custom(edge::panicked));
-    host_check::guard(app, &opts.allowed_hosts, opts.auth)
+        });
+    App::new(app, opts, false, None)
 }
 
 /// Where the API is mounted for `--prefix`: "" at the root ("" and "/" alike), else the prefix
@@ -253,19 +386,16 @@ fn mount_point(prefix: &str) -> Result<&str, SetupError> {
     }
 }
 
-pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError> {
-    let per_request_layer = |mark_stale| {
-        let p = PerRequest {
-            state: state.clone(),
-            timeout: opts.request_timeout,
-            mark_stale,
-        };
-        axum::middleware::from_fn_with_state(p, per_request)
-    };
+pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
+    let per_request_layer =
+        |mark_stale| PerRequestLayer::new(state.clone(), opts.request_timeout, mark_stale);
     // Inside auth, so a request is counted against the user it authenticated as.
-    let api = routes::api().merge(logs::routes(opts.logs)).route_layer(
-        axum::middleware::from_fn_with_state(state.fairness.clone(), fairness::share),
-    );
+    let api = routes::api()
+        .merge(logs::routes(opts.logs))
+        .route_layer(ShareLayer::new(
+            state.fairness.clone(),
+            fairness::EnvelopeShares,
+        ));
     let mount = mount_point(&opts.prefix)?;
     let api = match opts.auth {
         AuthMode::None => api,
@@ -306,9 +436,9 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
     );
     // The Kubernetes API, at the root; its reads are authorized as the apiserver would, and
     // each caller's share counted inside the check, against the user it authenticated as.
-    let kube = kubeapi::routes(opts.auth).route_layer(axum::middleware::from_fn_with_state(
-        state.clone(),
-        kubeapi::share,
+    let kube = kubeapi::routes(opts.auth).route_layer(ShareLayer::new(
+        state.fairness.clone(),
+        kubeapi::StatusShares(state.clone()),
     ));
     let kube = match opts.auth {
         AuthMode::None => kube,
@@ -324,43 +454,18 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<Router, SetupError>
     } else {
         app
     };
-    let app = app.with_state(state);
     let app = app
+        .with_state(state)
         .fallback_service(axum::handler::Handler::with_state(
             routes::no_route,
             templates,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            opts.body,
-            edge::bounded,
-        ))
-        .layer(
-            CompressionLayer::new().quality(COMPRESSION).compress_when(
-                DefaultPredicate::new()
-                    .and(NotForContentType::const_new(watch::NDJSON))
-                    .and(NotForContentType::const_new(logs::LOG_TEXT))
-                    .and(|_, _, _: &_, extensions: &_| !kubeapi::is_streamed(extensions)),
-            ),
-        )
-        .layer(CatchPanicLayer::custom(edge::panicked));
-    // The request log line is a debug event: with debug off the layer would only cost time.
-    let app = if tracing::enabled!(target: "tower_http::trace::on_response", Level::DEBUG) {
-        app.layer(
-            TraceLayer::new_for_http()
-                .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
-                .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
-        )
-    } else {
-        app
-    };
-    let app = match cors::layer(&opts.cors_allowed_origins) {
-        Some(cors) => app
-            .layer(cors)
-            .layer(axum::middleware::from_fn(cors::preflights_without_content)),
-        None => app,
-    };
-    // Outermost: a request for a foreign name gets nothing, not even a preflight answer.
-    Ok(host_check::guard(app, &opts.allowed_hosts, opts.auth))
+        ));
+    Ok(App::new(
+        app,
+        opts,
+        true,
+        cors::Cors::new(&opts.cors_allowed_origins),
+    ))
 }
 
 #[cfg(test)]

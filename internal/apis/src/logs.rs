@@ -504,6 +504,7 @@ mod tests {
             None,
             shares,
             Duration::from_secs(15),
+            crate::DEFAULT_KEPT_ANSWER_BYTES,
         )
     }
 

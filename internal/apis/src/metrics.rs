@@ -2,7 +2,7 @@
 //! and code; request durations; and, read from the informers at scrape time, objects per
 //! cache, watch events by kind and type, watch restarts and relists, seconds since each cache
 //! last heard from the apiserver; open `watch=true` answers and the events sent on them;
-//! build info.
+//! the Kubernetes API's kept list answers (bytes, hits, misses); build info.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -23,6 +23,7 @@ use prometheus_client::registry::Registry;
 
 use super::AppState;
 use super::fairness::{Fairness, ShareFigures};
+use super::kubeapi::{AnswerFigures, Answers};
 use biz::Workloads;
 use k8sdao::Source;
 
@@ -381,11 +382,69 @@ impl Collector for FairnessCollector {
     }
 }
 
+/// Reads the Kubernetes API's kept answers, on each scrape.
+struct AnswersCollector(Arc<Answers>);
+
+impl std::fmt::Debug for AnswersCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AnswersCollector")
+    }
+}
+
+impl Collector for AnswersCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let figures: AnswerFigures = self.0.figures();
+        let as_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        for (name, help, value) in [
+            (
+                "kube_answers_kept_bytes",
+                "Bytes of the Kubernetes API's list answers kept, with their keys",
+                figures.bytes,
+            ),
+            (
+                "kube_answers_budget_bytes",
+                "What the kept answers may hold (keptAnswerBytes)",
+                figures.budget,
+            ),
+            (
+                "kube_answers_kept",
+                "Kubernetes API list answers kept",
+                figures.answers,
+            ),
+        ] {
+            let family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            ConstGauge::new(as_i64(value)).encode(family)?;
+        }
+        for (name, help, value) in [
+            (
+                "kube_answers_hits",
+                "Kubernetes API lists answered with a kept answer",
+                figures.hits,
+            ),
+            (
+                "kube_answers_misses",
+                "Kubernetes API lists built with none kept for their question and state",
+                figures.misses,
+            ),
+            (
+                "kube_answers_awaited",
+                "Kubernetes API lists that waited for another caller's build of the same answer",
+                figures.awaited,
+            ),
+        ] {
+            let family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            ConstCounter::new(value).encode(family)?;
+        }
+        Ok(())
+    }
+}
+
 impl Metrics {
-    pub fn new(
+    pub(crate) fn new(
         workloads: Arc<Workloads<Source>>,
         reviewer: Option<Arc<confk8s::Reviewer>>,
         fairness: Arc<Fairness>,
+        answers: Arc<Answers>,
     ) -> Metrics {
         let mut registry = Registry::with_prefix("k8sailor");
         let requests = Family::<RequestLabels, Counter>::default();
@@ -422,6 +481,7 @@ impl Metrics {
         registry.register_collector(Box::new(StartupCollector(startup.clone())));
         registry.register_collector(Box::new(InformerCollector(workloads)));
         registry.register_collector(Box::new(FairnessCollector(fairness)));
+        registry.register_collector(Box::new(AnswersCollector(answers)));
         if let Some(reviewer) = reviewer {
             registry.register_collector(Box::new(ReviewCollector(reviewer)));
         }

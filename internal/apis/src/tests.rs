@@ -34,12 +34,13 @@ fn options(origins: &[&str]) -> HttpOptions {
     }
 }
 
-fn app_with(source: Source, origins: &[&str]) -> Router {
+fn app_with(source: Source, origins: &[&str]) -> App {
     let state = AppState::new(
         Arc::new(Workloads::new(source)),
         None,
         FairShares::default(),
         KEEP_ALIVE,
+        crate::DEFAULT_KEPT_ANSWER_BYTES,
     );
     router(state, &options(origins)).unwrap()
 }
@@ -49,11 +50,14 @@ fn small_cluster() -> Source {
     Source::fake(k8sdao::fake::small_cluster(), None)
 }
 
-fn app() -> Router {
+fn app() -> App {
     app_with(small_cluster(), &["*"])
 }
 
-async fn call(app: Router, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+async fn call<S>(app: S, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>)
+where
+    S: tower::Service<Request<Body>, Response = Response, Error = std::convert::Infallible>,
+{
     let res = app.oneshot(req).await.unwrap();
     let status = res.status();
     let headers = res.headers().clone();
@@ -240,7 +244,7 @@ async fn cors_wildcard_never_allows_credentials() {
 }
 
 /// A browser's preflight for `method` from `origin`: the CORS headers of the answer.
-async fn preflight(app: Router, origin: &str, method: &str) -> axum::http::HeaderMap {
+async fn preflight(app: App, origin: &str, method: &str) -> axum::http::HeaderMap {
     let req = Request::options("/k8sailor/v0/deployments/web")
         .header(header::ORIGIN, origin)
         .header(header::ACCESS_CONTROL_REQUEST_METHOD, method)
@@ -278,7 +282,7 @@ async fn loopback_pages_on_any_port_pass_cors_and_others_do_not() {
     );
 }
 
-async fn status_for_host(app: Router, path: &str, host: &str) -> (StatusCode, Vec<u8>) {
+async fn status_for_host(app: App, path: &str, host: &str) -> (StatusCode, Vec<u8>) {
     let req = Request::get(path)
         .header(header::HOST, host)
         .body(Body::empty())
@@ -334,6 +338,7 @@ async fn allowed_hosts_open_the_check_and_delegated_auth_needs_none() {
             None,
             FairShares::default(),
             KEEP_ALIVE,
+            crate::DEFAULT_KEPT_ANSWER_BYTES,
         )
     };
     let mut opts = options(&["*"]);
@@ -367,6 +372,7 @@ fn prefixes_must_be_absolute_without_trailing_slash() {
             None,
             FairShares::default(),
             KEEP_ALIVE,
+            crate::DEFAULT_KEPT_ANSWER_BYTES,
         )
     };
     for bad in ["k8sailor", "/k8sailor/"] {
@@ -404,7 +410,7 @@ async fn paging_walks_every_item_once_and_old_tokens_are_gone() {
 
     // A token whose list this server no longer keeps (pushed out by newer ones, or served by
     // another replica) is rebuilt at its version: the next page, not an error.
-    let first_page = |app: Router| async move {
+    let first_page = |app: App| async move {
         let (_, _, body) = call(
             app,
             Request::get("/k8sailor/v0/pods?limit=1")
@@ -761,16 +767,17 @@ async fn bad_writes_are_refused_before_reaching_the_apiserver() {
 #[tokio::test]
 async fn a_request_slower_than_the_timeout_is_a_503_saying_so() {
     let source = small_cluster();
-    let per = PerRequest {
-        state: AppState::new(
+    let per = PerRequestLayer::new(
+        AppState::new(
             Arc::new(Workloads::new(source)),
             None,
             FairShares::default(),
             KEEP_ALIVE,
+            crate::DEFAULT_KEPT_ANSWER_BYTES,
         ),
-        timeout: Duration::from_millis(50),
-        mark_stale: false,
-    };
+        Duration::from_millis(50),
+        false,
+    );
     let app = Router::new()
         .route(
             "/slow",
@@ -779,7 +786,7 @@ async fn a_request_slower_than_the_timeout_is_a_503_saying_so() {
                 "late"
             }),
         )
-        .route_layer(axum::middleware::from_fn_with_state(per, per_request));
+        .route_layer(per);
     let (status, _, body) = call(app, Request::get("/slow").body(Body::empty()).unwrap()).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     let body: Value = serde_json::from_slice(&body).unwrap();
@@ -857,6 +864,7 @@ async fn a_watch_speaks_server_sent_events_to_event_source_and_ends_on_shutdown(
         None,
         FairShares::default(),
         KEEP_ALIVE,
+        crate::DEFAULT_KEPT_ANSWER_BYTES,
     );
     let streams = state.streams.clone();
     let app = router(state, &options(&[])).unwrap();
@@ -968,6 +976,7 @@ async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
             Some(reviewer.clone()),
             FairShares::default(),
             KEEP_ALIVE,
+            crate::DEFAULT_KEPT_ANSWER_BYTES,
         ),
         &opts,
     )
@@ -1045,6 +1054,7 @@ async fn delegated_auth_asks_the_apiserver_about_each_caller_and_request() {
             Some(reviewer),
             FairShares::default(),
             KEEP_ALIVE,
+            crate::DEFAULT_KEPT_ANSWER_BYTES,
         ),
         &opts,
     )
@@ -1110,7 +1120,8 @@ fn delegated_auth_without_a_reviewer_is_a_setup_error() {
                 Arc::new(Workloads::new(source)),
                 None,
                 FairShares::default(),
-                KEEP_ALIVE
+                KEEP_ALIVE,
+                crate::DEFAULT_KEPT_ANSWER_BYTES
             ),
             &opts
         ),
@@ -1120,19 +1131,31 @@ fn delegated_auth_without_a_reviewer_is_a_setup_error() {
 
 #[tokio::test]
 async fn a_panicking_handler_is_a_500_in_the_envelope() {
-    let app = Router::new()
-        .route(
-            "/boom",
-            axum::routing::get(|| async {
-                let nothing: Option<&'static str> = std::hint::black_box(None);
-                nothing.expect("a handler bug")
-            }),
-        )
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            edge::panicked,
-        ));
-    let (status, _, body) = call(app, Request::get("/boom").body(Body::empty()).unwrap()).await;
+    let routes = Router::new().route(
+        "/boom",
+        axum::routing::get(|| async {
+            let nothing: Option<&'static str> = std::hint::black_box(None);
+            nothing.expect("a handler bug")
+        }),
+    );
+    let opts = options(&["http://spa.example"]);
+    let app = App::new(
+        routes,
+        &opts,
+        true,
+        cors::Cors::new(&opts.cors_allowed_origins),
+    );
+    let request = Request::get("/boom")
+        .header(header::ORIGIN, "http://spa.example")
+        .body(Body::empty())
+        .unwrap();
+    let (status, headers, body) = call(app, request).await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(
+        headers[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+        "http://spa.example",
+        "the page may read why its request failed"
+    );
     let json: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(json["code"], 500);
     assert!(
@@ -1192,7 +1215,7 @@ async fn queries_and_bodies_over_their_limits_are_refused_in_the_envelope() {
 mod dashboard {
     use super::*;
 
-    fn app_at(prefix: &str, dashboard: bool) -> Router {
+    fn app_at(prefix: &str, dashboard: bool) -> App {
         let source = Source::from_cache(
             CacheSource::new(k8scache::fixtures::filled_caches(), Vec::new()),
             None,
@@ -1202,6 +1225,7 @@ mod dashboard {
             None,
             FairShares::default(),
             KEEP_ALIVE,
+            crate::DEFAULT_KEPT_ANSWER_BYTES,
         );
         let opts = HttpOptions {
             prefix: prefix.into(),
@@ -1211,7 +1235,7 @@ mod dashboard {
         router(state, &opts).unwrap()
     }
 
-    async fn fetch(app: Router, uri: &str) -> (StatusCode, axum::http::HeaderMap, String) {
+    async fn fetch(app: App, uri: &str) -> (StatusCode, axum::http::HeaderMap, String) {
         let (status, headers, body) =
             call(app, Request::get(uri).body(Body::empty()).unwrap()).await;
         (status, headers, String::from_utf8(body).unwrap())
@@ -1330,6 +1354,7 @@ mod dashboard {
             Some(Arc::new(reviewer)),
             FairShares::default(),
             KEEP_ALIVE,
+            crate::DEFAULT_KEPT_ANSWER_BYTES,
         );
         let opts = HttpOptions {
             auth: AuthMode::Delegated,
@@ -1528,4 +1553,38 @@ async fn without_auth_a_self_subject_access_review_is_answered_with_what_is_serv
     )
     .await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+}
+
+/// A Kubernetes API list for a caller that accepts gzip is gzipped once, as it is written:
+/// the compression layer leaves an answer with a `Content-Encoding` alone.
+#[tokio::test]
+async fn a_kubernetes_api_list_is_gzipped_once() {
+    let list = |gzip: bool| {
+        let req = Request::get("/api/v1/namespaces/ns-a/pods");
+        let req = if gzip {
+            req.header(header::ACCEPT_ENCODING, "gzip")
+        } else {
+            req
+        };
+        req.body(Body::empty()).unwrap()
+    };
+    let (status, headers, plain) = call(app(), list(false)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(headers.get(header::CONTENT_ENCODING).is_none());
+    let (status, headers, gzipped) = call(app(), list(true)).await;
+    assert_eq!(status, StatusCode::OK);
+    let codings: Vec<_> = headers.get_all(header::CONTENT_ENCODING).iter().collect();
+    assert_eq!(codings, ["gzip"]);
+    let mut inflated = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(&gzipped[..]),
+        &mut inflated,
+    )
+    .unwrap();
+    let (plain, inflated): (Value, Value) = (
+        serde_json::from_slice(&plain).unwrap(),
+        serde_json::from_slice(&inflated).unwrap(),
+    );
+    assert_eq!(plain["kind"], "PodList");
+    assert_eq!(inflated, plain);
 }

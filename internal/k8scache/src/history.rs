@@ -38,6 +38,18 @@ pub enum HistoryError {
     },
 }
 
+/// Which state a cache is in: the version it is at and how many changes brought it there.
+/// Two stamps of one cache that are equal name the same objects at the same version; a
+/// change, a relist or a bookmark makes a new one. The count covers what the version alone
+/// would miss: a relist that finds the objects changed without a newer version (an etcd
+/// restored from a backup), or a change whose version is not a number. Ordered: a cache's
+/// stamps only grow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StateStamp {
+    pub version: u64,
+    pub changes: u64,
+}
+
 /// A cache's recent changes. Kept under the cache's lock with its index, so both always
 /// describe the same state.
 #[derive(Debug)]
@@ -51,6 +63,8 @@ pub struct History<R> {
     /// The version the cache's state is at: the newest the informer delivered (a change's, a
     /// list's or a bookmark's). It never goes down, so no version served is ever taken back.
     current: Option<u64>,
+    /// Changes and relists applied since the cache began: with `current`, its state's stamp.
+    applied: u64,
     capacity: usize,
 }
 
@@ -61,6 +75,7 @@ impl<R> History<R> {
             changes: VecDeque::new(),
             complete_after: None,
             current: None,
+            applied: 0,
             capacity,
         }
     }
@@ -70,12 +85,21 @@ impl<R> History<R> {
         self.current
     }
 
+    /// The state's stamp; None before anything with a version arrived.
+    pub fn stamp(&self) -> Option<StateStamp> {
+        self.current.map(|version| StateStamp {
+            version,
+            changes: self.applied,
+        })
+    }
+
     /// The state was replaced by a list at `listed`, the list's own resourceVersion (None if
     /// it is not a number): no earlier version can be rebuilt, since the deletions the list
     /// implies have no versions of their own. The list's version, not its newest object's:
     /// after a deletion the newest object left is older than the version already served, and
     /// a resumed watch would be told it is ahead of the cache until something else changed.
     pub(crate) fn relisted(&mut self, listed: Option<u64>) {
+        self.applied += 1;
         self.changes.clear();
         self.current = self.current.max(listed);
         self.complete_after = self.current;
@@ -92,6 +116,7 @@ impl<R> History<R> {
     /// One change told by the watch. A change without a numeric version cannot be placed, so
     /// nothing before it can be rebuilt either.
     pub(crate) fn push(&mut self, version: Option<u64>, change: &Change<R>) {
+        self.applied += 1;
         let Some(version) = version else {
             self.changes.clear();
             self.complete_after = None;
@@ -239,6 +264,32 @@ mod tests {
         h.bookmarked(11);
         h.relisted(Some(9));
         assert_eq!(h.current(), Some(12));
+    }
+
+    #[test]
+    fn every_change_relist_and_bookmark_makes_a_new_stamp() {
+        let mut h = History::new(8);
+        assert_eq!(h.stamp(), None);
+        h.relisted(Some(10));
+        let listed = h.stamp().unwrap();
+        assert_eq!(listed.version, 10);
+        h.push(Some(11), &applied(None, pod("a", "11")));
+        let changed = h.stamp().unwrap();
+        // A relist that finds other objects at no newer version still changes the stamp.
+        h.relisted(Some(11));
+        let relisted = h.stamp().unwrap();
+        // A change whose version is not a number too.
+        h.push(None, &applied(None, pod("b", "x")));
+        let unplaced = h.stamp().unwrap();
+        h.bookmarked(30);
+        let bookmarked = h.stamp().unwrap();
+        let stamps = [listed, changed, relisted, unplaced, bookmarked];
+        for (i, stamp) in stamps.iter().enumerate() {
+            for later in &stamps[i + 1..] {
+                assert!(stamp < later, "{stamp:?} before {later:?}");
+            }
+        }
+        assert_eq!(h.stamp(), Some(bookmarked));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::time::Duration;
 use confk8s::{Delta, Handler, RelistBatch, Sent};
 use tokio::sync::{broadcast, watch};
 
-pub use history::{History, HistoryError};
+pub use history::{History, HistoryError, StateStamp};
 pub use index::{Index, Indexed, Term};
 
 use model::{
@@ -76,6 +76,17 @@ macro_rules! caches {
                     Some(cache) => cache.reached(version, within).await,
                     None => true,
                 }
+            }
+
+            /// The stamp of the state the cache of `resource` is in; None when no cache
+            /// keeps it or nothing with a version has arrived yet. One read lock.
+            pub fn stamp(&self, resource: &Resource) -> Option<StateStamp> {
+                $(if resource.typed() == Some(<$record as Typed>::KIND) {
+                    return self.$field.read().history.stamp();
+                })*
+                self.generic
+                    .cache(resource)
+                    .and_then(|cache| cache.read().history.stamp())
             }
 
             /// The namespaces holding at least one object of `resource`, in order.

@@ -9,7 +9,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::{
     DaoError, ListQuery, Listing, LiveSource, MemberChange, NamespaceFilter, ReadAt, Served,
-    WatchEvent, WatchStream, WorkloadSource, WriteEffect, member_event,
+    StateStamp, WatchEvent, WatchStream, WorkloadSource, WriteEffect, member_event,
 };
 use selector::{FieldOperator, Operator};
 
@@ -374,6 +374,10 @@ impl CacheSource {
 }
 
 impl WorkloadSource for CacheSource {
+    fn stamp(&self, resource: &Resource) -> Option<StateStamp> {
+        self.caches.stamp(resource)
+    }
+
     async fn list<R: Served>(
         &self,
         resource: &Resource,

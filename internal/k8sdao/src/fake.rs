@@ -11,7 +11,8 @@ use futures::StreamExt;
 
 use super::cache::selects;
 use super::{
-    DaoError, ListQuery, Listing, ReadAt, Served, WatchEvent, WatchStream, WorkloadSource,
+    DaoError, ListQuery, Listing, ReadAt, Served, StateStamp, WatchEvent, WatchStream,
+    WorkloadSource,
 };
 use k8scache::HistoryError;
 use model::{DeploymentRecord, EventDto, ObjectKey, PodRecord, Resource, Typed};
@@ -139,6 +140,11 @@ fn watch_of<R: Send + Sync + 'static>(records: Vec<Arc<R>>, from: ReadAt) -> Wat
 }
 
 impl WorkloadSource for FakeSource {
+    /// Records given by hand carry no state of a cache.
+    fn stamp(&self, _resource: &Resource) -> Option<StateStamp> {
+        None
+    }
+
     async fn list<R: Served>(
         &self,
         resource: &Resource,

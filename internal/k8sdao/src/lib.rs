@@ -34,7 +34,7 @@ pub use registry::{Registry, ResourceSelection};
 use std::collections::{BTreeSet, HashSet};
 
 use k8scache::{Cached, Caches, FromSent};
-pub use k8scache::{HISTORY_CAPACITY, HistoryError};
+pub use k8scache::{HISTORY_CAPACITY, HistoryError, StateStamp};
 pub use model::Kind;
 use model::{
     DeploymentRecord, EventDto, IngressRecord, Keyed, NewDeployment, NewIngress, NewService,
@@ -259,6 +259,10 @@ pub trait WorkloadSource: Send + Sync {
         q: &ListQuery,
         from: ReadAt,
     ) -> impl Future<Output = Result<WatchStream<R>, DaoError>> + Send;
+    /// The stamp of the state `resource`'s objects are in, read without listing: equal stamps
+    /// mean equal lists, so an answer built from one may be sent again while it holds. None
+    /// where the source cannot tell (the apiserver's objects change unseen).
+    fn stamp(&self, resource: &Resource) -> Option<StateStamp>;
     /// The namespaces that hold at least one object of `resource`, in order: where an
     /// all-namespace list can find anything, so the only ones whose rights matter.
     fn namespaces_holding(
@@ -699,6 +703,15 @@ impl WorkloadSource for Source {
     ) -> Result<WatchStream<R>, DaoError> {
         let q = self.scoped_query(q)?;
         dispatch!(self, watch::<R>(resource, &q, from))
+    }
+
+    fn stamp(&self, resource: &Resource) -> Option<StateStamp> {
+        match &self.backend {
+            Backend::Cache(s) => s.stamp(resource),
+            Backend::Live(s) => s.stamp(resource),
+            #[cfg(any(test, feature = "fixtures"))]
+            Backend::Fake(s) => s.stamp(resource),
+        }
     }
 
     async fn namespaces_holding(&self, resource: &Resource) -> Result<Vec<String>, DaoError> {

@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, header};
 use super::status::Status;
 
 /// The encodings served: JSON, and YAML for answers that are not streams.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Encoding {
     Json,
     Yaml,
@@ -28,7 +28,7 @@ const SERVED: [&str; 2] = ["application/json", "application/yaml"];
 const SERVED_STREAMS: [&str; 1] = ["application/json;stream=watch"];
 
 /// What `as=` asks the answer to be (`g=meta.k8s.io`, `v=v1`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Shape {
     /// The object or list itself.
     Plain,
@@ -41,7 +41,7 @@ pub(super) enum Shape {
 }
 
 /// The negotiated answer of a read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Media {
     pub(super) encoding: Encoding,
     pub(super) shape: Shape,

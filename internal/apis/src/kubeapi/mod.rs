@@ -7,6 +7,7 @@
 //! itself (`review.rs`).
 
 mod access;
+mod answers;
 mod discovery;
 mod media;
 mod openapi;
@@ -20,7 +21,6 @@ mod status;
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 
@@ -28,6 +28,8 @@ use super::AppState;
 use crate::auth::AuthMode;
 use crate::fairness::{self, Held};
 pub(super) use access::check;
+pub use answers::DEFAULT_KEPT_ANSWER_BYTES;
+pub(crate) use answers::{AnswerFigures, Answers};
 pub(super) use reads::is_streamed;
 use status::Status;
 
@@ -68,28 +70,34 @@ struct StreamQuery {
 /// The fair share of each caller, as on the prefix's routes: a watch or a followed log holds
 /// a watch's place for as long as it is open, any other request a request's until answered;
 /// one past its share gets the apiserver's 429 Status.
-pub(super) async fn share(State(s): State<AppState>, request: Request, next: Next) -> Response {
-    // An invalid query or flag is the handler's 400 (or the apiserver's); here, no stream.
-    let (watch, follow) = match axum::extract::Query::<StreamQuery>::try_from_uri(request.uri()) {
-        Ok(q) => (
-            query::flag(q.0.watch.as_deref(), "watch").unwrap_or(false),
-            query::flag(q.0.follow.as_deref(), "follow").unwrap_or(false),
-        ),
-        Err(_) => (false, false),
-    };
-    let followed_log = follow
-        && matches!(
-            Routed::of(&s, request.method(), request.uri().path()).target,
-            Some(Target::Subresource { subresource, .. }) if subresource == "log"
-        );
-    let held = if watch || followed_log {
-        Held::Watches
-    } else {
-        Held::Requests
-    };
-    fairness::admit(&s.fairness, held, request, next)
-        .await
-        .unwrap_or_else(|refused| Status::too_many_requests(refused).into_response())
+pub(super) struct StatusShares(pub AppState);
+
+impl fairness::ShareRule for StatusShares {
+    fn held(&self, request: &Request) -> Held {
+        // An invalid query or flag is the handler's 400 (or the apiserver's); here, no stream.
+        let (watch, follow) = match axum::extract::Query::<StreamQuery>::try_from_uri(request.uri())
+        {
+            Ok(q) => (
+                query::flag(q.0.watch.as_deref(), "watch").unwrap_or(false),
+                query::flag(q.0.follow.as_deref(), "follow").unwrap_or(false),
+            ),
+            Err(_) => (false, false),
+        };
+        let followed_log = follow
+            && matches!(
+                Routed::of(&self.0, request.method(), request.uri().path()).target,
+                Some(Target::Subresource { subresource, .. }) if subresource == "log"
+            );
+        if watch || followed_log {
+            Held::Watches
+        } else {
+            Held::Requests
+        }
+    }
+
+    fn refused(&self, refused: fairness::Refused) -> Response {
+        Status::too_many_requests(refused).into_response()
+    }
 }
 
 /// Whether a method only reads.

@@ -8,7 +8,8 @@ use super::status::{FieldError, Status};
 use biz::ReadAt;
 
 /// The query parameters of a read; `timeoutSeconds` of a list is accepted and ignored.
-#[derive(Deserialize, Default, Debug)]
+/// Part of the key a list's answer is kept under (`answers.rs`), whole.
+#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq, Hash)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct KubeQuery {
     pub(super) label_selector: Option<String>,
@@ -106,6 +107,26 @@ fn version(value: Option<&str>, prefix: &str) -> Result<Option<u64>, Status> {
 }
 
 impl KubeQuery {
+    /// The bytes of every parameter's value.
+    pub(super) fn text_len(&self) -> usize {
+        [
+            &self.label_selector,
+            &self.field_selector,
+            &self.limit,
+            &self.continue_token,
+            &self.resource_version,
+            &self.resource_version_match,
+            &self.watch,
+            &self.allow_watch_bookmarks,
+            &self.timeout_seconds,
+            &self.include_object,
+            &self.send_initial_events,
+        ]
+        .iter()
+        .map(|value| value.as_ref().map_or(0, String::len))
+        .sum()
+    }
+
     fn version_match(&self) -> Option<&str> {
         self.resource_version_match
             .as_deref()

@@ -3,7 +3,8 @@
 //! biz list, get and watch as `/k8sailor/v0`.
 
 use std::convert::Infallible;
-use std::time::{Duration, SystemTime};
+use std::io::Write;
+use std::time::{Duration, Instant, SystemTime};
 
 use axum::body::Body;
 
@@ -12,17 +13,21 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
+use super::Target;
+use super::answers::{
+    BodyWriter, CONTINUED_LIFETIME, Coding, Finished, Key, Lookup, Question, TABLE_LIFETIME,
+    worth_keeping,
+};
 use super::discovery;
 use super::media::{Encoding, Media, Shape, negotiate};
 use super::query::{InitialEvents, KubeQuery, flag, number};
 use super::status::Status;
-use super::{Target, json_answer};
 use crate::AppState;
 use biz::{
     BizError, DeploymentRecord, GenericRecord, IngressRecord, Kind, ListRequest, NamespaceRecord,
     OutputFormat, PodRecord, ReadAt, ReplicaSetRecord, Resource, Served, ServedBy, ServiceRecord,
 };
-use k8sdao::{DaoError, HistoryError, WatchEvent};
+use k8sdao::{DaoError, HistoryError, WatchEvent, WorkloadSource};
 use printers::Cell;
 
 /// The longest watch a client may ask for; the apiserver's `--min-request-timeout` bounds
@@ -87,30 +92,38 @@ fn type_prefix(resource: &Resource) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Appends a kept object's `json` to `out` as a list item: the same bytes with the type
+/// An answer that cannot be written (out of memory for its gzip, none other).
+fn unwritable(e: impl std::fmt::Display) -> Status {
+    Status::new(
+        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+        format!("internal error: the answer cannot be written: {e}"),
+    )
+}
+
+/// Writes a kept object's `json` to `out` as a list item: the same bytes with the type
 /// `prefix` cut, so no object is decoded and encoded again; one that does not begin so (none
 /// should) is decoded and written without its type.
-fn push_item(out: &mut Vec<u8>, json: &[u8], prefix: &[u8]) -> Result<(), Status> {
+fn push_item(out: &mut impl Write, json: &[u8], prefix: &[u8]) -> Result<(), Status> {
     match json.strip_prefix(prefix) {
         Some(rest) => {
-            out.push(b'{');
-            out.extend_from_slice(rest);
-            Ok(())
+            out.write_all(b"{").map_err(unwritable)?;
+            out.write_all(rest).map_err(unwritable)
         }
         None => {
             let object: Value = serde_json::from_slice(json).map_err(unreadable)?;
-            serde_json::to_writer(&mut *out, &without_type(object)).map_err(unreadable)
+            serde_json::to_writer(out, &without_type(object)).map_err(unwritable)
         }
     }
 }
 
-/// A `{Kind}List` of `records` with list metadata `meta`, written from the kept bytes.
+/// Writes a `{Kind}List` of `records` with list metadata `meta` to `out`, from the kept bytes.
 fn list_body<'a, R: Served + 'a>(
+    out: &mut impl Write,
     resource: &Resource,
     meta: &Value,
     records: impl IntoIterator<Item = &'a R>,
-) -> Result<Vec<u8>, Status> {
-    let mut body = json!({
+) -> Result<(), Status> {
+    let mut head = json!({
         "kind": format!("{}List", resource.kind),
         "apiVersion": resource.api_version(),
         "metadata": meta,
@@ -118,17 +131,17 @@ fn list_body<'a, R: Served + 'a>(
     .to_string()
     .into_bytes();
     // The head is a JSON object: its closing brace makes room for the items.
-    body.pop();
-    body.extend_from_slice(br#","items":["#);
+    head.pop();
+    head.extend_from_slice(br#","items":["#);
+    out.write_all(&head).map_err(unwritable)?;
     let prefix = type_prefix(resource);
     for (i, record) in records.into_iter().enumerate() {
         if i > 0 {
-            body.push(b',');
+            out.write_all(b",").map_err(unwritable)?;
         }
-        push_item(&mut body, &json_of(record)?, &prefix)?;
+        push_item(&mut *out, &json_of(record)?, &prefix)?;
     }
-    body.extend_from_slice(b"]}");
-    Ok(body)
+    out.write_all(b"]}").map_err(unwritable)
 }
 
 /// A generic record keeps its cells, printed once per change.
@@ -265,6 +278,7 @@ pub(super) async fn read(
     let answer = Answer {
         resource,
         media,
+        coding: Coding::accepted(&headers),
         query,
     };
     let result = match answer.resource.served_by {
@@ -302,6 +316,8 @@ fn warning_header(text: &str) -> Option<HeaderValue> {
 struct Answer {
     resource: Resource,
     media: Media,
+    /// How a list's body may be sent: gzip if the caller accepts it.
+    coding: Coding,
     query: KubeQuery,
 }
 
@@ -340,17 +356,24 @@ fn partial_metadata(object: &Value) -> Value {
     })
 }
 
-/// `body` in the negotiated encoding.
-fn encoded(encoding: Encoding, body: &Value) -> Result<Response, Status> {
+/// Writes `body` to `out` in the negotiated encoding.
+fn write_encoded(out: &mut impl Write, encoding: Encoding, body: &Value) -> Result<(), Status> {
     match encoding {
-        Encoding::Json => Ok(json_answer(encoding.content_type(), body)),
+        Encoding::Json => serde_json::to_writer(out, body).map_err(unwritable),
         Encoding::Yaml => {
             let yaml = OutputFormat::Yaml
                 .render(body.to_string().as_bytes())
                 .map_err(|e| Status::of(&e))?;
-            Ok(([(header::CONTENT_TYPE, encoding.content_type())], yaml).into_response())
+            out.write_all(yaml.as_bytes()).map_err(unwritable)
         }
     }
+}
+
+/// `body` in the negotiated encoding.
+fn encoded(encoding: Encoding, body: &Value) -> Result<Response, Status> {
+    let mut written = Vec::new();
+    write_encoded(&mut written, encoding, body)?;
+    Ok(([(header::CONTENT_TYPE, encoding.content_type())], written).into_response())
 }
 
 /// The apiserver's 406 for metadata of the wrong cardinality: an object's for a list, or a
@@ -448,9 +471,60 @@ impl Answer {
             read_at: self.query.list_at()?,
             ..req
         };
+        // The state is stamped before listing, so an answer kept under it is of that state
+        // or newer; it is kept only if the state did not move while it was built.
+        let ticket = match s.workloads.source().stamp(&self.resource) {
+            None => None,
+            Some(state) => {
+                let key = Key {
+                    question: self.question(req.namespace.clone()),
+                    state,
+                };
+                match s.answers.lookup(key, Instant::now()) {
+                    Lookup::Kept(answer) => return Ok(answer.response()),
+                    Lookup::Awaited(waiting) => match waiting.answer().await {
+                        Some(answer) => return Ok(answer.response()),
+                        // That build failed, or its caller left: this caller builds its own.
+                        None => None,
+                    },
+                    Lookup::Build(ticket) => Some((ticket, state)),
+                    Lookup::Off => None,
+                }
+            }
+        };
+        let resource = self.resource.clone();
+        let (answer, large) = self.list_answer::<R>(&s, &req, include).await?;
+        if let Some((ticket, state)) = ticket {
+            let unchanged = s.workloads.source().stamp(&resource) == Some(state);
+            ticket.finish(&answer, large && unchanged, Instant::now());
+        }
+        Ok(answer.response())
+    }
+
+    /// What a list's answer is kept under, besides the state of the cache.
+    fn question(&self, namespace: Option<String>) -> Question {
+        Question {
+            group: self.resource.group.to_string(),
+            version: self.resource.version.to_string(),
+            plural: self.resource.plural.to_string(),
+            namespace,
+            query: self.query.clone(),
+            media: self.media,
+            coding: self.coding,
+        }
+    }
+
+    /// A list's answer, built (and for a caller that accepts gzip, gzipped as it is written,
+    /// off the workers); and whether it is large enough to keep.
+    async fn list_answer<R: Kept>(
+        self,
+        s: &AppState,
+        req: &ListRequest,
+        include: IncludeObject,
+    ) -> Result<(Finished, bool), Status> {
         let page = s
             .workloads
-            .list::<R>(&self.resource, &req)
+            .list::<R>(&self.resource, req)
             .await
             .map_err(|e| match e {
                 BizError::Source(DaoError::Version(HistoryError::Expired { .. })) => {
@@ -458,46 +532,64 @@ impl Answer {
                 }
                 other => Status::of(&other),
             })?;
+        let continued = page
+            .continue_token
+            .as_deref()
+            .is_some_and(|t| !t.is_empty());
+        let lifetime = match self.media.shape {
+            Shape::Table => Some(TABLE_LIFETIME),
+            _ if continued => Some(CONTINUED_LIFETIME),
+            _ => None,
+        };
         let meta = list_meta(
             &page.resource_version,
             page.continue_token.as_deref(),
             page.remaining,
         );
         // Decompressing every object of a large list, decoding what is not written from the
-        // kept bytes and printing cells is CPU work: off the workers.
+        // kept bytes, printing cells and gzipping is CPU work: off the workers.
         let resource = self.resource.clone();
         tokio::task::spawn_blocking(move || {
-            let shape = self.media.shape;
-            if matches!(shape, Shape::Plain | Shape::Metadata)
-                && self.media.encoding == Encoding::Json
-            {
-                return Ok(json_bytes(list_body(
+            let (shape, encoding) = (self.media.shape, self.media.encoding);
+            let mut out = BodyWriter::new(self.coding);
+            if matches!(shape, Shape::Plain | Shape::Metadata) && encoding == Encoding::Json {
+                list_body(
+                    &mut out,
                     &resource,
                     &meta,
                     page.items.iter().map(|view| view.0.as_ref()),
-                )?));
+                )?;
+            } else {
+                let objects = page
+                    .items
+                    .iter()
+                    .map(|view| Ok((view.0.as_ref(), object_of(view.0.as_ref())?)))
+                    .collect::<Result<Vec<_>, Status>>()?;
+                let body = match shape {
+                    Shape::Table => self.table_of(objects, &meta, include, true),
+                    Shape::MetadataList => json!({
+                        "kind": "PartialObjectMetadataList",
+                        "apiVersion": "meta.k8s.io/v1",
+                        "metadata": meta,
+                        "items": objects.iter().map(|(_, o)| partial_metadata(o)).collect::<Vec<_>>(),
+                    }),
+                    Shape::Plain | Shape::Metadata => json!({
+                        "kind": format!("{}List", resource.kind),
+                        "apiVersion": resource.api_version(),
+                        "metadata": meta,
+                        "items": objects.into_iter().map(|(_, o)| without_type(o)).collect::<Vec<_>>(),
+                    }),
+                };
+                write_encoded(&mut out, encoding, &body)?;
             }
-            let objects = page
-                .items
-                .iter()
-                .map(|view| Ok((view.0.as_ref(), object_of(view.0.as_ref())?)))
-                .collect::<Result<Vec<_>, Status>>()?;
-            let body = match shape {
-                Shape::Table => self.table_of(objects, &meta, include, true),
-                Shape::MetadataList => json!({
-                    "kind": "PartialObjectMetadataList",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": meta,
-                    "items": objects.iter().map(|(_, o)| partial_metadata(o)).collect::<Vec<_>>(),
-                }),
-                Shape::Plain | Shape::Metadata => json!({
-                    "kind": format!("{}List", resource.kind),
-                    "apiVersion": resource.api_version(),
-                    "metadata": meta,
-                    "items": objects.into_iter().map(|(_, o)| without_type(o)).collect::<Vec<_>>(),
-                }),
+            let written = out.finish().map_err(unwritable)?;
+            let answer = Finished {
+                content_type: encoding.content_type(),
+                body: written.body.into(),
+                coding: written.coding,
+                lifetime,
             };
-            encoded(self.media.encoding, &body)
+            Ok((answer, worth_keeping(written.plain_bytes)))
         })
         .await
         .map_err(|e| {
@@ -740,7 +832,14 @@ mod tests {
     /// without its type, as it was built before.
     fn same_as_decoded<R: Served>(resource: &Resource, records: &[std::sync::Arc<R>]) {
         let meta = list_meta("7", Some("t"), Some(3));
-        let body = list_body(resource, &meta, records.iter().map(|r| r.as_ref())).unwrap();
+        let mut body = Vec::new();
+        list_body(
+            &mut body,
+            resource,
+            &meta,
+            records.iter().map(|r| r.as_ref()),
+        )
+        .unwrap();
         let written: Value = serde_json::from_slice(&body)
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&body)));
         let decoded = json!({

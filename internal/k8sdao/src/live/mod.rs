@@ -29,7 +29,7 @@ pub use passthrough::{Passthrough, RelayedBody};
 pub use reads::{ApiScope, Namespaced};
 
 use super::{
-    DaoError, Kind, ListQuery, Listing, NamespaceFilter, ReadAt, Served, WatchStream,
+    DaoError, Kind, ListQuery, Listing, NamespaceFilter, ReadAt, Served, StateStamp, WatchStream,
     WorkloadSource,
 };
 use model::{EventDto, GenericRecord, PodRecord, Record, Resource, Typed};
@@ -180,6 +180,11 @@ impl Served for GenericRecord {
 
 /// Each trait method is one idea's: the work is in [`reads`], [`relay`] and [`membership`].
 impl WorkloadSource for LiveSource {
+    /// Every read asks the apiserver, whose objects change without our hearing of it.
+    fn stamp(&self, _resource: &Resource) -> Option<StateStamp> {
+        None
+    }
+
     async fn list<R: Served>(
         &self,
         resource: &Resource,
