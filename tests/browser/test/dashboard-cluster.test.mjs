@@ -66,7 +66,11 @@ test("dashboard: every group of the navigation, and a custom resource once its C
   await eventually("the navigation", async () => (await groups.count()) >= 6);
   assert.deepEqual(await groups.locator("h2").allTextContents(), ["Workloads", "Network", "Config", "Storage", "Access", "Cluster"]);
   const served = (await (await fetch(`${server.api}/resources`)).json()).data;
-  assert.equal(await page.locator("#sidebar a").count(), served.length, "one link for each served resource");
+  // A built-in kind named with its group (events.events.k8s.io) is another API's shape of a
+  // kind listed already: one entry.
+  const listed = served.filter((r) => !(r.builtIn && r.name !== r.plural));
+  assert.ok(listed.length < served.length, "the Events of events.k8s.io are served beside core's");
+  assert.equal(await page.locator("#sidebar a").count(), listed.length, "one link for each served kind");
   await b.screenshot("navigation");
 
   // Every group: its first kind's table loads, with kubectl's columns.
