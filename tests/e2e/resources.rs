@@ -473,6 +473,11 @@ async fn every_served_kind_lists_what_the_apiserver_lists_at_the_same_version() 
             .as_str()
             .unwrap_or_else(|| panic!("{name}: a version: {listed}"))
             .to_string();
+        // A custom resource whose CRD another test created since k8sailor started is served
+        // from its CRD on, and has no version until its first list is in: nothing to compare.
+        if version.is_empty() && custom {
+            continue;
+        }
         let ours: BTreeSet<(String, String, String)> = listed["data"]
             .as_array()
             .unwrap()
