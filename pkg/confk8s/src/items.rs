@@ -139,11 +139,12 @@ impl Splitter {
             let b = chunk[i];
             i += 1;
             match b {
-                b'{' | b',' | b']' | b' ' | b'\t' | b'\n' | b'\r' => {}
-                _ if self.place == Place::Between => return Err(SplitError::ItemNotAnObject),
-                _ => {}
-            }
-            match b {
+                // Between two items only an object, a comma, the array's end or a space.
+                _ if self.place == Place::Between
+                    && !matches!(b, b'{' | b',' | b']' | b' ' | b'\t' | b'\n' | b'\r') =>
+                {
+                    return Err(SplitError::ItemNotAnObject);
+                }
                 b'"' => {
                     if self.depth == 0 {
                         return Err(SplitError::NotAnObject);
@@ -197,6 +198,10 @@ impl Splitter {
                 return Err(SplitError::ItemTooLarge(self.max_item));
             }
         }
+        // The list's own members are bounded as an item is.
+        if self.head.len() > self.max_item {
+            return Err(SplitError::ItemTooLarge(self.max_item));
+        }
         Ok(())
     }
 
@@ -214,11 +219,11 @@ impl Splitter {
     }
 
     /// The list's text without its items (`"items":[]`), once the text is complete.
-    pub(crate) fn finish(self) -> Result<Vec<u8>, SplitError> {
+    pub(crate) fn finish(&mut self) -> Result<Vec<u8>, SplitError> {
         if self.depth != 0 || self.in_string || self.head.is_empty() {
             return Err(SplitError::Truncated);
         }
-        Ok(self.head)
+        Ok(std::mem::take(&mut self.head))
     }
 }
 
@@ -310,6 +315,15 @@ mod tests {
         let mut small = Splitter::new(8);
         assert_eq!(
             small.feed(br#"{"items":[{"a":"0123456789"}]}"#, |_| {}),
+            Err(SplitError::ItemTooLarge(8))
+        );
+        // The list's own members too.
+        let mut small = Splitter::new(8);
+        assert_eq!(
+            small.feed(
+                br#"{"metadata":{"continue":"0123456789"},"items":[]}"#,
+                |_| {}
+            ),
             Err(SplitError::ItemTooLarge(8))
         );
     }

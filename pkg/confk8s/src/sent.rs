@@ -224,16 +224,16 @@ fn kept_json_after_metadata(
     let Some(at) = metadata_start(sent) else {
         return Ok(None);
     };
-    let mut reader = serde_json::Deserializer::from_str(&sent[at..]);
-    let metadata = <&RawValue>::deserialize(&mut reader)?;
-    let rest = &sent[at + metadata.get().len()..];
+    // The metadata's members read once, and where they end told by the same reading.
+    let mut values = serde_json::Deserializer::from_str(&sent[at..]).into_iter::<Members>();
+    let Some(metadata) = values.next().transpose()? else {
+        return Ok(None);
+    };
+    let rest = &sent[at + values.byte_offset()..];
     let mut out = String::with_capacity(sent.len());
     push_type(&mut out, api_version, kind)?;
     out.push_str(",\"metadata\":");
-    match members(metadata)? {
-        Some(metadata) => push_metadata(&mut out, metadata)?,
-        None => out.push_str(metadata.get()),
-    }
+    push_metadata(&mut out, metadata)?;
     out.push_str(rest);
     Ok(Some(out))
 }

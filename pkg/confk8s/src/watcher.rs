@@ -206,8 +206,7 @@ impl PageReader {
             .await
             .map_err(kube::Error::ReadEvents)?;
         if chunk.is_empty() {
-            let splitter = std::mem::replace(&mut self.splitter, Splitter::new(0));
-            let head = splitter.finish().map_err(split_error)?;
+            let head = self.splitter.finish().map_err(split_error)?;
             let head: PageHead = serde_json::from_slice(&head).map_err(kube::Error::SerdeError)?;
             return Ok(PageStep::Done(head.metadata));
         }
