@@ -218,7 +218,8 @@ pub struct Startup {
     pub connect: Duration,
     /// With `--auth delegated`: our own review rights checked, the RBAC watches started.
     pub auth: Duration,
-    /// The caches registered, each kind's access reviewed, the informers started.
+    /// The caches registered, each kind's access reviewed, the informers started (the typed
+    /// kinds' first, so their lists run during the reviews).
     pub start: Duration,
     /// Until every informer had its first list in its index.
     pub sync: Duration,

@@ -468,6 +468,11 @@ impl Source {
                     .with_initial_list(initial_list);
                 let caches = Arc::new(Caches::new(history));
                 register(&caches, &factory, scope.as_deref())?;
+                // The typed kinds (Pods, the longest list, among them) are listed while the
+                // access reviews' round trips run: a replica is ready that much sooner. A
+                // typed kind we may not list is still fatal, its watch stopped at once.
+                let factory = Arc::new(factory);
+                let mut tasks = factory.start(shutdown.clone());
                 let generic: Vec<&model::BuiltIn> = model::built_in_rows()
                     .iter()
                     .copied()
@@ -477,17 +482,32 @@ impl Source {
                             && (scope.is_none() || row.namespaced)
                     })
                     .collect();
-                // Every access review at once: each is a round trip, and start-up waits for
-                // them all. One the typed kinds fail is fatal, as it always was.
-                let (typed, reviewed) = tokio::join!(
+                // Custom resources when we may follow their CRDs (cluster-scoped: a server
+                // scoped to one namespace follows none, as it serves no other cluster-scoped
+                // kind).
+                let crd_row = match (&scope, model::built_in("customresourcedefinitions")) {
+                    (None, Some(row)) => Some(row),
+                    _ => None,
+                };
+                // Every access review at once: each is a round trip.
+                let (typed, reviewed, crds_reviewed) = tokio::join!(
                     factory.check_access(),
                     futures::future::join_all(generic.iter().map(|row| registry::may_watch(
                         &client,
                         row,
                         scope.as_deref()
-                    )))
+                    ))),
+                    async {
+                        match crd_row {
+                            Some(row) => Some(registry::may_watch(&client, row, None).await),
+                            None => None,
+                        }
+                    }
                 );
-                typed?;
+                if let Err(denied) = typed {
+                    factory.stop();
+                    return Err(denied);
+                }
                 let mut not_served = Vec::new();
                 let mut allowed = BTreeSet::new();
                 for (row, review) in generic.iter().zip(reviewed) {
@@ -504,24 +524,18 @@ impl Source {
                 registry::register_built_in(&caches, &factory, scope.as_deref(), &|row| {
                     allowed.contains(row.name)
                 })?;
-                // Custom resources, after the built-in kinds, when we may follow their CRDs
-                // (cluster-scoped: a server scoped to one namespace follows none, as it serves
-                // no other cluster-scoped kind).
-                let crds = match (&scope, model::built_in("customresourcedefinitions")) {
-                    (None, Some(row)) => match registry::may_watch(&client, row, None).await {
-                        Ok(()) => Some(confk8s::CrdFollower::register(&factory)?),
-                        Err(reason) => {
-                            tracing::warn!("{reason}: no custom resource served");
-                            not_served.push(("custom-resources".to_string(), reason));
-                            None
-                        }
-                    },
-                    _ => None,
+                let crds = match crds_reviewed {
+                    Some(Ok(())) => Some(confk8s::CrdFollower::register(&factory)?),
+                    Some(Err(reason)) => {
+                        tracing::warn!("{reason}: no custom resource served");
+                        not_served.push(("custom-resources".to_string(), reason));
+                        None
+                    }
+                    None => None,
                 };
                 let registry = Registry::new(caches.clone(), registry::typed_resources())
                     .with_not_served(not_served);
-                let factory = Arc::new(factory);
-                let mut tasks = factory.start(shutdown.clone());
+                tasks.extend(factory.start(shutdown.clone()));
                 // The built-in kinds' statuses: reads wait for those alone; a custom
                 // resource's cache is served as it fills.
                 let source = CacheSource::new(caches, factory.statuses())

@@ -1,6 +1,7 @@
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -60,8 +61,9 @@ impl<T> Watched for T where T: Watchable + Resource<DynamicType = ()> {}
 /// Why the factory cannot serve its handlers; each message is one line.
 #[derive(Debug, thiserror::Error)]
 pub enum FactoryError {
-    /// A handler was added after [`InformerFactory::start`]; it would never hear anything.
-    #[error("handlers must be registered before the informers start ({kind})")]
+    /// A handler was added to a watch [`InformerFactory::start`] has started: it would miss
+    /// what the watch told before.
+    #[error("handlers must be registered before their informer starts ({kind})")]
     AlreadyStarted {
         /// The kind the handler was for.
         kind: String,
@@ -139,6 +141,9 @@ struct Informer<T> {
     /// Paged lists; [`Informer::watch`] turns streaming lists on.
     config: watcher::Config,
     initial_list: InitialList,
+    /// Whether the factory's access review has said what RBAC refuses: until it has, a refused
+    /// list is left for it to tell, in one line.
+    reviewed: Arc<AtomicBool>,
     open: Open<T>,
 }
 
@@ -241,7 +246,11 @@ impl<T: Watchable> Informer<T> {
                     let code = status_code(&error);
                     // A refusal is said once; each retry until it is granted would say it again.
                     let before = self.status.state();
-                    if before.is_denied() && before.last_error_code == code {
+                    let review_tells =
+                        matches!(code, Some(401 | 403)) && !self.reviewed.load(Ordering::Acquire);
+                    if review_tells {
+                        tracing::debug!(%kind, %error, "watch refused before the access review answered, which tells it; retrying with backoff");
+                    } else if before.is_denied() && before.last_error_code == code {
                         tracing::debug!(%kind, %error, "watch still refused; retrying with backoff");
                     } else {
                         tracing::warn!(%kind, %error, "watch failed; retrying with backoff");
@@ -339,6 +348,9 @@ pub struct InformerFactory {
     initial_list: InitialList,
     informers: Arc<Mutex<Registry>>,
     watches: Option<WatchSignals>,
+    /// Set once [`InformerFactory::check_access`] has answered (its informers may start
+    /// before).
+    reviewed: Arc<AtomicBool>,
     /// Cancelled with the token given to [`InformerFactory::start`]: ends every watch, the
     /// dynamic ones started at any time included.
     stopping: CancellationToken,
@@ -348,7 +360,10 @@ pub struct InformerFactory {
 struct Registry {
     by_type: HashMap<TypeId, Arc<dyn AnyInformer>>,
     order: Vec<TypeId>,
-    started: bool,
+    /// How many of `order` [`InformerFactory::start`] has started (the first ones).
+    started: usize,
+    /// Whether `start`'s `shutdown` is linked to the factory's own stop.
+    linked: bool,
     /// The statuses of the dynamic watches running, by the id their handle holds.
     dynamic: BTreeMap<u64, Arc<InformerStatus>>,
     next_dynamic: u64,
@@ -428,6 +443,7 @@ impl InformerFactory {
             initial_list: InitialList::default(),
             informers: Arc::new(Mutex::new(Registry::default())),
             watches: None,
+            reviewed: Arc::new(AtomicBool::new(false)),
             stopping: CancellationToken::new(),
         }
     }
@@ -525,10 +541,10 @@ impl InformerFactory {
         open: impl Fn(watcher::Config) -> EventStream<T> + Send + Sync + 'static,
     ) -> Result<(), FactoryError> {
         let mut registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
-        if registry.started {
+        let id = TypeId::of::<T>();
+        if registry.order[..registry.started].contains(&id) {
             return Err(FactoryError::AlreadyStarted { kind });
         }
-        let id = TypeId::of::<T>();
         let Registry { by_type, order, .. } = &mut *registry;
         // A kind is named by itself, as metrics and readiness name it; one whose name another
         // informer has already (events.k8s.io's Event beside core's) by its group too, as a
@@ -554,6 +570,7 @@ impl InformerFactory {
                 handlers: Mutex::new(Vec::new()),
                 config: self.config.clone(),
                 initial_list: self.initial_list,
+                reviewed: self.reviewed.clone(),
                 open: Box::new(open),
             })
         });
@@ -596,7 +613,9 @@ impl InformerFactory {
         let reviews = kinds.iter().map(|(status, resource, cluster_scoped)| {
             self.review(status, resource, *cluster_scoped)
         });
-        for reviewed in futures::future::join_all(reviews).await {
+        let reviews = futures::future::join_all(reviews).await;
+        self.reviewed.store(true, Ordering::Release);
+        for reviewed in reviews {
             match reviewed {
                 Reviewed::Allowed => {}
                 Reviewed::Unlistable(denied) => unlistable.push(denied),
@@ -723,30 +742,41 @@ impl InformerFactory {
             handlers: Mutex::new(vec![handler]),
             config: self.config.clone(),
             initial_list: self.initial_list,
+            // Reviewed above, before it started.
+            reviewed: Arc::new(AtomicBool::new(true)),
             open: Box::new(move |config| crate::watcher::watch(api.clone(), config).boxed()),
         });
         informer.task = Some(watch.spawn(informer.stop.clone()));
         informer
     }
 
-    /// Starts every registered watch; each stops when `shutdown` is cancelled, and so do
-    /// the [dynamic](Self::watch_dynamic) ones.
+    /// Starts every registered watch not started yet; each stops when `shutdown` is
+    /// cancelled, and so do the [dynamic](Self::watch_dynamic) ones. It may be called again
+    /// after more kinds are registered (start-up begins the kinds it knows while it reviews
+    /// access to others); the `shutdown` of the first call is the one that counts.
     pub fn start(&self, shutdown: CancellationToken) -> Vec<JoinHandle<()>> {
         let mut registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
-        registry.started = true;
-        let stopping = self.stopping.clone();
-        let link = tokio::spawn(async move {
-            tokio::select! {
-                _ = shutdown.cancelled() => stopping.cancel(),
-                _ = stopping.cancelled() => {}
-            }
+        let link = (!std::mem::replace(&mut registry.linked, true)).then(|| {
+            let stopping = self.stopping.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = shutdown.cancelled() => stopping.cancel(),
+                    _ = stopping.cancelled() => {}
+                }
+            })
         });
-        registry
-            .order
+        let started = registry.started;
+        registry.started = registry.order.len();
+        registry.order[started..]
             .iter()
             .map(|id| registry.by_type[id].clone().spawn(self.stopping.clone()))
-            .chain([link])
+            .chain(link)
             .collect()
+    }
+
+    /// Ends every watch this factory started, as cancelling `start`'s `shutdown` does.
+    pub fn stop(&self) {
+        self.stopping.cancel();
     }
 
     /// The status of each watch: the typed ones in registration order, then the dynamic ones
@@ -843,6 +873,7 @@ mod tests {
             handlers: Mutex::new(vec![handler]),
             config: watcher::Config::default(),
             initial_list: InitialList::Paged,
+            reviewed: Arc::new(AtomicBool::new(true)),
             open: Box::new(move |_| {
                 let events = events.lock().unwrap().take().unwrap_or_default();
                 futures::stream::iter(events).boxed()
@@ -1290,6 +1321,37 @@ mod tests {
         assert_eq!(Arc::strong_count(&names), 1, "no handler kept");
         drop(handle);
         assert!(factory.statuses().is_empty());
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn kinds_registered_after_a_start_start_with_the_next_one() {
+        let (client, _, server) = apiserver(None, true);
+        let factory = InformerFactory::new(client, None);
+        let first = Arc::new(Names::default());
+        factory.add_handler::<ConfigMap>(first.clone()).unwrap();
+        let shutdown = CancellationToken::new();
+        let mut tasks = factory.start(shutdown.clone());
+        assert!(
+            matches!(
+                factory.add_handler::<ConfigMap>(Arc::new(Names::default())),
+                Err(FactoryError::AlreadyStarted { .. })
+            ),
+            "a started watch takes no new handler: it would miss what it told before"
+        );
+        let second = Arc::new(Names::default());
+        factory
+            .add_handler::<Sent<ConfigMap>>(second.clone())
+            .unwrap();
+        tasks.extend(factory.start(shutdown.clone()));
+        factory.wait_for_sync(Duration::from_secs(5)).await.unwrap();
+        assert_eq!(*first.names.lock().unwrap(), ["a", "b"]);
+        assert_eq!(*second.names.lock().unwrap(), ["a", "b"]);
+
+        factory.stop();
+        let ended =
+            tokio::time::timeout(Duration::from_secs(5), futures::future::join_all(tasks)).await;
+        assert!(ended.is_ok(), "stop ends every watch of both starts");
         server.abort();
     }
 
