@@ -251,6 +251,69 @@ async fn a_kind_not_listed_yet_answers_429_until_its_first_list_is_in() {
     assert_eq!(envelope["metadata"]["resourceVersion"], "5");
 }
 
+/// A kept Kubernetes API list answer outlives a bookmark, which moves the cache's version on
+/// and changes no object: the same bytes, its resourceVersion the one it was built at, the
+/// objects' state still; a change after it makes a new answer at the change's version.
+#[tokio::test]
+async fn a_kept_list_answer_is_sent_again_after_a_bookmark_and_rebuilt_after_a_change() {
+    use confk8s::{Delta, Handler};
+    let pod = |name: &str, rv: &str| {
+        let mut pod = model::fixtures::mk_pod("ns", name, None, &[("app", "web")]);
+        pod.metadata.resource_version = Some(rv.into());
+        pod
+    };
+    let caches = Arc::new(Caches::default());
+    // Enough pods for a list answer worth keeping (kubeapi::answers::MIN_KEPT_BYTES).
+    let mut relist = caches.pods.clone().begin_relist();
+    for i in 0..1000 {
+        relist.add(&Delta::Added(pod(&format!("web-{i:04}"), "100")));
+    }
+    relist.commit("1000");
+    let state = AppState::new(
+        Arc::new(Workloads::new(Source::from_cache(
+            CacheSource::new(caches.clone(), Vec::new()),
+            None,
+        ))),
+        None,
+        FairShares::default(),
+        KEEP_ALIVE,
+        crate::DEFAULT_KEPT_ANSWER_BYTES,
+    );
+    let app = router(state.clone(), &options(&[])).unwrap();
+    let list = || async {
+        let (code, _, body) = call(
+            app.clone(),
+            Request::get("/api/v1/pods").body(Body::empty()).unwrap(),
+        )
+        .await;
+        assert_eq!(code, StatusCode::OK);
+        body
+    };
+    let version = |body: &[u8]| {
+        let list: Value = serde_json::from_slice(body).unwrap();
+        list["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let first = list().await;
+    assert!(first.len() >= 128 * 1024, "{} bytes: not kept", first.len());
+    assert_eq!(version(&first), "1000");
+    caches.pods.on_bookmark("2000");
+    let second = list().await;
+    let figures = state.answers.figures();
+    assert_eq!((figures.misses, figures.hits), (1, 1), "{figures:?}");
+    assert_eq!(second, first);
+    // A change: built again, at the change's version.
+    caches
+        .pods
+        .on_deltas(&[Delta::Added(pod("web-new", "2001"))]);
+    let third = list().await;
+    let figures = state.answers.figures();
+    assert_eq!((figures.misses, figures.hits), (2, 1), "{figures:?}");
+    assert_eq!(version(&third), "2001");
+}
+
 #[tokio::test]
 async fn output_is_raw_json_or_yaml() {
     let (status, headers, body) = call(
