@@ -276,6 +276,71 @@ async fn informers_of(server: &Server, group: &str) -> usize {
         .count()
 }
 
+/// A CRD's kind is served from the moment its CRD is seen, before its informer's first list
+/// is in: until then each API answers as the apiserver answers while its watch cache of a
+/// kind initializes (429, `Retry-After: 1`, the Status "storage is (re)initializing"), never
+/// a list at no version; then lists at the list's version. Whether this machine is slow
+/// enough to show a 429 varies: the unit test `a_kind_not_listed_yet_answers_429_until_its_
+/// first_list_is_in` shows one every time; this one shows no answer is ever an empty version.
+#[tokio::test]
+async fn a_crd_just_created_answers_429_or_a_list_at_a_version_never_at_none() {
+    let ns = TestNamespace::new("crd-initializing").await;
+    let group = unique_group("initializing");
+    let mut crds = Crds::new(&ns.client);
+    let server = Server::start(&[]);
+    let root = server.base.trim_end_matches("/k8sailor/v0").to_string();
+    let lists = [
+        format!("{}{}", server.base, route("gadgets", &group)),
+        format!("{root}/apis/{group}/v1/gadgets"),
+        format!("{root}/apis/{group}/v1/namespaces/{}/gadgets", ns.name),
+    ];
+    crds.create(&mk_crd(&group, "Gadget", "gadgets")).await;
+    let initializing = AtomicU32::new(0);
+    let (_, took) = eventually(SOON, "the gadgets listed at a version", || async {
+        let mut listed = 0;
+        for url in &lists {
+            let response = server.http.get(url).send().await.expect("k8sailor answers");
+            let status = response.status().as_u16();
+            let retry_after = response.headers().get("retry-after").cloned();
+            let body: Value = response.json().await.expect("a JSON answer");
+            match status {
+                // Not served yet: the CRD is not Established, or not seen yet.
+                404 => {}
+                429 => {
+                    initializing.fetch_add(1, Ordering::Relaxed);
+                    assert_eq!(retry_after.as_ref().map(|v| v.to_str().unwrap()), Some("1"));
+                    if url.starts_with(&server.base) {
+                        assert_eq!(body["code"], 429, "{url}: {body}");
+                        let error = body["error"].as_str().unwrap();
+                        assert!(error.contains("first list"), "{url}: {error}");
+                    } else {
+                        assert_eq!(
+                            (&body["reason"], &body["message"]),
+                            (
+                                &json!("TooManyRequests"),
+                                &json!("storage is (re)initializing")
+                            ),
+                            "{url}: {body}"
+                        );
+                    }
+                }
+                200 => {
+                    let version = body["metadata"]["resourceVersion"].as_str().unwrap();
+                    assert!(!version.is_empty(), "{url}: a list at no version: {body}");
+                    listed += 1;
+                }
+                other => panic!("{url}: {other} {body}"),
+            }
+        }
+        (listed == lists.len()).then_some(())
+    })
+    .await;
+    eprintln!(
+        "a CRD's kind listed on both APIs {took:?} after its creation, {} answers of 429 before",
+        initializing.load(Ordering::Relaxed)
+    );
+}
+
 #[tokio::test]
 async fn a_crd_created_after_start_is_served_with_its_columns_until_it_is_deleted() {
     let ns = TestNamespace::new("crd-serve").await;

@@ -164,14 +164,35 @@ pub fn status_of(failure: Failure) -> StatusCode {
         Failure::Conflict => StatusCode::CONFLICT,
         Failure::Gone => StatusCode::GONE,
         Failure::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        Failure::Initializing => StatusCode::TOO_MANY_REQUESTS,
         Failure::Upstream => StatusCode::BAD_GATEWAY,
         Failure::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
+/// When a client should ask again after a failure it may retry: a kind initializing is
+/// listed within moments, as the apiserver says of its own watch cache (`Retry-After: 1`).
+/// A 503 says 1 anyway ([`ApiError`]).
+pub fn retry_after_of(failure: Failure) -> Option<u64> {
+    match failure {
+        Failure::Initializing => Some(INITIALIZING_RETRY_SECONDS),
+        _ => None,
+    }
+}
+
+/// The apiserver's `Retry-After` while its watch cache of a kind initializes: 1 s for the
+/// first 11 s of the wait (e^(0.06/s × t), kept between 1 and 30), and a kind's first list
+/// here takes moments.
+const INITIALIZING_RETRY_SECONDS: u64 = 1;
+
 impl From<BizError> for ApiError {
     fn from(e: BizError) -> Self {
-        ApiError::new(status_of(e.failure()), e.to_string())
+        let failure = e.failure();
+        let error = ApiError::new(status_of(failure), e.to_string());
+        match retry_after_of(failure) {
+            Some(seconds) => error.retry_after(seconds),
+            None => error,
+        }
     }
 }
 

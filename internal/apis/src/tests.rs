@@ -181,6 +181,139 @@ async fn unsynced_caches_answer_503_with_retry_after() {
     assert!(json["error"].as_str().unwrap().contains("Pod"));
 }
 
+/// A kind served before its informer's first list is in (a custom resource, from the moment
+/// its CRD is seen) answers what the apiserver answers while its watch cache initializes:
+/// 429 TooManyRequests "storage is (re)initializing" with `Retry-After: 1`, for a list, a get
+/// and a watch alike; the prefix's routes a 429 envelope saying so. Never an empty list at no
+/// version. Once listed, even empty, a list at the list's version.
+#[tokio::test]
+async fn a_kind_not_listed_yet_answers_429_until_its_first_list_is_in() {
+    use confk8s::Handler;
+    let caches = Arc::new(Caches::default());
+    let configmaps = k8sdao::built_in("configmaps").unwrap().resource();
+    let cache = caches.serve(&configmaps);
+    let app = app_with(
+        Source::from_cache(CacheSource::new(caches, Vec::new()), None),
+        &[],
+    );
+    let ask = |uri: &'static str| {
+        let app = app.clone();
+        async move {
+            let (code, headers, body) =
+                call(app, Request::get(uri).body(Body::empty()).unwrap()).await;
+            let json: Value = serde_json::from_slice(&body)
+                .unwrap_or_else(|e| panic!("{uri}: {e}: {}", String::from_utf8_lossy(&body)));
+            (code, headers, json)
+        }
+    };
+    for uri in [
+        "/api/v1/configmaps",
+        "/api/v1/namespaces/ns/configmaps?limit=10",
+        "/api/v1/namespaces/ns/configmaps/web",
+        "/api/v1/configmaps?watch=true",
+        "/api/v1/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+    ] {
+        let (code, headers, status) = ask(uri).await;
+        assert_eq!(code, StatusCode::TOO_MANY_REQUESTS, "{uri}: {status}");
+        assert_eq!(headers[header::RETRY_AFTER], "1", "{uri}");
+        assert_eq!(
+            status,
+            serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                "status": "Failure", "message": "storage is (re)initializing",
+                "reason": "TooManyRequests", "details": {"retryAfterSeconds": 1},
+                "code": 429}),
+            "{uri}"
+        );
+    }
+    for uri in [
+        "/k8sailor/v0/configmaps",
+        "/k8sailor/v0/configmaps/web?namespace=ns",
+        "/k8sailor/v0/configmaps?watch=true",
+    ] {
+        let (code, headers, envelope) = ask(uri).await;
+        assert_eq!(code, StatusCode::TOO_MANY_REQUESTS, "{uri}: {envelope}");
+        assert_eq!(headers[header::RETRY_AFTER], "1", "{uri}");
+        assert_eq!(envelope["code"], 429, "{uri}");
+        let error = envelope["error"].as_str().unwrap();
+        assert!(
+            error.contains("configmaps") && error.contains("first list"),
+            "{uri}: {error}"
+        );
+    }
+    // Listed, with nothing in it: an empty list at the list's own version.
+    cache.clone().begin_relist().commit("5");
+    let (code, _, list) = ask("/api/v1/configmaps").await;
+    assert_eq!(code, StatusCode::OK, "{list}");
+    assert_eq!(list["metadata"]["resourceVersion"], "5");
+    assert_eq!(list["items"], serde_json::json!([]));
+    let (code, _, envelope) = ask("/k8sailor/v0/configmaps").await;
+    assert_eq!(code, StatusCode::OK, "{envelope}");
+    assert_eq!(envelope["metadata"]["resourceVersion"], "5");
+}
+
+/// A kept Kubernetes API list answer outlives a bookmark, which moves the cache's version on
+/// and changes no object: the same bytes, its resourceVersion the one it was built at, the
+/// objects' state still; a change after it makes a new answer at the change's version.
+#[tokio::test]
+async fn a_kept_list_answer_is_sent_again_after_a_bookmark_and_rebuilt_after_a_change() {
+    use confk8s::{Delta, Handler};
+    let pod = |name: &str, rv: &str| {
+        let mut pod = model::fixtures::mk_pod("ns", name, None, &[("app", "web")]);
+        pod.metadata.resource_version = Some(rv.into());
+        pod
+    };
+    let caches = Arc::new(Caches::default());
+    // Enough pods for a list answer worth keeping (kubeapi::answers::MIN_KEPT_BYTES).
+    let mut relist = caches.pods.clone().begin_relist();
+    for i in 0..1000 {
+        relist.add(&Delta::Added(pod(&format!("web-{i:04}"), "100")));
+    }
+    relist.commit("1000");
+    let state = AppState::new(
+        Arc::new(Workloads::new(Source::from_cache(
+            CacheSource::new(caches.clone(), Vec::new()),
+            None,
+        ))),
+        None,
+        FairShares::default(),
+        KEEP_ALIVE,
+        crate::DEFAULT_KEPT_ANSWER_BYTES,
+    );
+    let app = router(state.clone(), &options(&[])).unwrap();
+    let list = || async {
+        let (code, _, body) = call(
+            app.clone(),
+            Request::get("/api/v1/pods").body(Body::empty()).unwrap(),
+        )
+        .await;
+        assert_eq!(code, StatusCode::OK);
+        body
+    };
+    let version = |body: &[u8]| {
+        let list: Value = serde_json::from_slice(body).unwrap();
+        list["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let first = list().await;
+    assert!(first.len() >= 128 * 1024, "{} bytes: not kept", first.len());
+    assert_eq!(version(&first), "1000");
+    caches.pods.on_bookmark("2000");
+    let second = list().await;
+    let figures = state.answers.figures();
+    assert_eq!((figures.misses, figures.hits), (1, 1), "{figures:?}");
+    assert_eq!(second, first);
+    // A change: built again, at the change's version.
+    caches
+        .pods
+        .on_deltas(&[Delta::Added(pod("web-new", "2001"))]);
+    let third = list().await;
+    let figures = state.answers.figures();
+    assert_eq!((figures.misses, figures.hits), (2, 1), "{figures:?}");
+    assert_eq!(version(&third), "2001");
+}
+
 #[tokio::test]
 async fn output_is_raw_json_or_yaml() {
     let (status, headers, body) = call(

@@ -126,6 +126,9 @@ pub enum Failure {
     Gone,
     /// Not ready yet, or the apiserver cannot be reached: try again later.
     Unavailable,
+    /// The kind is served but its first list is not in yet: ask again in a moment (as the
+    /// apiserver's watch cache answers while it initializes).
+    Initializing,
     /// The apiserver failed in a way the request did not cause.
     Upstream,
     /// A fault of ours.
@@ -148,6 +151,7 @@ impl BizError {
                 | DaoError::NotServed { .. }
                 | DaoError::NamespaceNotServed { .. } => Failure::NotFound,
                 DaoError::NotSynced { .. } | DaoError::Unavailable(_) => Failure::Unavailable,
+                DaoError::Initializing { .. } => Failure::Initializing,
                 DaoError::WatchExpired(_) | DaoError::Version(HistoryError::Expired { .. }) => {
                     Failure::Gone
                 }

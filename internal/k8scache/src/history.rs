@@ -38,12 +38,15 @@ pub enum HistoryError {
     },
 }
 
-/// Which state a cache is in: the version it is at and how many changes brought it there.
-/// Two stamps of one cache that are equal name the same objects at the same version; a
-/// change, a relist or a bookmark makes a new one. The count covers what the version alone
-/// would miss: a relist that finds the objects changed without a newer version (an etcd
-/// restored from a backup), or a change whose version is not a number. Ordered: a cache's
-/// stamps only grow.
+/// Which state a cache's objects are in: the version of the newest change or list that made
+/// them so, and how many changes and relists brought them there. Two stamps of one cache that
+/// are equal name the same objects; a change or a relist makes a new one. A bookmark does
+/// not: it moves the cache's version on ([`History::current`]) and changes no object, so
+/// what was answered from the objects before it is still their state (and the changes kept
+/// still lead from its version: only a change or a relist drops any). The count covers what
+/// the version alone would miss: a relist that finds the objects changed without a newer
+/// version (an etcd restored from a backup), or a change whose version is not a number.
+/// Ordered: a cache's stamps only grow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StateStamp {
     pub version: u64,
@@ -63,7 +66,10 @@ pub struct History<R> {
     /// The version the cache's state is at: the newest the informer delivered (a change's, a
     /// list's or a bookmark's). It never goes down, so no version served is ever taken back.
     current: Option<u64>,
-    /// Changes and relists applied since the cache began: with `current`, its state's stamp.
+    /// The version of the newest change or list, where the objects last changed: a bookmark
+    /// moves `current` on, never this. With `applied`, its state's stamp.
+    changed: Option<u64>,
+    /// Changes and relists applied since the cache began.
     applied: u64,
     capacity: usize,
 }
@@ -75,6 +81,7 @@ impl<R> History<R> {
             changes: VecDeque::new(),
             complete_after: None,
             current: None,
+            changed: None,
             applied: 0,
             capacity,
         }
@@ -85,9 +92,10 @@ impl<R> History<R> {
         self.current
     }
 
-    /// The state's stamp; None before anything with a version arrived.
+    /// The stamp of the state the objects are in; None before anything with a version
+    /// arrived.
     pub fn stamp(&self) -> Option<StateStamp> {
-        self.current.map(|version| StateStamp {
+        self.changed.map(|version| StateStamp {
             version,
             changes: self.applied,
         })
@@ -103,12 +111,14 @@ impl<R> History<R> {
         self.changes.clear();
         self.current = self.current.max(listed);
         self.complete_after = self.current;
+        self.changed = self.current;
     }
 
     /// A bookmark: nothing changed up to `version`, so the state is the one at it. The changes
     /// kept still lead to it, so a watch resumed from any version since the record began is
     /// served; as the apiserver's watch cache moves on with etcd's progress notifications, so
-    /// that a version another replica served is reached without waiting for a change.
+    /// that a version another replica served is reached without waiting for a change. The
+    /// objects are as they were: the stamp stays.
     pub(crate) fn bookmarked(&mut self, version: u64) {
         self.current = self.current.max(Some(version));
     }
@@ -123,6 +133,7 @@ impl<R> History<R> {
             return;
         };
         self.current = self.current.max(Some(version));
+        self.changed = self.changed.max(Some(version));
         if self.complete_after.is_none() {
             // Nothing was known before: the first change starts the record.
             self.complete_after = Some(version.saturating_sub(1));
@@ -267,7 +278,7 @@ mod tests {
     }
 
     #[test]
-    fn every_change_relist_and_bookmark_makes_a_new_stamp() {
+    fn every_change_and_relist_makes_a_new_stamp_and_a_bookmark_none() {
         let mut h = History::new(8);
         assert_eq!(h.stamp(), None);
         h.relisted(Some(10));
@@ -281,15 +292,20 @@ mod tests {
         // A change whose version is not a number too.
         h.push(None, &applied(None, pod("b", "x")));
         let unplaced = h.stamp().unwrap();
+        // A bookmark moves the version on, and changes no object: the stamp stays.
         h.bookmarked(30);
-        let bookmarked = h.stamp().unwrap();
-        let stamps = [listed, changed, relisted, unplaced, bookmarked];
+        assert_eq!(h.current(), Some(30));
+        assert_eq!(h.stamp(), Some(unplaced));
+        // The next change after it is at a newer version than the bookmark's.
+        h.push(Some(31), &applied(None, pod("c", "31")));
+        let after_bookmark = h.stamp().unwrap();
+        assert_eq!(after_bookmark.version, 31);
+        let stamps = [listed, changed, relisted, unplaced, after_bookmark];
         for (i, stamp) in stamps.iter().enumerate() {
             for later in &stamps[i + 1..] {
                 assert!(stamp < later, "{stamp:?} before {later:?}");
             }
         }
-        assert_eq!(h.stamp(), Some(bookmarked));
     }
 
     #[test]

@@ -124,13 +124,27 @@ fn select_at<R: Indexed + Selectable>(
     Ok(items)
 }
 
+/// Whether `cache` (of `resource`) has had its first list. Its version is none until then
+/// (no change or bookmark comes before the list), and once set it never goes back: a cache
+/// that had it keeps it for good. The built-in kinds are listed before the server starts;
+/// a custom resource is served from the moment its CRD is seen, and until its list is in,
+/// an empty answer at no version would be a state the kind was never in.
+fn listed<R: Indexed>(resource: &Resource, cache: &Cache<R>) -> Result<(), DaoError> {
+    match cache.read().history.current() {
+        Some(_) => Ok(()),
+        None => Err(DaoError::Initializing {
+            resource: resource.name.to_string(),
+        }),
+    }
+}
+
 /// How long a read at a version this replica has not seen yet waits for its watches to bring
 /// it: replicas hear of each change within moments of each other, and the apiserver's watch
 /// cache waits as long for etcd's.
 const CATCH_UP: Duration = Duration::from_secs(3);
 
-/// A resourceVersion as answered; empty when the cache has seen none (an empty kind): the
-/// absence is the truth, not a failure.
+/// A resourceVersion as answered; empty only for a cache never listed, which no read
+/// answers ([`listed`]).
 fn version_string(version: Option<u64>) -> String {
     version.map(|v| v.to_string()).unwrap_or_default()
 }
@@ -218,9 +232,16 @@ impl CacheSource {
         }
     }
 
-    /// Ready to read `cache` at `at`: synced, and, for a version, caught up with it.
-    async fn ready_at<R: Indexed>(&self, cache: &Cache<R>, at: ReadAt) -> Result<(), DaoError> {
+    /// Ready to read `cache` (of `resource`) at `at`: synced, listed, and, for a version,
+    /// caught up with it.
+    async fn ready_at<R: Indexed>(
+        &self,
+        resource: &Resource,
+        cache: &Cache<R>,
+        at: ReadAt,
+    ) -> Result<(), DaoError> {
         self.ensure_synced()?;
+        listed(resource, cache)?;
         if let ReadAt::Version(version) | ReadAt::NotOlderThan(version) = at {
             // Past the wait, the read itself says how far behind the cache still is.
             cache.reached(version, CATCH_UP).await;
@@ -244,7 +265,7 @@ impl CacheSource {
         at: ReadAt,
     ) -> Result<Listing<R>, DaoError> {
         let cache = self.cache_of::<R>(resource)?;
-        self.ready_at(&cache, at).await?;
+        self.ready_at(resource, &cache, at).await?;
         let state = cache.read();
         Ok(Listing {
             items: select_at(&state, q, at)?,
@@ -258,6 +279,7 @@ impl CacheSource {
     /// behind gets WatchExpired.
     async fn watch_with<R, F>(
         &self,
+        resource: &Resource,
         cache: &Cache<R>,
         from: ReadAt,
         initial: impl FnOnce(&Index<R>) -> Vec<Arc<R>>,
@@ -267,7 +289,7 @@ impl CacheSource {
         R: Indexed + Send + Sync + 'static,
         F: FnMut(Change<R>) -> Option<WatchEvent<R>> + Send + 'static,
     {
-        self.ready_at(cache, from).await?;
+        self.ready_at(resource, cache, from).await?;
         let (initial, missed, version, changes) = {
             let (state, changes) = cache.read_and_watch();
             let (initial, missed) = match from {
@@ -325,7 +347,9 @@ impl CacheSource {
         name: &str,
     ) -> Result<Arc<R>, DaoError> {
         self.ensure_synced()?;
-        self.cache_of::<R>(resource)?
+        let cache = self.cache_of::<R>(resource)?;
+        listed(resource, &cache)?;
+        cache
             .get(&resource.key_of(namespace, name))
             .ok_or_else(|| DaoError::NotFound {
                 kind: resource.to_string(),
@@ -404,6 +428,7 @@ impl WorkloadSource for CacheSource {
     ) -> Result<WatchStream<R>, DaoError> {
         let query = q.clone();
         self.watch_with(
+            resource,
             &*self.cache_of::<R>(resource)?,
             from,
             |index| select(index, q),
@@ -453,6 +478,7 @@ impl WorkloadSource for CacheSource {
             self.record::<DeploymentRecord>(DeploymentRecord::resource(), namespace, name)?;
         let caches = self.caches.clone();
         self.watch_with(
+            PodRecord::resource(),
             &self.caches.pods,
             ReadAt::Newest,
             |pods| self.caches.owned_pods(pods, &deployment.uid),

@@ -178,6 +178,13 @@ pub enum DaoError {
     NamespaceNotServed { namespace: String, served: String },
     #[error("the cache is not synced yet: {}", kinds.join(", "))]
     NotSynced { kinds: Vec<String> },
+    /// The resource is served, but its informer's first list is not in yet (a custom
+    /// resource served from the moment its CRD is seen): its cache holds no state of it, not
+    /// even an empty one at some version, so nothing of it can be answered yet.
+    #[error(
+        "{resource} is served, but its first list from the Kubernetes API is not in yet: ask again in a moment"
+    )]
+    Initializing { resource: String },
     #[error("the Kubernetes API refused the request ({code}): {message}")]
     Api { code: u16, message: String },
     #[error("the Kubernetes API is unreachable: {0}")]
@@ -238,7 +245,8 @@ pub trait Served: Cached {
 /// The reads biz needs. Not-found is an error; an empty list is not.
 pub trait WorkloadSource: Send + Sync {
     /// The objects of `resource` (whose records are `R`) that `q` selects at `at`, in
-    /// (namespace, name) order.
+    /// (namespace, name) order. A list, get or watch of a resource whose first list is not
+    /// in yet is [`DaoError::Initializing`]: never an empty answer at no version.
     fn list<R: Served>(
         &self,
         resource: &Resource,
@@ -537,7 +545,7 @@ impl Source {
                     .with_not_served(not_served);
                 tasks.extend(factory.start(shutdown.clone()));
                 // The built-in kinds' statuses: reads wait for those alone; a custom
-                // resource's cache is served as it fills.
+                // resource is served from its CRD on, and read once its first list is in.
                 let source = CacheSource::new(caches, factory.statuses())
                     .with_events(LiveSource::new(client.clone()));
                 if let Some(commands) = crds {

@@ -80,8 +80,8 @@ impl Registry {
     }
 
     /// Starts serving `resource` (a generic one): the cache its informer feeds, empty; the
-    /// one it has if it is served already. Reads of it are answered at once (empty until
-    /// the informer fills it).
+    /// one it has if it is served already. Reads of it from the cache are
+    /// [`crate::DaoError::Initializing`] until the informer's first list is in.
     pub fn serve(&self, resource: &Resource) -> Arc<Cache<GenericRecord>> {
         self.caches.serve(resource)
     }

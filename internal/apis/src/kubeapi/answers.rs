@@ -6,10 +6,22 @@
 //!
 //! A [`Key`] is everything an answer depends on: the question (resource, namespace, every
 //! query parameter, the negotiated media, the content coding) and the stamp of the cache's
-//! state, taken before listing. Every change to the kind makes a new stamp, so an answer is
-//! never sent after its kind changed. Nothing else tells two callers' answers apart: under
-//! `--auth delegated` a list of the Kubernetes API is all or 403, decided before it is read,
-//! and `--namespace` is one per process.
+//! state, taken before listing. Every change to the kind (and every relist) makes a new stamp,
+//! so an answer is never sent after its kind changed. Nothing else tells two callers' answers
+//! apart: under `--auth delegated` a list of the Kubernetes API is all or 403, decided before
+//! it is read, and `--namespace` is one per process.
+//!
+//! A watch BOOKMARK (about once a minute per kind) moves the cache's version on and changes
+//! no object, so it makes no new stamp: an answer kept from before it is sent again, with the
+//! list `metadata.resourceVersion` it was built at, older than the version a list built now
+//! would carry. That is right: both versions name the same objects (nothing changed between
+//! them); the changes the history keeps still lead from the older one (only a change or a
+//! relist drops any, and either makes a new stamp), so a watch or an informer resumed from
+//! it, or the next page of its continue token, is served exactly as from the newer one; and
+//! a question asking for a version (`resourceVersion=N`) has N in its key, so the answer kept
+//! for it is never older than N. The apiserver's watch cache would answer at its current
+//! version; clients compare resourceVersions only for equality. Building each kept list again
+//! at each bookmark would cost a full LIST's encoding a minute per kind for the same bytes.
 //!
 //! Bounded: only answers of at least [`MIN_KEPT_BYTES`] are kept (smaller ones cost little to
 //! build), all within a byte budget, the least recently used going first, and at most

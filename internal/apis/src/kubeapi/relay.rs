@@ -3,6 +3,17 @@
 //! apiserver with the caller's own token, through the dao's passthrough, and its answer is
 //! presented as the apiserver gave it: status, the headers a client reads, and the body,
 //! streamed.
+//!
+//! A relayed stream (`pods/log?follow=true`, a watch of a kind not kept) is not ended when
+//! its caller's access is revoked later (a RoleBinding deleted, a ServiceAccount's token
+//! invalidated), unlike a watch memory serves. The same request sent to the apiserver is
+//! authorized once, at its start, and its stream outlives any later change of RBAC or of the
+//! token until it ends; here the apiserver made that very decision, as the caller, with the
+//! caller's own token, and a client of the Kubernetes API expects what the apiserver does.
+//! A watch from memory is another matter: k8sailor serves it with its own identity, so it is
+//! the authorizer there and keeps its decision current. A relayed stream is still bounded:
+//! it ends at shutdown and after a watch's randomised lifetime, as ours do, and the
+//! apiserver ends its watches after its own timeout.
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -140,7 +151,8 @@ pub(super) async fn forward(s: AppState, target: Option<Target>, request: Reques
     };
     let (upstream, body) = answer.into_parts();
     // A stream (a log followed, a watch of a kind not kept) ends as our own watches do: at
-    // shutdown, or after its randomised lifetime.
+    // shutdown, or after its randomised lifetime; not on revocation, as the apiserver's own
+    // (see the module's documentation).
     let body = Body::from_stream(body.take_until(s.watch_end()));
     let mut response = Response::new(body);
     *response.status_mut() = upstream.status;

@@ -4,7 +4,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::envelope::status_of;
+use crate::envelope::{retry_after_of, status_of};
 use crate::fairness::Refused;
 use biz::{BizError, Resource};
 use confk8s::Access;
@@ -267,6 +267,13 @@ impl Status {
                     complete_after.unwrap_or(0)
                 ),
             ),
+            // What the apiserver answers while its watch cache of the kind initializes
+            // (ResilientWatchCacheInitialization, on since 1.31, locked since 1.34: the
+            // cacher's `NewTooManyRequests("storage is (re)initializing", retryAfter)`).
+            BizError::Source(DaoError::Initializing { .. }) => Status {
+                retry_after: retry_after_of(e.failure()),
+                ..Status::new(StatusCode::TOO_MANY_REQUESTS, "storage is (re)initializing")
+            },
             other => Status::new(status_of(other.failure()), other.to_string()),
         }
     }
