@@ -88,7 +88,8 @@ impl fairness::ShareRule for StatusShares {
                 Routed::of(&self.0, request.method(), request.uri().path()).target,
                 Some(Target::Subresource { subresource, .. }) if subresource == "log"
             );
-        if watch || followed_log {
+        // An exec, attach or port-forward session lasts as long as its switched connection.
+        if watch || followed_log || fairness::switches_protocols(request) {
             Held::Watches
         } else {
             Held::Requests
@@ -158,6 +159,11 @@ async fn answer(State(s): State<AppState>, auth: AuthMode, request: Request) -> 
         AuthMode::None if review::is_self_review(request.method(), routed.target.as_ref()) => {
             review::answer(&s, request).await
         }
+        // A session runs a command or opens a port as its caller (RBAC's `create`, whichever
+        // method asks): a write, refused as writes are.
+        AuthMode::None if routed.target.as_ref().is_some_and(Target::opens_session) => {
+            Status::method_not_allowed().into_response()
+        }
         AuthMode::None if reads(request.method()) => Status::no_such_path().into_response(),
         AuthMode::None => Status::method_not_allowed().into_response(),
         AuthMode::Delegated => relay::forward(s, routed.target, request).await,
@@ -221,7 +227,17 @@ pub(super) enum Target {
     },
 }
 
+/// The subresources that open a session with a container (a command's streams, a
+/// container's, a pod's ports), carried on a connection switched to WebSocket or SPDY.
+const SESSIONS: [&str; 3] = ["exec", "attach", "portforward"];
+
 impl Target {
+    /// Whether this is a pod's exec, attach or portforward.
+    pub(super) fn opens_session(&self) -> bool {
+        matches!(self, Target::Subresource { group, resource, subresource, .. }
+            if group.is_empty() && resource == "pods" && SESSIONS.contains(&subresource.as_str()))
+    }
+
     /// `path` under `/api` (`core`) or `/apis`, without its leading slash; None for what the
     /// apiserver would not serve either.
     pub(super) fn parse(core: bool, path: &str) -> Option<Target> {
