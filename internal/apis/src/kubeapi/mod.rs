@@ -36,8 +36,10 @@ use status::Status;
 /// The routes of the Kubernetes API. Every path under `/api` and `/apis` goes to one handler
 /// that reads it as a [`Target`], so that the handler, the access check and the fairness
 /// share read it alike. What memory cannot answer is relayed to the apiserver with the
-/// caller's own token under `--auth delegated`, and refused as the apiserver would refuse it
-/// under `--auth none` (404 for a read, 405 for a write): k8sailor's identity is never lent.
+/// caller's own token under `--auth delegated` (exec, attach and port-forward too, their
+/// switched connections joined), and refused as the apiserver would refuse it under
+/// `--auth none` (404 for a read, 405 for a write or a session): k8sailor's identity is
+/// never lent.
 pub(super) fn routes(auth: AuthMode) -> Router<AppState> {
     let refused = || async { Status::method_not_allowed() };
     Router::new()
