@@ -305,7 +305,8 @@ mod tests {
                 HeaderValue::from_static(value),
             );
         }
-        let mut names: Vec<&str> = headers_up(&headers, true)
+        let up = headers_up(&headers, true);
+        let mut names: Vec<&str> = up
             .keys()
             .map(HeaderName::as_str)
             .collect();
