@@ -162,7 +162,13 @@ async fn kubectl_exec_attach_and_port_forward_through_k8sailor_as_through_the_ap
         &operator,
         vec![rule(
             "",
-            &["pods", "pods/log", "pods/exec", "pods/attach", "pods/portforward"],
+            &[
+                "pods",
+                "pods/log",
+                "pods/exec",
+                "pods/attach",
+                "pods/portforward",
+            ],
             &["get", "list", "create"],
         )],
     )
@@ -241,7 +247,11 @@ async fn kubectl_exec_attach_and_port_forward_through_k8sailor_as_through_the_ap
     let ours = run_with_input(as_operator.k8sailor.command(&reading), "hello\n");
     let theirs = run_with_input(as_operator.apiserver.command(&reading), "hello\n");
     assert_eq!(ours, theirs);
-    assert_eq!((ours.0, ours.1.as_str()), (Some(0), "got hello\n"), "{ours:?}");
+    assert_eq!(
+        (ours.0, ours.1.as_str()),
+        (Some(0), "got hello\n"),
+        "{ours:?}"
+    );
 
     // Without pods/exec: the apiserver's refusal, printed alike.
     let (ok, _, err) = as_reader.same(&["exec", "shell", "-n", n, "--", "echo", "hi"]);

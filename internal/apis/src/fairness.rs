@@ -402,11 +402,9 @@ where
         // A connection switched to another protocol outlives its answer, whose body hyper
         // drops with the 101: the handler relaying it holds the place instead.
         let permit = if held == Held::Watches && switches_protocols(&request) {
-            request
-                .extensions_mut()
-                .insert(WatchPlace {
-                    _permit: Arc::new(permit),
-                });
+            request.extensions_mut().insert(WatchPlace {
+                _permit: Arc::new(permit),
+            });
             None
         } else {
             Some(permit)

@@ -306,10 +306,7 @@ mod tests {
             );
         }
         let up = headers_up(&headers, true);
-        let mut names: Vec<&str> = up
-            .keys()
-            .map(HeaderName::as_str)
-            .collect();
+        let mut names: Vec<&str> = up.keys().map(HeaderName::as_str).collect();
         names.sort_unstable();
         assert_eq!(
             names,

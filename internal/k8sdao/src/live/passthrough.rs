@@ -162,33 +162,35 @@ mod tests {
         let address = listener.local_addr().unwrap();
         tokio::spawn(async move {
             let (stream, _) = listener.accept().await.unwrap();
-            let service = service_fn(|mut request: http::Request<hyper::body::Incoming>| async move {
-                if request.headers()[AUTHORIZATION] != "Bearer caller-token" {
-                    return http::Response::builder()
-                        .status(403)
-                        .body(http_body_util::Full::new(Bytes::from_static(b"forbidden")));
-                }
-                assert_eq!(request.headers()["upgrade"], "websocket");
-                let switched = hyper::upgrade::on(&mut request);
-                tokio::spawn(async move {
-                    let mut stream = TokioIo::new(switched.await.unwrap());
-                    let mut buf = [0; 64];
-                    loop {
-                        let n = stream.read(&mut buf).await.unwrap();
-                        if n == 0 {
-                            break;
-                        }
-                        buf[..n].make_ascii_uppercase();
-                        stream.write_all(&buf[..n]).await.unwrap();
+            let service = service_fn(
+                |mut request: http::Request<hyper::body::Incoming>| async move {
+                    if request.headers()[AUTHORIZATION] != "Bearer caller-token" {
+                        return http::Response::builder()
+                            .status(403)
+                            .body(http_body_util::Full::new(Bytes::from_static(b"forbidden")));
                     }
-                });
-                http::Response::builder()
-                    .status(101)
-                    .header("upgrade", "websocket")
-                    .header("connection", "Upgrade")
-                    .header("sec-websocket-protocol", "v5.channel.k8s.io")
-                    .body(http_body_util::Full::new(Bytes::new()))
-            });
+                    assert_eq!(request.headers()["upgrade"], "websocket");
+                    let switched = hyper::upgrade::on(&mut request);
+                    tokio::spawn(async move {
+                        let mut stream = TokioIo::new(switched.await.unwrap());
+                        let mut buf = [0; 64];
+                        loop {
+                            let n = stream.read(&mut buf).await.unwrap();
+                            if n == 0 {
+                                break;
+                            }
+                            buf[..n].make_ascii_uppercase();
+                            stream.write_all(&buf[..n]).await.unwrap();
+                        }
+                    });
+                    http::Response::builder()
+                        .status(101)
+                        .header("upgrade", "websocket")
+                        .header("connection", "Upgrade")
+                        .header("sec-websocket-protocol", "v5.channel.k8s.io")
+                        .body(http_body_util::Full::new(Bytes::new()))
+                },
+            );
             hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
                 .with_upgrades()
@@ -216,8 +218,10 @@ mod tests {
     async fn once_the_apiserver_switched_its_connection_is_the_callers_stream() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let relay = Passthrough::new(client_of(switching_apiserver().await));
-        let Switch::Switched { head, mut stream } =
-            relay.switch(switch_request(), "caller-token").await.unwrap()
+        let Switch::Switched { head, mut stream } = relay
+            .switch(switch_request(), "caller-token")
+            .await
+            .unwrap()
         else {
             panic!("the apiserver switched");
         };
