@@ -9,10 +9,11 @@
 //! and all, on a connection of its own to the apiserver; once the apiserver switched, the
 //! caller gets its 101 and the two connections are joined byte for byte, whatever the
 //! protocol. The apiserver authorizes the session as the caller, and speaks the protocol with
-//! the caller itself. A joined session ends when either side closes, at shutdown, or when the
+//! the caller itself. A joined session ends when either side closes, at shutdown, when the
 //! connection layer closes the caller's connection (to make room, or a caller that stopped
-//! reading); not after a watch's lifetime: the apiserver bounds no session by time either,
-//! and a shell cut at random would be lost.
+//! reading), or when the apiserver takes nothing for kube's write timeout (295 s); not after
+//! a watch's lifetime: the apiserver bounds no session by time either, and a shell cut at
+//! random would be lost.
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{Extensions, HeaderMap, HeaderName, StatusCode, header};
