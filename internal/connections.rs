@@ -18,6 +18,12 @@
 //!   that stops reading for `idleTimeout` is, and an HTTP/2 peer that does not answer our
 //!   keep-alive ping within [`HTTP2_KEEP_ALIVE_TIMEOUT`] is taken for dead.
 //!
+//! A request that switches its HTTP/1.1 connection to another protocol (a relayed exec,
+//! attach or port-forward) leaves the connection to its handler once the 101 is sent; the
+//! connection stays busy, counted and open to eviction until the handler drops it, and is
+//! closed (the handler told through [`apis::ConnectionEnd`]) when evicted or when its client
+//! stops reading for `idleTimeout`.
+//!
 //! HTTP/2 streams per connection are bounded by `http2MaxConcurrentStreams`: watches are
 //! bounded per client by the fairness shares, not by the connection they share, so the
 //! default lets a thousand share one; each stream's unsent answer is bounded by
@@ -60,7 +66,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use apis::{App, ConnectionCounts, Holding};
+use apis::{App, ConnectionCounts, ConnectionEnd, Holding};
 
 /// The bounds on connections, from the settings.
 #[derive(Clone, Copy, Debug)]
@@ -143,14 +149,20 @@ struct Inner {
     /// HTTP/2, known from its first request: bytes that arrive or leave while no stream is
     /// open are frames of the connection (pings, settings), not a request or an answer.
     multiplexed: bool,
+    /// Switched to another protocol: hyper is done with it, a handler has it.
+    switched: bool,
 }
 
 /// One connection, as its task, the registry and the reads see it.
 #[derive(Debug)]
 struct Connection {
     inner: Mutex<Inner>,
-    /// Cancelled to close the connection to make room for a new one.
+    /// Cancelled to close the connection to make room for a new one (or, once switched to
+    /// another protocol, for a client that stopped reading).
     evict: CancellationToken,
+    /// Cancelled once its socket is dropped: by hyper, or by the handler of a switched
+    /// connection.
+    released: CancellationToken,
     /// The client's address, whose connections are counted together.
     peer: SocketAddr,
 }
@@ -166,8 +178,10 @@ impl Connection {
                 in_flight: 0,
                 write_blocked_since: None,
                 multiplexed: false,
+                switched: false,
             }),
             evict: CancellationToken::new(),
+            released: CancellationToken::new(),
         }
     }
 
@@ -207,6 +221,19 @@ impl Connection {
         inner.phase = Phase::Busy;
         inner.multiplexed |= version == http::Version::HTTP_2;
         InFlight(self.clone())
+    }
+
+    /// The answer to a request was a 101: the connection is its handler's, a request in
+    /// progress that no answer ends.
+    fn switched(&self) {
+        let mut inner = self.lock();
+        inner.switched = true;
+        inner.in_flight += 1;
+        inner.phase = Phase::Busy;
+    }
+
+    fn is_switched(&self) -> bool {
+        self.lock().switched
     }
 
     /// A write made progress (true) or found the socket's buffer full (false). hyper takes
@@ -273,6 +300,12 @@ impl Drop for InFlight {
 struct Watched {
     stream: TcpStream,
     connection: Arc<Connection>,
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.connection.released.cancel();
+    }
 }
 
 impl AsyncRead for Watched {
@@ -578,12 +611,25 @@ async fn run_connection<I>(
             request
                 .extensions_mut()
                 .insert(ConnectInfo(connection.peer));
+            if request
+                .extensions()
+                .get::<hyper::upgrade::OnUpgrade>()
+                .is_some()
+            {
+                request
+                    .extensions_mut()
+                    .insert(ConnectionEnd(connection.evict.clone()));
+            }
             let answer = app.clone().oneshot(request);
+            let connection = connection.clone();
             async move {
                 let response = match answer.await {
                     Ok(response) => response,
                     Err(never) => match never {},
                 };
+                if response.status() == http::StatusCode::SWITCHING_PROTOCOLS {
+                    connection.switched();
+                }
                 // The request stays in flight until hyper has sent the whole answer.
                 Ok::<_, Infallible>(response.map(|body| Holding::new(body, in_flight)))
             }
@@ -601,7 +647,7 @@ async fn run_connection<I>(
         .max_send_buf_size(HTTP2_SEND_BUFFER)
         .keep_alive_interval(HTTP2_KEEP_ALIVE_INTERVAL)
         .keep_alive_timeout(HTTP2_KEEP_ALIVE_TIMEOUT);
-    let mut served = pin!(builder.serve_connection(TokioIo::new(io), service));
+    let mut served = pin!(builder.serve_connection_with_upgrades(TokioIo::new(io), service));
     let mut deadline = pin!(tokio::time::sleep(limits.header_read_timeout));
     let mut armed = false;
     // How far ahead the timer is armed at most: no phase begun later can end sooner, so the
@@ -610,17 +656,28 @@ async fn run_connection<I>(
     // deadline is armed again.
     let horizon = limits.header_read_timeout.min(limits.idle_timeout);
     let mut evicted = pin!(connection.evict.cancelled());
+    let mut released = pin!(connection.released.cancelled());
     let mut stopping = pin!(stop.cancelled());
     let mut stopped = false;
+    // hyper is done with a switched connection: its handler has it (and ends it at shutdown).
+    let mut switched = false;
     poll_fn(|cx| {
-        if !stopped && stopping.as_mut().poll(cx).is_ready() {
-            stopped = true;
-            served.as_mut().graceful_shutdown();
-        }
-        if let Poll::Ready(result) = served.as_mut().poll(cx) {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "connection ended with an error");
+        if !switched {
+            if !stopped && stopping.as_mut().poll(cx).is_ready() {
+                stopped = true;
+                served.as_mut().graceful_shutdown();
             }
+            if let Poll::Ready(result) = served.as_mut().poll(cx) {
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+                if !connection.is_switched() {
+                    return Poll::Ready(());
+                }
+                switched = true;
+            }
+        }
+        if switched && released.as_mut().poll(cx).is_ready() {
             return Poll::Ready(());
         }
         if evicted.as_mut().poll(cx).is_ready() {
@@ -641,6 +698,8 @@ async fn run_connection<I>(
             // is the deadline's.
             if due.is_some_and(|due| due <= deadline.deadline()) {
                 tracing::debug!(phase = ?connection.lock().phase, "connection timed out");
+                // A switched connection's handler closes it.
+                connection.evict.cancel();
                 return Poll::Ready(());
             }
             let next = Instant::now() + horizon;
@@ -747,6 +806,30 @@ mod tests {
             c.deadline(&LIMITS),
             Some(idle + LIMITS.idle_timeout),
             "connection frames neither start a header deadline nor restart the idle time"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_switched_connection_stays_busy_after_its_answer() {
+        let registry = registry();
+        let (_, switched) = registry.admit(2, client(1)).unwrap();
+        let request = switched.request_started(http::Version::HTTP_11);
+        switched.switched();
+        // hyper drops the 101's body once its head is written.
+        drop(request);
+        assert_eq!(switched.deadline(&LIMITS), None, "a session lasts");
+        tokio::time::advance(LIMITS.idle_timeout * 2).await;
+        let (_, _other) = registry.admit(2, client(1)).unwrap();
+        registry.admit(2, client(1)).unwrap();
+        assert!(
+            !switched.evict.is_cancelled(),
+            "a waiting connection of its client made room, not the session"
+        );
+        switched.wrote(false);
+        assert_eq!(
+            switched.deadline(&LIMITS),
+            Some(Instant::now() + LIMITS.idle_timeout),
+            "a client that stops reading its session still gets the idle timeout"
         );
     }
 

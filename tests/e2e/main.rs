@@ -22,6 +22,7 @@ mod kinds;
 mod kubeapi;
 mod kubeapi_auth;
 mod kubeapi_queries;
+mod kubeapi_sessions;
 mod kubeapi_writes;
 mod logs;
 mod operations;

@@ -392,22 +392,35 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
+    fn call(&mut self, mut request: Request) -> Self::Future {
         let ShareLayer { fairness, rule } = &self.layer;
         let held = rule.held(&request);
         let permit = match fairness.take(held, Identity::of(&request)) {
             Ok(permit) => permit,
             Err(refused) => return Either::Left(std::future::ready(Ok(rule.refused(refused)))),
         };
+        // A connection switched to another protocol outlives its answer, whose body hyper
+        // drops with the 101: the handler relaying it holds the place instead.
+        let permit = if held == Held::Watches && switches_protocols(&request) {
+            request.extensions_mut().insert(WatchPlace {
+                _permit: Arc::new(permit),
+            });
+            None
+        } else {
+            Some(permit)
+        };
         let answer = self.inner.call(request);
         Either::Right(Box::pin(async move {
             let Ok(response) = answer.await;
-            Ok(match held {
-                Held::Requests => {
+            Ok(match (held, permit) {
+                (Held::Watches, Some(permit)) => {
+                    response.map(|body| Body::new(Holding::new(body, permit)))
+                }
+                // A request's place, given back now that its answer is ready.
+                (_, permit) => {
                     drop(permit);
                     response
                 }
-                Held::Watches => response.map(|body| Body::new(Holding::new(body, permit))),
             })
         }))
     }
@@ -439,6 +452,23 @@ impl ShareRule for EnvelopeShares {
     fn refused(&self, refused: Refused) -> Response {
         ApiError::from(refused).into_response()
     }
+}
+
+/// Whether `request` may switch its connection to another protocol (WebSocket, SPDY): an
+/// HTTP/1.1 request with `Upgrade`, on a connection served with upgrades, carries hyper's
+/// handle on the switch.
+pub(super) fn switches_protocols(request: &Request) -> bool {
+    request
+        .extensions()
+        .get::<hyper::upgrade::OnUpgrade>()
+        .is_some()
+}
+
+/// The watch's place of a request that switches protocols, among its extensions: whoever
+/// relays the switched connection keeps it for as long as the connection is open.
+#[derive(Clone)]
+pub(super) struct WatchPlace {
+    _permit: Arc<Permit>,
 }
 
 /// A body holding `T` until it is dropped: sent whole, or its client gone. A watch's place

@@ -83,6 +83,13 @@ pub enum SetupError {
     NoReviewer,
 }
 
+/// Cancelled when the server closes the connection a request came on (to make room for
+/// another, or a client that stopped reading): what a stream that outlives its answer, a
+/// connection switched to another protocol, ends with. The connection layer puts it among
+/// the extensions of each request that may switch.
+#[derive(Clone, Debug)]
+pub struct ConnectionEnd(pub CancellationToken);
+
 /// What every handler and middleware shares; cloned per request and per layer, so it is one
 /// reference count, not one per part.
 #[derive(Clone)]

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 pub use cache::CacheSource;
 pub use live::{
     ApiScope, LiveSource, Namespaced, OpenApiAnswer, OpenApiDocs, OpenApiDocument, Passthrough,
-    RelayedBody,
+    RelayedBody, Switch, SwitchedStream,
 };
 pub use logs::{LogLines, LogOptions, LogSource, MAX_LOG_LINE_BYTES};
 pub use registry::{Registry, ResourceSelection};
@@ -851,6 +851,23 @@ fn answered_version(answer: &[u8]) -> Option<u64> {
 }
 
 impl Source {
+    fn passthrough(&self) -> Result<&Passthrough, DaoError> {
+        self.passthrough
+            .as_ref()
+            .ok_or_else(|| DaoError::Unavailable("no Kubernetes client to relay with".into()))
+    }
+
+    /// Relays a caller's request to switch protocols (exec, attach, port-forward) with the
+    /// caller's `token` (see [`Passthrough::switch`]): the apiserver's stream once it
+    /// switched, else its answer. Nothing is kept, so nothing waits for the cache.
+    pub async fn relay_switch(
+        &self,
+        request: http::Request<Bytes>,
+        token: &str,
+    ) -> Result<Switch, DaoError> {
+        self.passthrough()?.switch(request, token).await
+    }
+
     /// Relays a caller's request to the apiserver with the caller's `token` (see
     /// [`Passthrough::send`]). A successful write to an object the cache keeps (`written`) is
     /// answered once the cache is at the answer's resourceVersion (bounded, as the typed
@@ -862,10 +879,7 @@ impl Source {
         written: Option<WrittenTo<'_>>,
     ) -> Result<http::Response<RelayedBody>, DaoError> {
         use futures::StreamExt;
-        let passthrough = self
-            .passthrough
-            .as_ref()
-            .ok_or_else(|| DaoError::Unavailable("no Kubernetes client to relay with".into()))?;
+        let passthrough = self.passthrough()?;
         let writes = !matches!(
             *request.method(),
             http::Method::GET | http::Method::HEAD | http::Method::OPTIONS

@@ -36,8 +36,10 @@ use status::Status;
 /// The routes of the Kubernetes API. Every path under `/api` and `/apis` goes to one handler
 /// that reads it as a [`Target`], so that the handler, the access check and the fairness
 /// share read it alike. What memory cannot answer is relayed to the apiserver with the
-/// caller's own token under `--auth delegated`, and refused as the apiserver would refuse it
-/// under `--auth none` (404 for a read, 405 for a write): k8sailor's identity is never lent.
+/// caller's own token under `--auth delegated` (exec, attach and port-forward too, their
+/// switched connections joined), and refused as the apiserver would refuse it under
+/// `--auth none` (404 for a read, 405 for a write or a session): k8sailor's identity is
+/// never lent.
 pub(super) fn routes(auth: AuthMode) -> Router<AppState> {
     let refused = || async { Status::method_not_allowed() };
     Router::new()
@@ -88,7 +90,8 @@ impl fairness::ShareRule for StatusShares {
                 Routed::of(&self.0, request.method(), request.uri().path()).target,
                 Some(Target::Subresource { subresource, .. }) if subresource == "log"
             );
-        if watch || followed_log {
+        // An exec, attach or port-forward session lasts as long as its switched connection.
+        if watch || followed_log || fairness::switches_protocols(request) {
             Held::Watches
         } else {
             Held::Requests
@@ -158,6 +161,11 @@ async fn answer(State(s): State<AppState>, auth: AuthMode, request: Request) -> 
         AuthMode::None if review::is_self_review(request.method(), routed.target.as_ref()) => {
             review::answer(&s, request).await
         }
+        // A session runs a command or opens a port as its caller (RBAC's `create`, whichever
+        // method asks): a write, refused as writes are.
+        AuthMode::None if routed.target.as_ref().is_some_and(Target::opens_session) => {
+            Status::method_not_allowed().into_response()
+        }
         AuthMode::None if reads(request.method()) => Status::no_such_path().into_response(),
         AuthMode::None => Status::method_not_allowed().into_response(),
         AuthMode::Delegated => relay::forward(s, routed.target, request).await,
@@ -221,7 +229,17 @@ pub(super) enum Target {
     },
 }
 
+/// The subresources that open a session with a container (a command's streams, a
+/// container's, a pod's ports), carried on a connection switched to WebSocket or SPDY.
+const SESSIONS: [&str; 3] = ["exec", "attach", "portforward"];
+
 impl Target {
+    /// Whether this is a pod's exec, attach or portforward.
+    pub(super) fn opens_session(&self) -> bool {
+        matches!(self, Target::Subresource { group, resource, subresource, .. }
+            if group.is_empty() && resource == "pods" && SESSIONS.contains(&subresource.as_str()))
+    }
+
     /// `path` under `/api` (`core`) or `/apis`, without its leading slash; None for what the
     /// apiserver would not serve either.
     pub(super) fn parse(core: bool, path: &str) -> Option<Target> {

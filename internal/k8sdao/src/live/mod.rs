@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client};
 
 pub use openapi::{OpenApiAnswer, OpenApiDocs, OpenApiDocument};
-pub use passthrough::{Passthrough, RelayedBody};
+pub use passthrough::{Passthrough, RelayedBody, Switch, SwitchedStream};
 pub use reads::{ApiScope, Namespaced};
 
 use super::{
