@@ -464,7 +464,10 @@ pub(super) async fn check(
     let Some(rule) = rule(route, method, name, requested.as_ref(), &query, scope) else {
         let allowed = methods_with_rules(route, requested.as_ref(), &query, scope);
         if !allowed.is_empty() {
-            return method_not_allowed(request.method(), request.uri().path(), &allowed);
+            // Named as under the prefix, as the route's own 405 names it.
+            let path = request.uri().path();
+            let path = path.strip_prefix(auth.prefix.as_str()).unwrap_or(path);
+            return method_not_allowed(request.method(), path, &allowed);
         }
         // A route served without a rule is refused: fail closed.
         return ApiError::new(
@@ -731,7 +734,7 @@ mod tests {
     /// method its route does not take.
     #[test]
     fn every_route_has_its_rule_and_every_rule_its_route() {
-        let (_, openapi) = super::super::routes::api().split_for_parts();
+        let (_, openapi) = super::super::routes::api("").split_for_parts();
         let q = query(Some("shop"), None);
         for (path, item) in &openapi.paths.paths {
             let documented: Vec<Method> = [

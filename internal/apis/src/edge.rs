@@ -267,23 +267,38 @@ where
 
 /// The routes, each answering the methods it does not take in the envelope (axum still adds
 /// the `Allow` header). Set once every route is in, whichever handlers share a path, and
-/// before the layers, so 405s are timed and counted.
+/// before the layers, so 405s are timed and counted. A 405 names the path under `mount`,
+/// as the routes are written.
 pub(super) fn enveloped_405<S: Clone + Send + Sync + 'static>(
     routes: OpenApiRouter<S>,
+    mount: &str,
 ) -> OpenApiRouter<S> {
     let (router, openapi) = routes.split_for_parts();
-    let mut routes = OpenApiRouter::from(router.method_not_allowed_fallback(method_not_allowed));
+    let mount: Arc<str> = mount.into();
+    let mut routes = OpenApiRouter::from(router.method_not_allowed_fallback(
+        move |method: Method, uri: Uri| {
+            let mount = mount.clone();
+            async move {
+                let path = uri.path();
+                not_allowed_answer(&method, path.strip_prefix(&*mount).unwrap_or(path))
+            }
+        },
+    ));
     *routes.get_openapi_mut() = openapi;
     routes
 }
 
 pub(super) async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    not_allowed_answer(&method, uri.path())
+}
+
+fn not_allowed_answer(method: &Method, path: &str) -> Response {
     // A preflight the CORS layer did not answer (no Origin, or none allowed): the original
     // answered every OPTIONS with 204, and clients that send a bare one expect it.
     if method == Method::OPTIONS {
         return StatusCode::NO_CONTENT.into_response();
     }
-    not_allowed(&method, uri.path()).into_response()
+    not_allowed(method, path).into_response()
 }
 
 /// The 405 of a path that does not take `method`, wherever that is found out (the router, or

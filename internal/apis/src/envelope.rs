@@ -203,6 +203,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        // The same decoding as axum's `Query`, without the path to the error it tracks on
+        // every query: a valid one (nearly all) is decoded once, an invalid one again by
+        // `Query`, for its message.
+        if let Ok(query) = serde_urlencoded::from_str(parts.uri.query().unwrap_or("")) {
+            return Ok(ApiQuery(query));
+        }
         Query::<T>::from_request_parts(parts, state)
             .await
             .map(|Query(q)| ApiQuery(q))

@@ -432,11 +432,15 @@ pub(super) struct EnvelopeShares;
 
 impl ShareRule for EnvelopeShares {
     fn held(&self, request: &Request) -> Held {
-        // An invalid `watch` is the handler's 400; here it is no watch.
-        let watch = axum::extract::Query::<WatchQuery>::try_from_uri(request.uri())
-            .ok()
-            .and_then(|q| super::watch::is_watch(q.0.watch.as_deref()).ok())
-            .unwrap_or(false);
+        // An invalid `watch` is the handler's 400; here it is no watch. A query that neither
+        // spells `watch` nor encodes any character cannot name it: most requests are told so
+        // without decoding their query.
+        let query = request.uri().query().unwrap_or("");
+        let watch = (query.contains("watch") || query.contains('%'))
+            && axum::extract::Query::<WatchQuery>::try_from_uri(request.uri())
+                .ok()
+                .and_then(|q| super::watch::is_watch(q.0.watch.as_deref()).ok())
+                .unwrap_or(false);
         // A log is a stream too, as long as its pods log: it holds a watch's place.
         let log = request
             .extensions()

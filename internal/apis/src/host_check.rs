@@ -84,6 +84,10 @@ impl AllowedHosts {
 
     /// Whether a `Host` value (a name or address, with or without port) may be served.
     pub fn allows(&self, host: &str) -> bool {
+        is_plain_loopback(host) || self.allows_parsed(host)
+    }
+
+    fn allows_parsed(&self, host: &str) -> bool {
         let Some((host, _)) = Host::parse_with_port(host) else {
             return false;
         };
@@ -183,6 +187,25 @@ impl Host {
     }
 }
 
+/// `localhost` or `127.0.0.1`, alone or with a port: what local clients send, which every
+/// rule serves, told without parsing (that allocates) on every request. Any other spelling
+/// is parsed.
+fn is_plain_loopback(text: &str) -> bool {
+    let host = match text.split_once(':') {
+        None => text,
+        Some((host, port)) => {
+            if port.is_empty()
+                || !port.bytes().all(|b| b.is_ascii_digit())
+                || port.parse::<u16>().is_err()
+            {
+                return false;
+            }
+            host
+        }
+    };
+    host == "127.0.0.1" || host == "localhost"
+}
+
 fn normalize_name(name: &str) -> Option<String> {
     let name = name.strip_suffix('.').unwrap_or(name);
     let valid = !name.is_empty()
@@ -258,6 +281,29 @@ mod tests {
 
     fn defaults() -> AllowedHosts {
         AllowedHosts::default()
+    }
+
+    #[test]
+    fn the_plain_loopback_shortcut_serves_only_what_parsing_serves() {
+        for (host, plain) in [
+            ("localhost", true),
+            ("localhost:8088", true),
+            ("127.0.0.1", true),
+            ("127.0.0.1:65535", true),
+            ("127.0.0.1:65536", false),
+            ("localhost:", false),
+            ("localhost:80a", false),
+            ("localhost:+80", false),
+            ("localhost:8088/x", false),
+            ("user@localhost", false),
+            ("127.0.0.1.evil.example:80", false),
+            ("LocalHost", false),
+        ] {
+            assert_eq!(is_plain_loopback(host), plain, "{host}");
+            if plain {
+                assert!(defaults().allows_parsed(host), "{host}");
+            }
+        }
     }
 
     #[test]

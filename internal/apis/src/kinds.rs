@@ -41,22 +41,22 @@ pub(super) const SERVED: &[Kind] = &[
 ];
 
 /// The generic routes of every kind in [`SERVED`].
-pub(super) fn routes() -> OpenApiRouter<AppState> {
+pub(super) fn routes(mount: &str) -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .merge(kind_routes::<ReplicaSetRecord>())
-        .merge(kind_routes::<ServiceRecord>())
-        .merge(kind_routes::<IngressRecord>())
-        .merge(kind_routes::<NamespaceRecord>())
+        .merge(kind_routes::<ReplicaSetRecord>(mount))
+        .merge(kind_routes::<ServiceRecord>(mount))
+        .merge(kind_routes::<IngressRecord>(mount))
+        .merge(kind_routes::<NamespaceRecord>(mount))
 }
 
 /// The routes of every resource served by a generic record: looked up in the registry on
 /// each request, so a resource added while the server runs is served at once and a removed
 /// one is 404.
-pub(super) fn resource_routes() -> OpenApiRouter<AppState> {
+pub(super) fn resource_routes(mount: &str) -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .route("/resources", get(resources))
+        .route(&format!("{mount}/resources"), get(resources))
         .route(
-            "/{resource}",
+            &format!("{mount}/{{resource}}"),
             get(
                 |State(s): State<AppState>,
                  ApiPath(resource): ApiPath<String>,
@@ -69,7 +69,7 @@ pub(super) fn resource_routes() -> OpenApiRouter<AppState> {
             ),
         )
         .route(
-            "/{resource}/{name}",
+            &format!("{mount}/{{resource}}/{{name}}"),
             get(
                 |State(s): State<AppState>,
                  ApiPath((resource, name)): ApiPath<(String, String)>,
@@ -80,7 +80,7 @@ pub(super) fn resource_routes() -> OpenApiRouter<AppState> {
             ),
         )
         .route(
-            "/{resource}/{name}/output",
+            &format!("{mount}/{{resource}}/{{name}}/output"),
             get(
                 |State(s): State<AppState>,
                  ApiPath((resource, name)): ApiPath<(String, String)>,
@@ -263,13 +263,13 @@ async fn output<R: Typed<Object: Serialize + Namespaced> + Served>(
     Ok(printed(output))
 }
 
-fn kind_routes<R>() -> OpenApiRouter<AppState>
+fn kind_routes<R>(mount: &str) -> OpenApiRouter<AppState>
 where
     R: Served + Typed<Dto: ToSchema, Object: Serialize + Namespaced>,
 {
     let kind = R::KIND;
-    let list_path = format!("/{}", kind.resource());
-    let get_path = format!("/{}/{{name}}", kind.resource());
+    let list_path = format!("{mount}/{}", kind.resource());
+    let get_path = format!("{mount}/{}/{{name}}", kind.resource());
     let output_path = format!("{get_path}/output");
     let list_route = get(
         |State(s): State<AppState>,

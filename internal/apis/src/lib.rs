@@ -358,6 +358,7 @@ fn probes() -> OpenApiRouter<AppState> {
             .routes(routes!(health::livez))
             .routes(routes!(health::readyz))
             .routes(routes!(metrics::serve)),
+        "",
     )
 }
 
@@ -396,14 +397,14 @@ fn mount_point(prefix: &str) -> Result<&str, SetupError> {
 pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
     let per_request_layer =
         |mark_stale| PerRequestLayer::new(state.clone(), opts.request_timeout, mark_stale);
+    let mount = mount_point(&opts.prefix)?;
     // Inside auth, so a request is counted against the user it authenticated as.
-    let api = routes::api()
-        .merge(logs::routes(opts.logs))
+    let api = routes::api(mount)
+        .merge(logs::routes(opts.logs, mount))
         .route_layer(ShareLayer::new(
             state.fairness.clone(),
             fairness::EnvelopeShares,
         ));
-    let mount = mount_point(&opts.prefix)?;
     let api = match opts.auth {
         AuthMode::None => api,
         AuthMode::Delegated => {
@@ -418,11 +419,6 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
     };
     // Outermost, so refusals are timed and counted like any answer.
     let api = api.route_layer(per_request_layer(true));
-    let api = if mount.is_empty() {
-        api
-    } else {
-        OpenApiRouter::new().nest(mount, api)
-    };
     let (app, mut openapi) = api
         .merge(probes().route_layer(per_request_layer(false)))
         .split_for_parts();

@@ -38,6 +38,7 @@ use utoipa_axum::router::UtoipaMethodRouter;
 
 use super::auth::access;
 use super::envelope::{ApiError, ApiPath, ApiQuery, ErrorEnvelope};
+use super::routes::mounted;
 use super::{AppState, watch};
 use biz::{LogRequest, MergedEvent, MergedLog, PodAllowed, PodGate};
 use k8sdao::catalog::{BuiltIn, PodOwnership, built_in_rows};
@@ -54,13 +55,13 @@ pub struct LogLimits {
 
 /// The log routes: a pod's, a label selector's, and one per kind whose objects run pods
 /// (its catalog row's `pods`); `limits` bound what each merged log may follow.
-pub(super) fn routes(limits: LogLimits) -> OpenApiRouter<AppState> {
+pub(super) fn routes(limits: LogLimits, mount: &str) -> OpenApiRouter<AppState> {
     let router: OpenApiRouter<AppState> = OpenApiRouter::new()
-        .routes(routes!(pod_log))
-        .routes(routes!(selected_pods_log));
+        .routes(mounted(mount, routes!(pod_log)))
+        .routes(mounted(mount, routes!(selected_pods_log)));
     workloads()
         .fold(router, |router, (row, ownership)| {
-            router.routes(workload_route(row, ownership))
+            router.routes(mounted(mount, workload_route(row, ownership)))
         })
         .layer(Extension(limits))
 }

@@ -6,7 +6,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
-use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
 use super::docs::{DeploymentDoc, KubernetesObjectDoc, PodDoc};
@@ -21,29 +21,44 @@ use biz::{
 };
 
 /// Every API route: each is registered together with its OpenAPI description.
-pub fn api() -> OpenApiRouter<AppState> {
+pub fn api(mount: &str) -> OpenApiRouter<AppState> {
     enveloped_405(
         OpenApiRouter::new()
-            .routes(routes!(ping))
-            .routes(routes!(list_deployments))
-            .routes(routes!(get_deployment, create_deployment, delete_deployment))
-            .routes(routes!(deployment_output))
-            .routes(routes!(scale_deployment))
-            .routes(routes!(pods_of_deployment))
-            .routes(routes!(services_of_deployment))
-            .routes(routes!(ingresses_of_deployment))
-            .routes(routes!(pods_of_service))
-            .routes(routes!(list_pods))
-            .routes(routes!(get_pod, delete_pod))
-            .routes(routes!(pod_output))
-            .routes(routes!(latest_pod_event))
-            .routes(routes!(pod_events))
+            .routes(mounted(mount, routes!(ping)))
+            .routes(mounted(mount, routes!(list_deployments)))
+            .routes(mounted(mount, routes!(get_deployment, create_deployment, delete_deployment)))
+            .routes(mounted(mount, routes!(deployment_output)))
+            .routes(mounted(mount, routes!(scale_deployment)))
+            .routes(mounted(mount, routes!(pods_of_deployment)))
+            .routes(mounted(mount, routes!(services_of_deployment)))
+            .routes(mounted(mount, routes!(ingresses_of_deployment)))
+            .routes(mounted(mount, routes!(pods_of_service)))
+            .routes(mounted(mount, routes!(list_pods)))
+            .routes(mounted(mount, routes!(get_pod, delete_pod)))
+            .routes(mounted(mount, routes!(pod_output)))
+            .routes(mounted(mount, routes!(latest_pod_event)))
+            .routes(mounted(mount, routes!(pod_events)))
             // Beside the generic GET of their path.
-            .routes(routes!(create_service))
-            .routes(routes!(create_ingress))
-            .merge(kinds::routes())
-            .merge(kinds::resource_routes()),
+            .routes(mounted(mount, routes!(create_service)))
+            .routes(mounted(mount, routes!(create_ingress)))
+            .merge(kinds::routes(mount))
+            .merge(kinds::resource_routes(mount)),
+        mount,
     )
+}
+
+/// `routes` under `mount`, in the router and its OpenAPI description alike: what `nest`
+/// does, without the layer `nest` puts around each route to cut the prefix from every
+/// request's URI again (a new URI formatted and parsed per request).
+pub(super) fn mounted(
+    mount: &str,
+    (schemas, mut paths, router): UtoipaMethodRouter<AppState>,
+) -> UtoipaMethodRouter<AppState> {
+    paths.paths = std::mem::take(&mut paths.paths)
+        .into_iter()
+        .map(|(path, item)| (format!("{mount}{path}"), item))
+        .collect();
+    (schemas, paths, router)
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -60,6 +60,15 @@ impl Resources {
         self.read().values().map(|r| r.resource.clone()).collect()
     }
 
+    /// The first resource, by name, that `matches`.
+    pub(crate) fn find(&self, mut matches: impl FnMut(&Resource) -> bool) -> Option<Resource> {
+        self.read()
+            .values()
+            .map(|r| &r.resource)
+            .find(|r| matches(r))
+            .cloned()
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.read().values().map(|r| r.cache.len()).sum()
     }

@@ -517,6 +517,14 @@ impl Caches {
         self.generic.resources()
     }
 
+    /// The first generic resource kept, by name, that `matches`.
+    pub fn find_generic_resource(
+        &self,
+        matches: impl FnMut(&Resource) -> bool,
+    ) -> Option<Resource> {
+        self.generic.find(matches)
+    }
+
     /// The generic resource named `name`, if it is kept.
     pub fn generic_resource(&self, name: &str) -> Option<Resource> {
         self.generic.resource(name)

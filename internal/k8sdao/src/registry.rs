@@ -72,6 +72,15 @@ impl Registry {
             .or_else(|| self.caches.generic_resource(name))
     }
 
+    /// The first served resource, in [`Registry::resources`]' order, that `matches`: a
+    /// request's lookup, with no list of every resource made for it.
+    pub fn find(&self, mut matches: impl FnMut(&Resource) -> bool) -> Option<Resource> {
+        match self.typed.iter().find(|r| matches(r)) {
+            Some(typed) => Some(typed.clone()),
+            None => self.caches.find_generic_resource(matches),
+        }
+    }
+
     /// Every served resource: the typed ones, then the generic ones by name.
     pub fn resources(&self) -> Vec<Resource> {
         let mut all = self.typed.clone();

@@ -209,8 +209,6 @@ pub(super) fn cached_resource(
     s.workloads
         .source()
         .registry()
-        .resources()
-        .into_iter()
         .find(|r| r.group == group && r.version == version && r.plural == plural)
 }
 
