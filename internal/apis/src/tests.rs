@@ -1881,3 +1881,43 @@ async fn with_auth_none_a_page_of_another_origin_opens_no_websocket() {
     let (status, _, _) = call(app_with(small_cluster(), &["http://spa.example"]), request).await;
     assert_eq!(status, StatusCode::OK);
 }
+
+/// A watch over WebSocket holds a watch's place in its caller's share for as long as the
+/// socket is open, as a watch's body does: one past the share is the apiserver's 429 before
+/// any switch, and the place is free again once the socket is closed.
+#[tokio::test]
+async fn a_websocket_watch_holds_a_watchs_place_until_its_socket_closes() {
+    let state = AppState::new(
+        Arc::new(Workloads::new(small_cluster())),
+        None,
+        FairShares {
+            max_watches: 1,
+            ..FairShares::default()
+        },
+        KEEP_ALIVE,
+        crate::DEFAULT_KEPT_ANSWER_BYTES,
+    );
+    let address = serve_on_loopback(router(state, &options(&["*"])).unwrap()).await;
+    let path = "/api/v1/namespaces/ns-a/pods?watch=true";
+    let open = || socket_request(address, path, Some("http://localhost"), None);
+    let (mut first, _) = tokio_tungstenite::connect_async(open()).await.unwrap();
+    assert_eq!(
+        refused_handshake(open()).await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    first.close(None).await.unwrap();
+    // The server answers the close and lets go of the socket, and with it the place.
+    while let Some(Ok(_)) = futures::StreamExt::next(&mut first).await {}
+    // Its task ends just after the close is answered: asked again until it has, within 5 s.
+    let mut answered = None;
+    for _ in 0..250 {
+        match tokio_tungstenite::connect_async(open()).await {
+            Ok(_) => {
+                answered = Some(StatusCode::SWITCHING_PROTOCOLS);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+    assert_eq!(answered, Some(StatusCode::SWITCHING_PROTOCOLS));
+}

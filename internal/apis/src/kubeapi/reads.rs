@@ -625,10 +625,11 @@ impl Answer {
                 row
             })
             .collect();
+        // A watch's later frames carry none: the apiserver writes its nil slice, `null`.
         let definitions = if columns {
             json!(self.resource.printer.columns())
         } else {
-            json!([])
+            Value::Null
         };
         json!({
             "kind": "Table",
