@@ -43,11 +43,17 @@ fn apiserver() -> (Peer, String) {
     let server = cluster["server"].as_str().expect("a server");
     let address = server.trim_start_matches("https://").to_string();
     let ca = base64::engine::general_purpose::STANDARD
-        .decode(cluster["certificate-authority-data"].as_str().expect("a CA"))
+        .decode(
+            cluster["certificate-authority-data"]
+                .as_str()
+                .expect("a CA"),
+        )
         .expect("base64");
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(&ca) {
-        roots.add(cert.expect("the CA's certificate")).expect("a root");
+        roots
+            .add(cert.expect("the CA's certificate"))
+            .expect("a root");
     }
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
@@ -206,8 +212,15 @@ fn comparable(events: &[Value]) -> Vec<(String, Value)> {
 
 /// Both sent the same events as the same kind of messages, and closed alike.
 fn same(theirs: &Received, ours: &Received, what: &str) {
-    assert_eq!(comparable(&ours.events), comparable(&theirs.events), "{what}");
-    assert_eq!(ours.newlines, theirs.newlines, "{what}: the messages' newlines");
+    assert_eq!(
+        comparable(&ours.events),
+        comparable(&theirs.events),
+        "{what}"
+    );
+    assert_eq!(
+        ours.newlines, theirs.newlines,
+        "{what}: the messages' newlines"
+    );
     assert_eq!(ours.close, theirs.close, "{what}: the close");
 }
 
@@ -261,7 +274,11 @@ async fn a_websocket_watch_is_the_apiservers() {
     let path = s.configmaps("?watch=true");
     let (their_socket, our_socket) = both(&theirs, &ours, &path, &admin_only(&[])).await;
     assert!(
-        our_socket.response.headers().get("sec-websocket-protocol").is_none(),
+        our_socket
+            .response
+            .headers()
+            .get("sec-websocket-protocol")
+            .is_none(),
         "none asked, none echoed"
     );
     s.change("cm-c").await;
@@ -301,16 +318,21 @@ async fn a_websocket_watch_is_the_apiservers() {
             .iter()
             .map(|e| {
                 let table = &e["object"];
-                let columns = table["columnDefinitions"].as_array().map(|c| {
-                    c.iter().map(|c| c["name"].clone()).collect::<Vec<_>>()
-                });
+                let columns = table["columnDefinitions"]
+                    .as_array()
+                    .map(|c| c.iter().map(|c| c["name"].clone()).collect::<Vec<_>>());
                 let rows: Vec<Value> = table["rows"]
                     .as_array()
                     .expect("rows")
                     .iter()
                     .map(|r| r["object"]["metadata"]["name"].clone())
                     .collect();
-                (e["type"].to_string(), table["kind"].clone(), json!(columns), rows)
+                (
+                    e["type"].to_string(),
+                    table["kind"].clone(),
+                    json!(columns),
+                    rows,
+                )
             })
             .collect();
         // The first frame carries the columns: only the rows are in each server's order.
@@ -327,7 +349,9 @@ async fn a_websocket_watch_is_the_apiservers() {
     // From a resourceVersion: the changes after it.
     let before = s.listed_version().await;
     s.change("cm-b").await;
-    let path = s.configmaps(&format!("?watch=true&timeoutSeconds=1&resourceVersion={before}"));
+    let path = s.configmaps(&format!(
+        "?watch=true&timeoutSeconds=1&resourceVersion={before}"
+    ));
     let (their_socket, our_socket) = both(&theirs, &ours, &path, &admin_only(&[])).await;
     let (their_events, our_events) = to_the_end(their_socket, our_socket).await;
     same(&their_events, &our_events, "from a resourceVersion");
@@ -368,7 +392,10 @@ async fn a_websocket_watch_is_the_apiservers() {
         ("?watch=true", admin_only(&[("origin", "")])),
         (
             "?watch=true",
-            admin_only(&[("sec-websocket-protocol", "base64.binary.k8s.io, binary.k8s.io")]),
+            admin_only(&[(
+                "sec-websocket-protocol",
+                "base64.binary.k8s.io, binary.k8s.io",
+            )]),
         ),
     ] {
         let path = s.configmaps(query);
@@ -414,7 +441,8 @@ async fn a_websocket_watch_with_delegated_auth_is_authorized_as_the_apiserver_do
     // A browser's token, carried as a subprotocol beside the one to echo, as Headlamp sends
     // it: read as the caller's, and taken out of what is echoed.
     let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&reader.token);
-    let protocols = format!("base64.binary.k8s.io, base64url.bearer.authorization.k8s.io.{encoded}");
+    let protocols =
+        format!("base64.binary.k8s.io, base64url.bearer.authorization.k8s.io.{encoded}");
     let headers = [("sec-websocket-protocol", protocols.as_str())];
     // RBAC reaches the apiserver's authorizer, and k8sailor's, a moment after the grant.
     let (theirs, ours, path, headers) = (&theirs, &ours, path.as_str(), &headers[..]);

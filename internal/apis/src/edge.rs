@@ -21,7 +21,7 @@ use tower::Service;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::ApiError;
-use super::cors::{AllowedOrigins, Allowance, Cors};
+use super::cors::{Allowance, AllowedOrigins, Cors};
 use super::host_check::{self, AllowedHosts};
 
 /// Bytes of a query string. Selectors and tokens fit many times over; the cost of a list is
@@ -99,9 +99,9 @@ fn foreign_socket(allowed: &AllowedOrigins, request: &Request) -> Option<Respons
     let origin = headers.get(header::ORIGIN)?.as_bytes();
     let own = headers.get(header::HOST).is_some_and(|host| {
         let origin = String::from_utf8_lossy(origin);
-        origin
-            .split_once("://")
-            .is_some_and(|(_, authority)| authority.as_bytes().eq_ignore_ascii_case(host.as_bytes()))
+        origin.split_once("://").is_some_and(|(_, authority)| {
+            authority.as_bytes().eq_ignore_ascii_case(host.as_bytes())
+        })
     });
     if own || allowed.allows(origin) {
         return None;

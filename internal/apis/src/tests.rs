@@ -1731,11 +1731,10 @@ async fn serve_on_loopback(app: App) -> std::net::SocketAddr {
         while let Ok((stream, _)) = listener.accept().await {
             let app = app.clone();
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(
-                    move |request: Request<hyper::body::Incoming>| {
+                let service =
+                    hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
                         app.clone().oneshot(request.map(Body::new))
-                    },
-                );
+                    });
                 let builder = hyper_util::server::conn::auto::Builder::new(
                     hyper_util::rt::TokioExecutor::new(),
                 );
@@ -1809,7 +1808,10 @@ async fn a_watch_over_websocket_sends_the_http_streams_lines_as_messages_then_cl
     );
     // What the client sends is dropped; a ping is answered.
     socket.send(Message::text("ignored")).await.unwrap();
-    socket.send(Message::Ping("are you there".into())).await.unwrap();
+    socket
+        .send(Message::Ping("are you there".into()))
+        .await
+        .unwrap();
     let (mut texts, mut pong) = (Vec::new(), false);
     let close = loop {
         let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
@@ -1833,7 +1835,12 @@ async fn a_watch_over_websocket_sends_the_http_streams_lines_as_messages_then_cl
     // No subprotocol: none echoed.
     let request = socket_request(address, path, Some("http://localhost"), None);
     let (_, response) = tokio_tungstenite::connect_async(request).await.unwrap();
-    assert!(response.headers().get(header::SEC_WEBSOCKET_PROTOCOL).is_none());
+    assert!(
+        response
+            .headers()
+            .get(header::SEC_WEBSOCKET_PROTOCOL)
+            .is_none()
+    );
 }
 
 #[tokio::test]

@@ -32,8 +32,8 @@ pub(super) use access::check;
 pub use answers::DEFAULT_KEPT_ANSWER_BYTES;
 pub(crate) use answers::{AnswerFigures, Answers};
 pub(super) use reads::is_streamed;
-pub(super) use websocket::asks_websocket;
 use status::Status;
+pub(super) use websocket::asks_websocket;
 
 /// The routes of the Kubernetes API. Every path under `/api` and `/apis` goes to one handler
 /// that reads it as a [`Target`], so that the handler, the access check and the fairness

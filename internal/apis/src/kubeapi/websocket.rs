@@ -413,7 +413,12 @@ mod tests {
 
     #[test]
     fn a_websocket_is_asked_as_the_apiserver_tells_it() {
-        for connection in ["Upgrade", "keep-alive, Upgrade", "upgrade,keep-alive", "a,  upgrade"] {
+        for connection in [
+            "Upgrade",
+            "keep-alive, Upgrade",
+            "upgrade,keep-alive",
+            "a,  upgrade",
+        ] {
             let asked = headers(&[("upgrade", "WebSocket"), ("connection", connection)]);
             assert!(asks_websocket(&asked), "{connection}");
         }
@@ -459,11 +464,24 @@ mod tests {
                 "x, base64url.bearer.authorization.k8s.io.dG9rZW4, base64url.bearer.authorization.k8s.io.dG9rZW4",
                 ProtocolTokenError::Several,
             ),
-            ("x, base64url.bearer.authorization.k8s.io.dG9rZW4=", ProtocolTokenError::Encoding),
-            ("x, base64url.bearer.authorization.k8s.io.__8", ProtocolTokenError::NotText),
-            ("base64url.bearer.authorization.k8s.io.dG9rZW4", ProtocolTokenError::NoOtherProtocol),
+            (
+                "x, base64url.bearer.authorization.k8s.io.dG9rZW4=",
+                ProtocolTokenError::Encoding,
+            ),
+            (
+                "x, base64url.bearer.authorization.k8s.io.__8",
+                ProtocolTokenError::NotText,
+            ),
+            (
+                "base64url.bearer.authorization.k8s.io.dG9rZW4",
+                ProtocolTokenError::NoOtherProtocol,
+            ),
         ] {
-            assert_eq!(take_protocol_token(&mut socket(protocols)), Err(error), "{protocols}");
+            assert_eq!(
+                take_protocol_token(&mut socket(protocols)),
+                Err(error),
+                "{protocols}"
+            );
         }
         // Not a WebSocket, or none carried: nothing taken, nothing changed.
         let mut plain = headers(&[(
@@ -477,7 +495,9 @@ mod tests {
     }
 
     /// The handshake headers of a browser's WebSocket, with `extra` added or replacing.
-    fn handshake_of(extra: &[(&'static str, &'static str)]) -> Result<Option<HeaderValue>, Refusal> {
+    fn handshake_of(
+        extra: &[(&'static str, &'static str)],
+    ) -> Result<Option<HeaderValue>, Refusal> {
         let mut asked = headers(&[
             ("upgrade", "websocket"),
             ("connection", "Upgrade"),
@@ -504,7 +524,10 @@ mod tests {
             refusal
         };
         refused(
-            &[("sec-websocket-protocol", "base64.binary.k8s.io, binary.k8s.io")],
+            &[(
+                "sec-websocket-protocol",
+                "base64.binary.k8s.io, binary.k8s.io",
+            )],
             StatusCode::BAD_REQUEST,
         );
         let version = refused(&[("sec-websocket-version", "8")], StatusCode::BAD_REQUEST);
@@ -513,7 +536,12 @@ mod tests {
         for origin in ["", "null", "1http://a", "http://a b", "localhost"] {
             refused(&[("origin", origin)], StatusCode::FORBIDDEN);
         }
-        for origin in ["https://headlamp.example", "/relative", "app:x", "localhost:80x"] {
+        for origin in [
+            "https://headlamp.example",
+            "/relative",
+            "app:x",
+            "localhost:80x",
+        ] {
             assert!(handshake_of(&[("origin", origin)]).is_ok(), "{origin}");
         }
         // A token left among the protocols (auth none reads none) is not one to echo.
@@ -526,7 +554,9 @@ mod tests {
         );
         let asked = headers(&[("sec-websocket-key", "k"), ("sec-websocket-version", "13")]);
         assert_eq!(
-            handshake(&Method::HEAD, &asked).expect_err("refused").status,
+            handshake(&Method::HEAD, &asked)
+                .expect_err("refused")
+                .status,
             StatusCode::METHOD_NOT_ALLOWED
         );
     }
