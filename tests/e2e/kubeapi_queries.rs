@@ -82,7 +82,7 @@ async fn ask_k8sailor(server: &Server, path: &str, accept: Option<&str>) -> Answ
 }
 
 /// The objects of a list or watch answer, managedFields aside, by name.
-fn without_managed_fields(mut object: Value) -> Value {
+pub(crate) fn without_managed_fields(mut object: Value) -> Value {
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
     }
@@ -99,13 +99,13 @@ fn items(list: &Value) -> Vec<Value> {
         .collect()
 }
 
-struct Setup {
-    ns: TestNamespace,
-    server: Server,
+pub(crate) struct Setup {
+    pub(crate) ns: TestNamespace,
+    pub(crate) server: Server,
     apiserver: Client,
 }
 
-async fn setup(test: &str) -> Setup {
+pub(crate) async fn setup(test: &str) -> Setup {
     let ns = TestNamespace::new(test).await;
     let mut last = None;
     for name in ["cm-a", "cm-b", "cm-c"] {
@@ -135,7 +135,7 @@ async fn setup(test: &str) -> Setup {
 }
 
 impl Setup {
-    fn configmaps(&self, query: &str) -> String {
+    pub(crate) fn configmaps(&self, query: &str) -> String {
         format!("/api/v1/namespaces/{}/configmaps{query}", self.ns.name)
     }
 
@@ -147,7 +147,7 @@ impl Setup {
 
     /// The version k8sailor's list of the namespace's ConfigMaps is at: the revision of
     /// the last change to a ConfigMap it has seen, which the apiserver reads at as well.
-    async fn listed_version(&self) -> u64 {
+    pub(crate) async fn listed_version(&self) -> u64 {
         let list = ask_k8sailor(&self.server, &self.configmaps(""), None).await;
         list.json()["metadata"]["resourceVersion"]
             .as_str()
@@ -183,7 +183,7 @@ impl Setup {
     }
 
     /// Changes cm `name`; the version it is then at, once k8sailor has seen it.
-    async fn change(&self, name: &str) -> u64 {
+    pub(crate) async fn change(&self, name: &str) -> u64 {
         let patch = json!({"data": {"key": "changed"}});
         let patched = self
             .ns
@@ -477,7 +477,7 @@ fn watch(s: &Setup, query: &str) -> String {
 }
 
 /// The events' types and objects' names, in order.
-fn summary(events: &[Value]) -> Vec<(String, String)> {
+pub(crate) fn summary(events: &[Value]) -> Vec<(String, String)> {
     events
         .iter()
         .map(|e| {

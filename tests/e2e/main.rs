@@ -23,6 +23,7 @@ mod kubeapi;
 mod kubeapi_auth;
 mod kubeapi_queries;
 mod kubeapi_sessions;
+mod kubeapi_websocket;
 mod kubeapi_writes;
 mod logs;
 mod operations;

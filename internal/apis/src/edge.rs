@@ -21,7 +21,7 @@ use tower::Service;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::ApiError;
-use super::cors::{Allowance, Cors};
+use super::cors::{Allowance, AllowedOrigins, Cors};
 use super::host_check::{self, AllowedHosts};
 
 /// Bytes of a query string. Selectors and tokens fit many times over; the cost of a list is
@@ -62,15 +62,57 @@ struct EdgeRules {
     hosts: Option<AllowedHosts>,
     /// None when CORS is off.
     cors: Option<Cors>,
+    /// While auth is none, the pages that may open a WebSocket besides the server's own
+    /// (CORS's origins); None with delegated auth, where a socket needs a token no page has
+    /// by itself.
+    socket_origins: Option<AllowedOrigins>,
 }
 
 impl<S> Edge<S> {
-    pub(super) fn new(inner: S, hosts: Option<AllowedHosts>, cors: Option<Cors>) -> Edge<S> {
+    pub(super) fn new(
+        inner: S,
+        hosts: Option<AllowedHosts>,
+        cors: Option<Cors>,
+        socket_origins: Option<AllowedOrigins>,
+    ) -> Edge<S> {
         Edge {
-            rules: Arc::new(EdgeRules { hosts, cors }),
+            rules: Arc::new(EdgeRules {
+                hosts,
+                cors,
+                socket_origins,
+            }),
             inner,
         }
     }
+}
+
+/// A WebSocket that a page of another site opens (no CORS stands in its way: a browser
+/// lets any page open one, cookies and all) while auth is none: refused, as CORS refuses
+/// that page a read, unless it comes from the server's own origin or one CORS allows.
+fn foreign_socket(allowed: &AllowedOrigins, request: &Request) -> Option<Response> {
+    let headers = request.headers();
+    if !super::kubeapi::asks_websocket(headers) {
+        return None;
+    }
+    // No Origin is no browser, so no page of another site (the apiserver's own refusal of
+    // such a handshake comes later, with the handshake's other checks).
+    let origin = headers.get(header::ORIGIN)?.as_bytes();
+    let own = headers.get(header::HOST).is_some_and(|host| {
+        let origin = String::from_utf8_lossy(origin);
+        origin.split_once("://").is_some_and(|(_, authority)| {
+            authority.as_bytes().eq_ignore_ascii_case(host.as_bytes())
+        })
+    });
+    if own || allowed.allows(origin) {
+        return None;
+    }
+    Some(
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "a WebSocket from a page of another origin: add it to corsAllowedOrigins to allow it",
+        )
+        .into_response(),
+    )
 }
 
 impl<S> Service<Request> for Edge<S>
@@ -90,6 +132,11 @@ where
         // Outermost: a request for a foreign name gets nothing, not even a preflight answer.
         if let Some(refusal) =
             (self.rules.hosts.as_ref()).and_then(|hosts| host_check::refusal(hosts, &request))
+        {
+            return EdgeFuture::Answered(std::future::ready(Ok(refusal)));
+        }
+        if let Some(refusal) = (self.rules.socket_origins.as_ref())
+            .and_then(|allowed| foreign_socket(allowed, &request))
         {
             return EdgeFuture::Answered(std::future::ready(Ok(refusal)));
         }

@@ -1,6 +1,8 @@
 //! The original k8sailor's answer shape, `{"code":0,"data":...,"error":""}`, and the mapping
 //! of every failure onto it with the right HTTP status.
 
+use std::time::Duration;
+
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
@@ -10,6 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use biz::{BizError, Failure, JsonAnswer};
+use k8sdao::DaoError;
 
 /// Every JSON answer: `code` 0 and `data` on success; the HTTP status as `code`, `data` null
 /// and the reason in `error` on failure.
@@ -170,26 +173,30 @@ pub fn status_of(failure: Failure) -> StatusCode {
     }
 }
 
-/// When a client should ask again after a failure it may retry: a kind initializing is
-/// listed within moments, as the apiserver says of its own watch cache (`Retry-After: 1`).
-/// A 503 says 1 anyway ([`ApiError`]).
-pub fn retry_after_of(failure: Failure) -> Option<u64> {
-    match failure {
-        Failure::Initializing => Some(INITIALIZING_RETRY_SECONDS),
+/// When a client should ask again after a failure it may retry: a kind whose first list is
+/// not in yet, as the apiserver answers while its watch cache of a kind initializes. A 503
+/// says 1 anyway ([`ApiError`]).
+pub fn retry_after_of(e: &BizError) -> Option<u64> {
+    match e {
+        BizError::Source(DaoError::Initializing { waited, .. }) => {
+            Some(initializing_retry_after(*waited))
+        }
         _ => None,
     }
 }
 
-/// The apiserver's `Retry-After` while its watch cache of a kind initializes: 1 s for the
-/// first 11 s of the wait (e^(0.06/s × t), kept between 1 and 30), and a kind's first list
-/// here takes moments.
-const INITIALIZING_RETRY_SECONDS: u64 = 1;
+/// The apiserver's `Retry-After` for a kind whose watch cache is (re)initializing
+/// (`cacher.calculateRetryAfterForUnreadyCache`): e^(0.06/s × how long it has waited), kept
+/// between 1 and 30 and cut to whole seconds as Go's `int()` cuts it: 1 for the first 11.5 s,
+/// then longer, up to 30 from 57 s on, so clients back off from a list that is slow to come.
+fn initializing_retry_after(waited: Duration) -> u64 {
+    (0.06 * waited.as_secs_f64()).exp().clamp(1.0, 30.0) as u64
+}
 
 impl From<BizError> for ApiError {
     fn from(e: BizError) -> Self {
-        let failure = e.failure();
-        let error = ApiError::new(status_of(failure), e.to_string());
-        match retry_after_of(failure) {
+        let error = ApiError::new(status_of(e.failure()), e.to_string());
+        match retry_after_of(&e) {
             Some(seconds) => error.retry_after(seconds),
             None => error,
         }
@@ -260,6 +267,33 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kind_waiting_for_its_first_list_is_retried_later_the_longer_it_waits() {
+        let after = |seconds: f64| initializing_retry_after(Duration::from_secs_f64(seconds));
+        // The apiserver's e^(0.06 s⁻¹ × t), between 1 and 30, cut to whole seconds.
+        for (waited, retry) in [
+            (0.0, 1),
+            (11.0, 1),
+            (11.6, 2),
+            (18.4, 3),
+            (30.0, 6),
+            (56.0, 28),
+            (57.0, 30),
+            (3600.0, 30),
+        ] {
+            assert_eq!(after(waited), retry, "{waited} s");
+        }
+        let waiting = |seconds| {
+            BizError::Source(DaoError::Initializing {
+                resource: "widgets".into(),
+                waited: Duration::from_secs(seconds),
+            })
+        };
+        assert_eq!(retry_after_of(&waiting(0)), Some(1));
+        assert_eq!(retry_after_of(&waiting(40)), Some(11));
+        assert_eq!(retry_after_of(&BizError::Expired), None);
+    }
 
     /// Data that is JSON already, as records are.
     struct Written(&'static str);

@@ -225,10 +225,13 @@ impl App {
         } else {
             served
         };
+        let socket_origins =
+            matches!(opts.auth, AuthMode::None).then(|| opts.cors_allowed_origins.clone());
         App(edge::Edge::new(
             served,
             host_check::enforced(&opts.allowed_hosts, opts.auth),
             cors,
+            socket_origins,
         ))
     }
 }

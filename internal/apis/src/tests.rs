@@ -1721,3 +1721,210 @@ async fn a_kubernetes_api_list_is_gzipped_once() {
     assert_eq!(plain["kind"], "PodList");
     assert_eq!(inflated, plain);
 }
+
+/// Serves `app` on a loopback port as the server serves connections (HTTP/1.1 with
+/// upgrades), for a real WebSocket client; its address.
+async fn serve_on_loopback(app: App) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let app = app.clone();
+            tokio::spawn(async move {
+                let service =
+                    hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+                        app.clone().oneshot(request.map(Body::new))
+                    });
+                let builder = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                );
+                let _ = builder
+                    .serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    address
+}
+
+/// A WebSocket handshake for `path` on `address` from a page of `origin`, naming `protocol`.
+fn socket_request(
+    address: std::net::SocketAddr,
+    path: &str,
+    origin: Option<&str>,
+    protocol: Option<&str>,
+) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut request = format!("ws://{address}{path}")
+        .into_client_request()
+        .unwrap();
+    let headers = request.headers_mut();
+    if let Some(origin) = origin {
+        headers.insert(header::ORIGIN, HeaderValue::from_str(origin).unwrap());
+    }
+    if let Some(protocol) = protocol {
+        headers.insert(
+            header::SEC_WEBSOCKET_PROTOCOL,
+            HeaderValue::from_str(protocol).unwrap(),
+        );
+    }
+    request
+}
+
+/// The status a refused handshake is answered.
+async fn refused_handshake(
+    request: tokio_tungstenite::tungstenite::handshake::client::Request,
+) -> StatusCode {
+    match tokio_tungstenite::connect_async(request).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => response.status(),
+        Err(e) => panic!("an HTTP refusal, not {e}"),
+        Ok(_) => panic!("the handshake is refused"),
+    }
+}
+
+#[tokio::test]
+async fn a_watch_over_websocket_sends_the_http_streams_lines_as_messages_then_closes() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+    let path = "/api/v1/namespaces/ns-a/pods?watch=true&timeoutSeconds=1";
+    // The same watch as a plain stream, which ends after its second.
+    let (status, _, streamed) = call(app(), Request::get(path).body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    let streamed = String::from_utf8(streamed).unwrap();
+    assert!(streamed.lines().count() >= 2, "{streamed}");
+
+    let address = serve_on_loopback(app()).await;
+    let request = socket_request(
+        address,
+        path,
+        Some("http://localhost:4466"),
+        Some("base64.binary.k8s.io"),
+    );
+    let (mut socket, response) = tokio_tungstenite::connect_async(request).await.unwrap();
+    assert_eq!(
+        response.headers()[header::SEC_WEBSOCKET_PROTOCOL],
+        "base64.binary.k8s.io"
+    );
+    // What the client sends is dropped; a ping is answered.
+    socket.send(Message::text("ignored")).await.unwrap();
+    socket
+        .send(Message::Ping("are you there".into()))
+        .await
+        .unwrap();
+    let (mut texts, mut pong) = (Vec::new(), false);
+    let close = loop {
+        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
+            .await
+            .expect("the watch ends after its timeoutSeconds")
+            .expect("a close frame before the end")
+            .unwrap();
+        match message {
+            Message::Text(text) => texts.push(text.to_string()),
+            Message::Pong(payload) => pong = &payload[..] == b"are you there",
+            Message::Close(frame) => break frame.expect("a close code"),
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    assert!(pong, "the ping was answered");
+    assert_eq!(close.code, CloseCode::Normal);
+    // One event a message, each exactly the stream's line.
+    assert_eq!(texts.concat(), streamed);
+    assert_eq!(texts.len(), streamed.lines().count());
+
+    // No subprotocol: none echoed.
+    let request = socket_request(address, path, Some("http://localhost"), None);
+    let (_, response) = tokio_tungstenite::connect_async(request).await.unwrap();
+    assert!(
+        response
+            .headers()
+            .get(header::SEC_WEBSOCKET_PROTOCOL)
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_websocket_watch_is_refused_as_the_apiserver_refuses_its_handshake() {
+    let address = serve_on_loopback(app()).await;
+    let path = "/api/v1/namespaces/ns-a/pods?watch=true";
+    // golang.org/x/net's websocket.Handler: no Origin is 403, two subprotocols 400.
+    let request = socket_request(address, path, None, None);
+    assert_eq!(refused_handshake(request).await, StatusCode::FORBIDDEN);
+    let request = socket_request(
+        address,
+        path,
+        Some("http://localhost"),
+        Some("base64.binary.k8s.io, binary.k8s.io"),
+    );
+    assert_eq!(refused_handshake(request).await, StatusCode::BAD_REQUEST);
+    // The watch's own checks come first, as HTTP answers.
+    let request = socket_request(
+        address,
+        "/api/v1/namespaces/ns-a/pods?watch=true&timeoutSeconds=x",
+        None,
+        None,
+    );
+    assert_eq!(refused_handshake(request).await, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn with_auth_none_a_page_of_another_origin_opens_no_websocket() {
+    let address = serve_on_loopback(app_with(small_cluster(), &["http://spa.example"])).await;
+    let path = "/api/v1/namespaces/ns-a/pods?watch=true&timeoutSeconds=1";
+    let request = socket_request(address, path, Some("http://evil.example"), None);
+    assert_eq!(refused_handshake(request).await, StatusCode::FORBIDDEN);
+    let own = format!("http://{address}");
+    for origin in ["http://spa.example", own.as_str()] {
+        let request = socket_request(address, path, Some(origin), None);
+        tokio_tungstenite::connect_async(request)
+            .await
+            .unwrap_or_else(|e| panic!("{origin}: {e}"));
+    }
+    // Not a WebSocket: CORS's business, answered as before.
+    let request = Request::get(path)
+        .header(header::ORIGIN, "http://evil.example")
+        .body(Body::empty())
+        .unwrap();
+    let (status, _, _) = call(app_with(small_cluster(), &["http://spa.example"]), request).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+/// A watch over WebSocket holds a watch's place in its caller's share for as long as the
+/// socket is open, as a watch's body does: one past the share is the apiserver's 429 before
+/// any switch, and the place is free again once the socket is closed.
+#[tokio::test]
+async fn a_websocket_watch_holds_a_watchs_place_until_its_socket_closes() {
+    let state = AppState::new(
+        Arc::new(Workloads::new(small_cluster())),
+        None,
+        FairShares {
+            max_watches: 1,
+            ..FairShares::default()
+        },
+        KEEP_ALIVE,
+        crate::DEFAULT_KEPT_ANSWER_BYTES,
+    );
+    let address = serve_on_loopback(router(state, &options(&["*"])).unwrap()).await;
+    let path = "/api/v1/namespaces/ns-a/pods?watch=true";
+    let open = || socket_request(address, path, Some("http://localhost"), None);
+    let (mut first, _) = tokio_tungstenite::connect_async(open()).await.unwrap();
+    assert_eq!(
+        refused_handshake(open()).await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    first.close(None).await.unwrap();
+    // The server answers the close and lets go of the socket, and with it the place.
+    while let Some(Ok(_)) = futures::StreamExt::next(&mut first).await {}
+    // Its task ends just after the close is answered: asked again until it has, within 5 s.
+    let mut answered = None;
+    for _ in 0..250 {
+        match tokio_tungstenite::connect_async(open()).await {
+            Ok(_) => {
+                answered = Some(StatusCode::SWITCHING_PROTOCOLS);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+    assert_eq!(answered, Some(StatusCode::SWITCHING_PROTOCOLS));
+}

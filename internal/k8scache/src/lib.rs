@@ -9,7 +9,7 @@ mod history;
 mod index;
 
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use confk8s::{Delta, Handler, RelistBatch, Sent};
 use tokio::sync::{broadcast, watch};
@@ -180,6 +180,8 @@ pub struct Cache<R> {
     /// The history's current version, for readers waiting for this cache to catch up.
     version: watch::Sender<Option<u64>>,
     on_commit: OnceLock<OnCommit<R>>,
+    /// When it was made: until its first list, how long its kind has waited for one.
+    made: Instant,
 }
 
 impl<R> std::fmt::Debug for Cache<R> {
@@ -201,7 +203,14 @@ impl<R> Cache<R> {
             changes: broadcast::channel(CHANGES_BUFFERED).0,
             version: watch::Sender::new(None),
             on_commit: OnceLock::new(),
+            made: Instant::now(),
         }
+    }
+
+    /// How long ago it was made: for a cache not listed yet, how long its kind has been
+    /// waiting for its first list.
+    pub fn age(&self) -> Duration {
+        self.made.elapsed()
     }
 }
 

@@ -134,6 +134,7 @@ fn listed<R: Indexed>(resource: &Resource, cache: &Cache<R>) -> Result<(), DaoEr
         Some(_) => Ok(()),
         None => Err(DaoError::Initializing {
             resource: resource.name.to_string(),
+            waited: cache.age(),
         }),
     }
 }

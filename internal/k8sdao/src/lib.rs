@@ -184,7 +184,11 @@ pub enum DaoError {
     #[error(
         "{resource} is served, but its first list from the Kubernetes API is not in yet: ask again in a moment"
     )]
-    Initializing { resource: String },
+    Initializing {
+        resource: String,
+        /// Since when the kind has been served without a list: how long it has waited.
+        waited: std::time::Duration,
+    },
     #[error("the Kubernetes API refused the request ({code}): {message}")]
     Api { code: u16, message: String },
     #[error("the Kubernetes API is unreachable: {0}")]

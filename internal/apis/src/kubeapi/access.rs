@@ -7,7 +7,7 @@
 //! TokenReview), so that it counts against its user's fair share.
 
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use confk8s::{Access, ReviewError};
@@ -15,6 +15,7 @@ use confk8s::{Access, ReviewError};
 use super::query::{KubeQuery, flag};
 use super::reads::served_resource;
 use super::status::Status;
+use super::websocket::take_protocol_token;
 use super::{Routed, Target};
 use crate::AppState;
 use crate::auth::{access_to, bearer_token, client_address};
@@ -80,6 +81,28 @@ fn refusal(e: ReviewError, access: Option<&Access>) -> Response {
     status.into_response()
 }
 
+/// The caller's bearer token: `Authorization`'s, else one a WebSocket carries as a
+/// subprotocol (a browser's), which is then taken out of the subprotocols and put in
+/// `Authorization`, so that the handshake and a relay read it as any other; None without one,
+/// or for one the apiserver would refuse to read.
+fn caller_token(request: &mut Request) -> Option<String> {
+    if let Some(token) = bearer_token(request) {
+        return Some(token.to_string());
+    }
+    let token = match take_protocol_token(request.headers_mut()) {
+        Ok(token) => token?,
+        Err(e) => {
+            tracing::debug!(error = %e, "a WebSocket's token is refused");
+            return None;
+        }
+    };
+    let authorization = HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
+    request
+        .headers_mut()
+        .insert(header::AUTHORIZATION, authorization);
+    Some(token)
+}
+
 /// Refuses a read from memory unless the caller's token may do exactly it, and a relayed
 /// request unless it carries a token the apiserver knows; the caller, once known, is put
 /// among the request's extensions for its fair share.
@@ -102,7 +125,7 @@ pub(crate) async fn check(State(s): State<AppState>, mut request: Request, next:
         return Status::new(StatusCode::FORBIDDEN, "no reviewer for --auth delegated")
             .into_response();
     };
-    let Some(token) = bearer_token(&request).map(str::to_string) else {
+    let Some(token) = caller_token(&mut request) else {
         return Status::new(StatusCode::UNAUTHORIZED, "Unauthorized").into_response();
     };
     let from = client_address(&request);

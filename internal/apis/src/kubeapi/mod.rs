@@ -17,6 +17,7 @@ mod reads;
 mod relay;
 mod review;
 mod status;
+mod websocket;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -32,6 +33,7 @@ pub use answers::DEFAULT_KEPT_ANSWER_BYTES;
 pub(crate) use answers::{AnswerFigures, Answers};
 pub(super) use reads::is_streamed;
 use status::Status;
+pub(super) use websocket::asks_websocket;
 
 /// The routes of the Kubernetes API. Every path under `/api` and `/apis` goes to one handler
 /// that reads it as a [`Target`], so that the handler, the access check and the fairness
@@ -155,7 +157,7 @@ async fn answer(State(s): State<AppState>, auth: AuthMode, request: Request) -> 
     let routed = Routed::of(&s, request.method(), request.uri().path());
     if routed.from_memory {
         let (parts, _) = request.into_parts();
-        return reads::read(s, routed.target, parts.uri, parts.headers).await;
+        return reads::read(s, routed.target, parts).await;
     }
     match auth {
         AuthMode::None if review::is_self_review(request.method(), routed.target.as_ref()) => {

@@ -2,15 +2,15 @@
 //! object, and `watch=true`, each from the objects the records keep whole, through the same
 //! biz list, get and watch as `/k8sailor/v0`.
 
-use std::convert::Infallible;
 use std::io::Write;
 use std::time::{Duration, Instant, SystemTime};
 
-use axum::body::Body;
-
-use axum::http::{HeaderMap, HeaderValue, Uri, header};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use serde_json::{Map, Value, json};
 
 use super::Target;
@@ -22,6 +22,7 @@ use super::discovery;
 use super::media::{Encoding, Media, Shape, negotiate};
 use super::query::{InitialEvents, KubeQuery, flag, number};
 use super::status::Status;
+use super::websocket::Transport;
 use crate::AppState;
 use biz::{
     BizError, DeploymentRecord, GenericRecord, IngressRecord, Kind, ListRequest, NamespaceRecord,
@@ -222,13 +223,9 @@ pub(crate) fn is_streamed(extensions: &axum::http::Extensions) -> bool {
 }
 
 /// A read memory answers: discovery, or a list, object or watch of a served resource.
-pub(super) async fn read(
-    s: AppState,
-    target: Option<Target>,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
-    let query = match axum::extract::Query::<KubeQuery>::try_from_uri(&uri) {
+pub(super) async fn read(s: AppState, target: Option<Target>, mut parts: Parts) -> Response {
+    let (uri, headers) = (&parts.uri, &parts.headers);
+    let query = match axum::extract::Query::<KubeQuery>::try_from_uri(uri) {
         Ok(q) => q.0,
         Err(e) => {
             return Status::new(
@@ -267,17 +264,19 @@ pub(super) async fn read(
         return Status::no_such_path().into_response();
     }
     let media = match flag(query.watch.as_deref(), "watch")
-        .and_then(|watch| negotiate(&headers, name.is_none(), watch))
+        .and_then(|watch| negotiate(headers, name.is_none(), watch))
     {
         Ok(media) => media,
         Err(status) => return status.into_response(),
     };
     let warning = resource.warning.clone();
+    let coding = Coding::accepted(headers);
     let answer = Answer {
         resource,
         media,
-        coding: Coding::accepted(&headers),
+        coding,
         query,
+        transport: Transport::of(&mut parts).await,
     };
     let result = match answer.resource.served_by {
         ServedBy::Generic => answer.serve::<GenericRecord>(s, namespace, name).await,
@@ -317,6 +316,8 @@ struct Answer {
     /// How a list's body may be sent: gzip if the caller accepts it.
     coding: Coding,
     query: KubeQuery,
+    /// How a watch's frames are sent: its body, or a WebSocket.
+    transport: Transport,
 }
 
 /// `{"kind": ..., "apiVersion": ...}` removed: the apiserver's list items do not carry them.
@@ -624,10 +625,11 @@ impl Answer {
                 row
             })
             .collect();
+        // A watch's later frames carry none: the apiserver writes its nil slice, `null`.
         let definitions = if columns {
             json!(self.resource.printer.columns())
         } else {
-            json!([])
+            Value::Null
         };
         json!({
             "kind": "Table",
@@ -640,13 +642,27 @@ impl Answer {
 
     /// `watch=true`: each change as a JSON watch event, one a line, from where the query
     /// starts it (a version the history no longer has, or one not reached in time, is an
-    /// ERROR event, as the apiserver ends such a watch).
+    /// ERROR event, as the apiserver ends such a watch); the lines are the answer's body, or
+    /// each a message of the WebSocket the caller asked for.
     async fn watch<R: Kept>(
+        mut self,
+        s: AppState,
+        req: ListRequest,
+        include: IncludeObject,
+    ) -> Result<Response, Status> {
+        let transport = std::mem::take(&mut self.transport);
+        let shutdown = s.streams.clone();
+        let frames = self.watch_frames::<R>(s, req, include).await?;
+        Ok(transport.respond(frames, shutdown))
+    }
+
+    /// The frames of a watch, each an event and its newline, as the apiserver writes them.
+    async fn watch_frames<R: Kept>(
         self,
         s: AppState,
         mut req: ListRequest,
         include: IncludeObject,
-    ) -> Result<Response, Status> {
+    ) -> Result<BoxStream<'static, Bytes>, Status> {
         if self.media.shape == Shape::MetadataList {
             return Err(wrong_cardinality(&self.resource, false));
         }
@@ -703,18 +719,9 @@ impl Answer {
             .inspect(move |_| guard.sent())
             .map(|mut line| {
                 line.push(b'\n');
-                Ok::<_, Infallible>(bytes::Bytes::from(line))
+                Bytes::from(line)
             });
-        let mut response = (
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            Body::from_stream(lines),
-        )
-            .into_response();
-        response.extensions_mut().insert(Streamed);
-        Ok(response)
+        Ok(lines.boxed())
     }
 
     /// One watch event as the apiserver writes it; None for what it would not send.

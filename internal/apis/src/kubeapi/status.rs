@@ -271,7 +271,7 @@ impl Status {
             // (ResilientWatchCacheInitialization, on since 1.31, locked since 1.34: the
             // cacher's `NewTooManyRequests("storage is (re)initializing", retryAfter)`).
             BizError::Source(DaoError::Initializing { .. }) => Status {
-                retry_after: retry_after_of(e.failure()),
+                retry_after: retry_after_of(e),
                 ..Status::new(StatusCode::TOO_MANY_REQUESTS, "storage is (re)initializing")
             },
             other => Status::new(status_of(other.failure()), other.to_string()),
