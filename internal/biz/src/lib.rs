@@ -465,19 +465,21 @@ impl<S: WorkloadSource> Workloads<S> {
         resource: &Resource,
         req: &ListRequest,
     ) -> Result<paging::PageSlice<R>, BizError> {
-        let store = self.pages.of::<R>(resource);
         let query = req.query(&resource.fields)?;
         let sort = SortSpec::parse(req.sort.as_deref())?;
         let limit = req.limit.filter(|l| *l > 0);
-        let fingerprint = paging::fingerprint(
-            resource,
-            &[
-                query.namespace.as_deref().unwrap_or_default(),
-                &query.labels.to_string(),
-                &query.fields.to_string(),
-                &sort.canonical(),
-            ],
-        );
+        // Only a list cut into pages names its query: most lists are answered whole.
+        let fingerprint = || {
+            paging::fingerprint(
+                resource,
+                &[
+                    query.namespace.as_deref().unwrap_or_default(),
+                    &query.labels.to_string(),
+                    &query.fields.to_string(),
+                    &sort.canonical(),
+                ],
+            )
+        };
         if read_at(req.resource_version.as_deref())? != ReadAt::Newest {
             return Err(BizError::Query(
                 "resourceVersion applies to watch=true: a list is of the newest state, and its continue tokens carry their own version".into(),
@@ -490,7 +492,8 @@ impl<S: WorkloadSource> Workloads<S> {
                     "specifying resource version is not allowed when using continue".into(),
                 ));
             }
-            let cursor = match store.continued(token, &fingerprint, &query.visible)? {
+            let store = self.pages.of::<R>(resource);
+            let cursor = match store.continued(token, &fingerprint(), &query.visible)? {
                 paging::Continued::Kept(cursor) => cursor,
                 paging::Continued::Rebuild(cursor) => {
                     let items = self
@@ -516,7 +519,16 @@ impl<S: WorkloadSource> Workloads<S> {
             ReadAt::Version(version) => version.to_string(),
             ReadAt::Newest | ReadAt::NotOlderThan(_) => listing.resource_version,
         };
-        store.first(listing.items, &version, fingerprint, &query.visible, limit)
+        if limit.is_none_or(|l| l >= listing.items.len()) {
+            return Ok(paging::PageSlice::whole(listing.items, version));
+        }
+        self.pages.of::<R>(resource).first(
+            listing.items,
+            &version,
+            fingerprint(),
+            &query.visible,
+            limit,
+        )
     }
 
     /// The list at `at`, sorted.
@@ -528,10 +540,13 @@ impl<S: WorkloadSource> Workloads<S> {
         sort: &SortSpec,
     ) -> Result<k8sdao::Listing<R>, BizError> {
         let mut listing = self.source.list::<R>(resource, query, at).await?;
-        // Sources list in (namespace, name) order already; sorting a sorted list is linear.
-        listing
-            .items
-            .sort_by(|a, b| sort.compare(a.as_ref(), b.as_ref()));
+        // Sources list in (namespace, name) order, the default: only another order sorts,
+        // and the default list reads nothing of its items but their JSON.
+        if !sort.is_default() {
+            listing
+                .items
+                .sort_by(|a, b| sort.compare(a.as_ref(), b.as_ref()));
+        }
         Ok(listing)
     }
 

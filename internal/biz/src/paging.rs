@@ -88,6 +88,11 @@ impl SortSpec {
         Ok(SortSpec(fields))
     }
 
+    /// (namespace, name), the order sources list in.
+    pub fn is_default(&self) -> bool {
+        self.0.is_empty()
+    }
+
     pub fn compare<R: Keyed>(&self, a: &R, b: &R) -> Ordering {
         self.order(SortKey::of(a), SortKey::of(b))
     }
@@ -153,6 +158,18 @@ pub struct PageSlice<R> {
     pub resource_version: String,
     pub continue_token: Option<String>,
     pub remaining: Option<usize>,
+}
+
+impl<R> PageSlice<R> {
+    /// A list answered whole, in one page.
+    pub fn whole(items: Vec<Arc<R>>, resource_version: String) -> Self {
+        PageSlice {
+            items,
+            resource_version,
+            continue_token: None,
+            remaining: None,
+        }
+    }
 }
 
 /// Where an item is in a sorted list: every field any sort may use.
@@ -349,12 +366,7 @@ impl<R: Keyed> PageStore<R> {
         limit: Option<usize>,
     ) -> Result<PageSlice<R>, BizError> {
         let Some(limit) = limit.filter(|l| *l < items.len()) else {
-            return Ok(PageSlice {
-                items,
-                resource_version: version.to_string(),
-                continue_token: None,
-                remaining: None,
-            });
+            return Ok(PageSlice::whole(items, version.to_string()));
         };
         // A continue token carries the version its next page is cut at, so a list whose
         // version is not a number (an apiserver not backed by etcd, read live) cannot be paged:

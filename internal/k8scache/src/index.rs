@@ -167,17 +167,16 @@ impl<R: Indexed> Index<R> {
     pub fn in_namespace<'a>(
         &'a self,
         namespace: Option<&'a str>,
-    ) -> Box<dyn Iterator<Item = &'a Arc<R>> + 'a> {
-        let ids: Box<dyn Iterator<Item = &u32>> = match namespace {
-            None => Box::new(self.ids.values()),
-            Some(ns) => Box::new(
-                self.ids
-                    .range(ObjectKey::new(ns, "")..)
-                    .take_while(move |(k, _)| k.namespace == ns)
-                    .map(|(_, id)| id),
-            ),
+    ) -> impl Iterator<Item = &'a Arc<R>> + 'a {
+        // Bounded at both ends, so only the bounds compare keys: the walk between them reads
+        // no key's text (a list of a namespace is a walk over its records, not their names).
+        let ids = match namespace {
+            None => self.ids.range::<ObjectKey, _>(..),
+            Some(ns) => self
+                .ids
+                .range(ObjectKey::new(ns, "")..ObjectKey::new(after_namespace(ns), "")),
         };
-        Box::new(ids.filter_map(|id| self.slot(*id)))
+        ids.filter_map(|(_, id)| self.slot(*id))
     }
 
     /// The namespaces holding a record, in order: one lookup per namespace, not per record.
@@ -186,8 +185,7 @@ impl<R: Indexed> Index<R> {
         let mut from = ObjectKey::new("", "");
         while let Some((key, _)) = self.ids.range(&from..).next() {
             namespaces.push(key.namespace.clone());
-            // The least key of any later namespace: names sort after "", namespaces after ns.
-            from = ObjectKey::new(format!("{}\0", key.namespace), "");
+            from = ObjectKey::new(after_namespace(&key.namespace), "");
         }
         namespaces
     }
@@ -235,6 +233,12 @@ impl<R: Indexed> Index<R> {
         }
         Some(records)
     }
+}
+
+/// The least namespace after `namespace`: with the name "", the least key of any later
+/// namespace (names sort after "", and a namespace never holds a NUL).
+fn after_namespace(namespace: &str) -> String {
+    format!("{namespace}\0")
 }
 
 #[cfg(test)]

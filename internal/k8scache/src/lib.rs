@@ -572,8 +572,23 @@ impl Caches {
     /// read of the ReplicaSet cache for the whole list.
     pub fn deployments_of_pods(&self, pods: &[Arc<PodRecord>]) -> Vec<Option<String>> {
         let replicasets = self.replicasets.read();
+        // A list's pods of one ReplicaSet are neighbours (their names begin with its name):
+        // their ReplicaSet is looked up once for the run of them.
+        let mut last: Option<(&PodRecord, Option<&Owner>)> = None;
         pods.iter()
-            .map(|pod| deployment_of(&replicasets.index, pod).map(|o| o.name.clone()))
+            .map(|pod| {
+                let deployment = match last {
+                    Some((neighbour, deployment))
+                        if neighbour.owner == pod.owner
+                            && neighbour.key.namespace == pod.key.namespace =>
+                    {
+                        deployment
+                    }
+                    _ => deployment_of(&replicasets.index, pod),
+                };
+                last = Some((pod, deployment));
+                deployment.map(|o| o.name.clone())
+            })
             .collect()
     }
 
@@ -703,6 +718,32 @@ mod tests {
         );
         let bare = caches.pods.get(&ObjectKey::new("ns", "bare")).unwrap();
         assert_eq!(caches.deployments_of_pods(&[bare]), [None]);
+    }
+
+    #[test]
+    fn each_pod_of_a_list_gets_its_own_deployment() {
+        let (caches, _, _) = overlapping();
+        let pod = |ns: &str, name: &str| caches.pods.get(&ObjectKey::new(ns, name)).unwrap();
+        // The same owner reference in another namespace names no ReplicaSet there.
+        caches.pods.apply_deltas(&[Delta::Added(mk_pod(
+            "other",
+            "web-abc-3",
+            Some(("web-abc", "rs-web")),
+            &[],
+        ))]);
+        let listed = [
+            pod("ns", "web-abc-1"),
+            pod("ns", "web-abc-2"),
+            pod("ns", "web2-xyz-1"),
+            pod("ns", "bare"),
+            pod("other", "web-abc-3"),
+            pod("ns", "web-abc-1"),
+        ];
+        let web = || Some("web".to_string());
+        assert_eq!(
+            caches.deployments_of_pods(&listed),
+            [web(), web(), Some("web2".to_string()), None, None, web()]
+        );
     }
 
     #[test]

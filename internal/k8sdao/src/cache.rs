@@ -72,6 +72,11 @@ fn select<R: Indexed + Selectable>(index: &Index<R>, q: &ListQuery) -> Vec<Arc<R
             .filter(matches)
             .cloned()
             .collect(),
+        // Every record of the range is selected: nothing to read of each but itself.
+        (None, NamespaceFilter::All) if q.labels.is_empty() && q.fields.is_empty() => index
+            .in_namespace(q.namespace.as_deref())
+            .cloned()
+            .collect(),
         (None, _) => index
             .in_namespace(q.namespace.as_deref())
             .filter(matches)

@@ -86,11 +86,15 @@ impl FakeSource {
             .unwrap_or_default()
     }
 
+    /// In (namespace, name) order, as every source lists, whatever order they were given in.
     fn selected<R: Served>(&self, resource: &Resource, q: &ListQuery) -> Vec<Arc<R>> {
-        self.records_of::<R>(resource)
+        let mut selected: Vec<Arc<R>> = self
+            .records_of::<R>(resource)
             .into_iter()
             .filter(|r| selects(q, r.as_ref()))
-            .collect()
+            .collect();
+        selected.sort_by(|a, b| a.key().cmp(b.key()));
+        selected
     }
 
     fn record<R: Served>(

@@ -191,7 +191,12 @@ impl WorkloadSource for LiveSource {
         q: &ListQuery,
         at: ReadAt,
     ) -> Result<Listing<R>, DaoError> {
-        R::live_list(self, resource, q, at).await
+        let mut listing = R::live_list(self, resource, q, at).await?;
+        // The apiserver lists in its storage's order, `namespace/name` as one string, which
+        // is not (namespace, name) order where a namespace is another's prefix ("a-b/x"
+        // before "a/y").
+        listing.items.sort_by(|a, b| a.key().cmp(b.key()));
+        Ok(listing)
     }
 
     async fn get<R: Served>(
