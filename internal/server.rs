@@ -78,6 +78,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
                 connection.client.clone(),
                 settings.namespace.clone(),
                 settings.initial_list,
+                settings.list_encoding,
                 watches.clone(),
             )
             .await;
@@ -92,6 +93,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         settings.namespace.clone(),
         settings.change_history,
         settings.initial_list,
+        settings.list_encoding,
         &settings.resources,
         watches.clone(),
     )

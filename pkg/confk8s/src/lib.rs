@@ -62,3 +62,4 @@ pub use sent::Sent;
 pub use signals::{WatchSignalLayer, WatchSignals};
 pub use slim::SlimPod;
 pub use status::{FirstSync, InformerState, InformerStatus};
+pub use watcher::ListEncoding;
