@@ -65,6 +65,19 @@ async fn make_objects(ns: &TestNamespace, discovery: &Discovery) {
     }
 }
 
+/// The text of a JSON list's items, from its `"items":[` to its end.
+fn items_text(list: &[u8]) -> &[u8] {
+    let from = list
+        .windows(9)
+        .position(|w| w == b"\"items\":[")
+        .expect("a list has items");
+    let to = list
+        .iter()
+        .rposition(|&b| b == b']')
+        .expect("a list's items end");
+    &list[from..=to]
+}
+
 #[tokio::test]
 async fn every_built_in_kind_reads_from_protobuf_as_the_apiserver_writes_it_in_json() {
     let ns = TestNamespace::new("protobuf").await;
@@ -83,8 +96,8 @@ async fn every_built_in_kind_reads_from_protobuf_as_the_apiserver_writes_it_in_j
                 continue;
             };
             let path = list_path(&resource, &resource.plural);
-            let (_, json) = get(&ns.client, &path, "application/json").await;
-            let json: Value = serde_json::from_slice(&json).unwrap();
+            let (_, json_text) = get(&ns.client, &path, "application/json").await;
+            let json: Value = serde_json::from_slice(&json_text).unwrap();
             // ComponentStatuses are not stored (no version, probed anew in any order): not a
             // kind a cache serves.
             let Some(version) = json["metadata"]["resourceVersion"].as_str() else {
@@ -99,8 +112,10 @@ async fn every_built_in_kind_reads_from_protobuf_as_the_apiserver_writes_it_in_j
             let written = kind
                 .list_json(&proto)
                 .unwrap_or_else(|e| panic!("{path}: {e}"));
-            let written: Value = serde_json::from_slice(&written)
-                .unwrap_or_else(|e| panic!("{path}: {e}: {}", String::from_utf8_lossy(&written)));
+            let written_text = written;
+            let written: Value = serde_json::from_slice(&written_text).unwrap_or_else(|e| {
+                panic!("{path}: {e}: {}", String::from_utf8_lossy(&written_text))
+            });
             let items = json["items"].as_array().unwrap();
             assert_eq!(
                 written["items"].as_array().unwrap().len(),
@@ -111,6 +126,20 @@ async fn every_built_in_kind_reads_from_protobuf_as_the_apiserver_writes_it_in_j
                 assert_eq!(mine, theirs, "{path}: an item differs");
             }
             assert_eq!(written["metadata"], json["metadata"], "{path}");
+            // Byte for byte too: what a cache keeps of each item is its text.
+            let (mine, theirs) = (items_text(&written_text), items_text(&json_text));
+            if let Some(at) = mine.iter().zip(theirs).position(|(a, b)| a != b) {
+                let around = |text: &[u8]| {
+                    String::from_utf8_lossy(&text[at.saturating_sub(80)..(at + 80).min(text.len())])
+                        .into_owned()
+                };
+                panic!(
+                    "{path}: the items' text differs at byte {at}:\n mine:   {}\n theirs: {}",
+                    around(mine),
+                    around(theirs)
+                );
+            }
+            assert_eq!(mine.len(), theirs.len(), "{path}: the items' text");
             compared.push(format!("{} ({})", resource.plural, items.len()));
         }
     }

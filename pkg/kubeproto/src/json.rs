@@ -370,9 +370,56 @@ fn timestamp(bytes: &[u8]) -> Result<Option<jiff::Timestamp>, Error> {
         .map_err(|_| Error::Malformed("time out of range"))
 }
 
-/// A JSON string of Go's string `bytes` (invalid UTF-8 becomes U+FFFD, as in encoding/json).
-fn string(out: &mut Vec<u8>, bytes: &[u8]) {
+/// A JSON string of Go's string `bytes`, escaped as encoding/json escapes it (HTML's `<`, `>`
+/// and `&`, U+2028 and U+2029, control characters; invalid UTF-8 becomes U+FFFD), so an
+/// object's text is the apiserver's byte for byte.
+pub(crate) fn string(out: &mut Vec<u8>, bytes: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let text = String::from_utf8_lossy(bytes);
-    // Writing into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, text.as_ref());
+    let text_bytes = text.as_bytes();
+    out.push(b'"');
+    // Most strings (names, images, versions) need no escape: one scan, one copy.
+    let plain = !text_bytes
+        .iter()
+        .any(|&b| b < 0x20 || matches!(b, b'"' | b'\\' | b'<' | b'>' | b'&' | 0xe2));
+    if plain {
+        out.extend_from_slice(text_bytes);
+        out.push(b'"');
+        return;
+    }
+    let chars = text.char_indices();
+    let mut start = 0;
+    for (at, c) in chars {
+        let escape: Option<&[u8]> = match c {
+            '"' => Some(b"\\\""),
+            '\\' => Some(b"\\\\"),
+            '\n' => Some(b"\\n"),
+            '\r' => Some(b"\\r"),
+            '\t' => Some(b"\\t"),
+            '\u{8}' => Some(b"\\b"),
+            '\u{c}' => Some(b"\\f"),
+            _ => None,
+        };
+        let unicode = matches!(
+            c,
+            '\u{0}'..='\u{1f}' | '<' | '>' | '&' | '\u{2028}' | '\u{2029}'
+        );
+        if escape.is_none() && !unicode {
+            continue;
+        }
+        out.extend_from_slice(&text_bytes[start..at]);
+        start = at + c.len_utf8();
+        match escape {
+            Some(e) => out.extend_from_slice(e),
+            None => {
+                let code = c as u32;
+                out.extend_from_slice(b"\\u");
+                for shift in [12, 8, 4, 0] {
+                    out.push(HEX[((code >> shift) & 0xf) as usize]);
+                }
+            }
+        }
+    }
+    out.extend_from_slice(&text_bytes[start..]);
+    out.push(b'"');
 }
