@@ -429,6 +429,14 @@ fn positive<T, N: TryFrom<T>>(key: &'static str, value: T) -> Result<N, ConfigEr
 }
 
 impl Settings {
+    /// How the informers get their lists.
+    pub fn list_settings(&self) -> confk8s::ListSettings {
+        confk8s::ListSettings {
+            initial: self.initial_list,
+            encoding: self.list_encoding,
+        }
+    }
+
     /// Checks and types a merged layer; keys it leaves unset take their defaults.
     pub fn resolve(layer: SettingsLayer) -> Result<Settings, ConfigError> {
         let layer = layer.with_defaults();

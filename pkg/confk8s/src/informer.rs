@@ -128,6 +128,15 @@ impl InitialList {
     }
 }
 
+/// How a factory's watches get their lists: the strategy and the encoding.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ListSettings {
+    /// Whole, streamed or paged.
+    pub initial: InitialList,
+    /// Protobuf (built-in kinds) or JSON.
+    pub encoding: ListEncoding,
+}
+
 /// Opens a kube watcher with the given configuration.
 type Open<T> = Box<dyn Fn(watcher::Config) -> EventStream<T> + Send + Sync>;
 
@@ -470,6 +479,12 @@ impl InformerFactory {
     pub fn with_list_encoding(mut self, list_encoding: ListEncoding) -> Self {
         self.list_encoding = list_encoding;
         self
+    }
+
+    /// How the lists are asked for, both settings at once.
+    pub fn with_list_settings(self, lists: ListSettings) -> Self {
+        self.with_initial_list(lists.initial)
+            .with_list_encoding(lists.encoding)
     }
 
     fn intake<K: Resource<DynamicType = ()>>(&self) -> Intake {
