@@ -6,7 +6,7 @@ use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use confk8s::{ClientOptions, InitialList, TokenReviewLimits};
+use confk8s::{ClientOptions, InitialList, ListEncoding, TokenReviewLimits};
 use serde::Deserialize;
 
 use crate::connections::ConnectionLimits;
@@ -163,6 +163,11 @@ settings! {
         /// pages), streaming or paged [default: whole].
         #[arg(long, env = "K8SAILOR_INITIAL_LIST", value_parser = one_of(InitialList::ALL, InitialList::name))]
         initial_list: InitialList = InitialList::default(),
+        /// How the caches ask for lists: protobuf (built-in kinds; about a third of the
+        /// apiserver's CPU of JSON, written as the JSON it would have sent; custom resources
+        /// in JSON) or json [default: protobuf].
+        #[arg(long, env = "K8SAILOR_LIST_ENCODING", value_parser = one_of(ListEncoding::ALL, ListEncoding::name))]
+        list_encoding: ListEncoding = ListEncoding::default(),
         /// Built-in resources served beside the six of the original client: names to serve
         /// (`*`: every built-in kind but Secrets), `-name`s not to, comma-separated; Secrets
         /// (metadata only) only when named, e.g. `*,secrets`; custom resources as
@@ -336,6 +341,8 @@ pub struct Settings {
     pub kept_answer_bytes: usize,
     /// How the informers get their lists.
     pub initial_list: InitialList,
+    /// The encoding the informers ask their lists in.
+    pub list_encoding: ListEncoding,
     /// The built-in resources served besides the typed kinds.
     pub resources: k8sdao::ResourceSelection,
     pub sync_timeout: Duration,
@@ -422,6 +429,14 @@ fn positive<T, N: TryFrom<T>>(key: &'static str, value: T) -> Result<N, ConfigEr
 }
 
 impl Settings {
+    /// How the informers get their lists.
+    pub fn list_settings(&self) -> confk8s::ListSettings {
+        confk8s::ListSettings {
+            initial: self.initial_list,
+            encoding: self.list_encoding,
+        }
+    }
+
     /// Checks and types a merged layer; keys it leaves unset take their defaults.
     pub fn resolve(layer: SettingsLayer) -> Result<Settings, ConfigError> {
         let layer = layer.with_defaults();
@@ -537,6 +552,7 @@ impl Settings {
             change_history: layer.change_history,
             kept_answer_bytes: layer.kept_answer_bytes,
             initial_list: layer.initial_list,
+            list_encoding: layer.list_encoding,
             resources: k8sdao::ResourceSelection::parse(&layer.resources).map_err(|reason| {
                 ConfigError::Invalid {
                     key: "resources",
@@ -594,6 +610,7 @@ mod tests {
         same(SourceKind::ALL, SourceKind::name);
         same(AuthMode::ALL, AuthMode::name);
         same(InitialList::ALL, InitialList::name);
+        same(ListEncoding::ALL, ListEncoding::name);
     }
 
     /// config/rbac.yaml grants list and watch on exactly what `--resources` serves by default

@@ -77,7 +77,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
             let (policy, tasks) = Policy::follow(
                 connection.client.clone(),
                 settings.namespace.clone(),
-                settings.initial_list,
+                settings.list_settings(),
                 watches.clone(),
             )
             .await;
@@ -91,7 +91,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> Result<(), 
         connection,
         settings.namespace.clone(),
         settings.change_history,
-        settings.initial_list,
+        settings.list_settings(),
         &settings.resources,
         watches.clone(),
     )

@@ -29,6 +29,7 @@ mod logs;
 mod operations;
 mod parity;
 mod printers;
+mod protobuf;
 mod queries;
 mod read_path;
 mod replicas;

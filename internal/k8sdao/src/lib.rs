@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use confk8s::{Connection, FactoryError, InformerFactory, InformerState, InitialList, Sent};
+use confk8s::{Connection, FactoryError, InformerFactory, InformerState, ListSettings, Sent};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::networking::v1::Ingress;
@@ -455,7 +455,7 @@ impl Source {
         connection: Connection,
         scope: Option<String>,
         history: usize,
-        initial_list: InitialList,
+        lists: ListSettings,
         resources: &ResourceSelection,
         shutdown: CancellationToken,
     ) -> Result<(Source, Vec<JoinHandle<()>>), FactoryError> {
@@ -477,7 +477,7 @@ impl Source {
             SourceKind::Cache => {
                 let factory = InformerFactory::new(client.clone(), scope.clone())
                     .with_watch_signals(connection.watches)
-                    .with_initial_list(initial_list);
+                    .with_list_settings(lists);
                 let caches = Arc::new(Caches::new(history));
                 register(&caches, &factory, scope.as_deref())?;
                 // The typed kinds (Pods, the longest list, among them) are listed while the

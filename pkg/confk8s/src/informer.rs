@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::delta::{Delta, DeltaTracker, Step, strip_noise};
 use crate::signals::WatchSignals;
 use crate::status::{FirstSync, InformerStatus};
-use crate::watcher::Event;
+use crate::watcher::{Event, Intake, ListEncoding};
 
 /// Receives the changes of one kind.
 pub trait Handler<K>: Send + Sync + 'static {
@@ -126,6 +126,15 @@ impl InitialList {
             InitialList::Paged => "paged",
         }
     }
+}
+
+/// How a factory's watches get their lists: the strategy and the encoding.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ListSettings {
+    /// Whole, streamed or paged.
+    pub initial: InitialList,
+    /// Protobuf (built-in kinds) or JSON.
+    pub encoding: ListEncoding,
 }
 
 /// Opens a kube watcher with the given configuration.
@@ -346,6 +355,7 @@ pub struct InformerFactory {
     namespace: Option<String>,
     config: watcher::Config,
     initial_list: InitialList,
+    list_encoding: ListEncoding,
     informers: Arc<Mutex<Registry>>,
     watches: Option<WatchSignals>,
     /// Set once [`InformerFactory::check_access`] has answered (its informers may start
@@ -441,6 +451,7 @@ impl InformerFactory {
             namespace,
             config,
             initial_list: InitialList::default(),
+            list_encoding: ListEncoding::default(),
             informers: Arc::new(Mutex::new(Registry::default())),
             watches: None,
             reviewed: Arc::new(AtomicBool::new(false)),
@@ -463,6 +474,28 @@ impl InformerFactory {
         self
     }
 
+    /// The encoding the lists are asked in; [`ListEncoding::Protobuf`] unless given. Give it
+    /// before registering handlers.
+    pub fn with_list_encoding(mut self, list_encoding: ListEncoding) -> Self {
+        self.list_encoding = list_encoding;
+        self
+    }
+
+    /// How the lists are asked for, both settings at once.
+    pub fn with_list_settings(self, lists: ListSettings) -> Self {
+        self.with_initial_list(lists.initial)
+            .with_list_encoding(lists.encoding)
+    }
+
+    fn intake<K: Resource<DynamicType = ()>>(&self) -> Intake {
+        Intake::new(
+            self.list_encoding,
+            &K::group(&()),
+            &K::version(&()),
+            &K::kind(&()),
+        )
+    }
+
     /// Registers a handler for `K`, starting a watch of `K` unless one exists. For
     /// `K = PartialObjectMeta<T>` the watch fetches metadata only, a fraction of the bytes.
     pub fn add_handler<K>(&self, handler: Arc<dyn Handler<K>>) -> Result<(), FactoryError>
@@ -470,13 +503,14 @@ impl InformerFactory {
         K: Watched + Resource<Scope = NamespaceResourceScope>,
     {
         let api = self.api::<K>();
+        let intake = self.intake::<K>();
         let resource = (K::group(&()).into_owned(), K::plural(&()).into_owned());
         self.register(
             K::kind(&()).into_owned(),
             resource,
             false,
             handler,
-            move |config| crate::watcher::watch(api.clone(), config).boxed(),
+            move |config| crate::watcher::watch(api.clone(), config, intake.clone()).boxed(),
         )
     }
 
@@ -487,13 +521,14 @@ impl InformerFactory {
         K: Watched + Resource<Scope = k8s_openapi::ClusterResourceScope>,
     {
         let api: Api<K> = Api::all(self.client.clone());
+        let intake = self.intake::<K>();
         let resource = (K::group(&()).into_owned(), K::plural(&()).into_owned());
         self.register(
             K::kind(&()).into_owned(),
             resource,
             true,
             handler,
-            move |config| crate::watcher::watch(api.clone(), config).boxed(),
+            move |config| crate::watcher::watch(api.clone(), config, intake.clone()).boxed(),
         )
     }
 
@@ -508,6 +543,7 @@ impl InformerFactory {
         W: Watched + Resource<Scope = NamespaceResourceScope> + Into<K>,
     {
         let api = self.api::<W>();
+        let intake = self.intake::<W>();
         let resource = (W::group(&()).into_owned(), W::plural(&()).into_owned());
         self.register(
             K::kind(&()).into_owned(),
@@ -515,7 +551,7 @@ impl InformerFactory {
             false,
             handler,
             move |config| {
-                crate::watcher::watch(api.clone(), config)
+                crate::watcher::watch(api.clone(), config, intake.clone())
                     .map(|event| event.map(|event| event.map(W::into)))
                     .boxed()
             },
@@ -735,6 +771,12 @@ impl InformerFactory {
             (Some(ns), false) => Api::namespaced_with(self.client.clone(), ns, &resource),
             _ => Api::all_with(self.client.clone(), &resource),
         };
+        let intake = Intake::new(
+            self.list_encoding,
+            &resource.group,
+            &resource.version,
+            &resource.kind,
+        );
         let watch = Arc::new(Informer::<DynamicObject> {
             resource: names,
             cluster_scoped,
@@ -744,7 +786,9 @@ impl InformerFactory {
             initial_list: self.initial_list,
             // Reviewed above, before it started.
             reviewed: Arc::new(AtomicBool::new(true)),
-            open: Box::new(move |config| crate::watcher::watch(api.clone(), config).boxed()),
+            open: Box::new(move |config| {
+                crate::watcher::watch(api.clone(), config, intake.clone()).boxed()
+            }),
         });
         informer.task = Some(watch.spawn(informer.stop.clone()));
         informer

@@ -50,8 +50,8 @@ pub use client::{ClientError, ClientOptions, ConfigSource, Connection, connect, 
 pub use crds::{Command, CrdEvent, CrdFollower, Crds, CustomResource};
 pub use delta::{Delta, DeltaTracker, ObjectKey, Step, strip_noise};
 pub use informer::{
-    DynamicInformer, FactoryError, Handler, InformerFactory, InitialList, RelistBatch, Watchable,
-    Watched,
+    DynamicInformer, FactoryError, Handler, InformerFactory, InitialList, ListSettings,
+    RelistBatch, Watchable, Watched,
 };
 pub use policy::{Policy, PolicyMode};
 pub use rbac::Namespaces;
@@ -62,3 +62,4 @@ pub use sent::Sent;
 pub use signals::{WatchSignalLayer, WatchSignals};
 pub use slim::SlimPod;
 pub use status::{FirstSync, InformerState, InformerStatus};
+pub use watcher::ListEncoding;

@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::delta::Delta;
-use crate::informer::{FactoryError, Handler, InformerFactory, InitialList, RelistBatch};
+use crate::informer::{FactoryError, Handler, InformerFactory, ListSettings, RelistBatch};
 use crate::status::{FirstSync, InformerStatus};
 
 /// Roles, ClusterRoles, RoleBindings and ClusterRoleBindings as the watches last told them.
@@ -68,11 +68,11 @@ impl Policy {
     pub async fn follow(
         client: Client,
         namespace: Option<String>,
-        initial_list: InitialList,
+        lists: ListSettings,
         shutdown: CancellationToken,
     ) -> (Arc<Policy>, Vec<JoinHandle<()>>) {
         let policy = Arc::new(Policy::default());
-        let factory = InformerFactory::new(client, namespace).with_initial_list(initial_list);
+        let factory = InformerFactory::new(client, namespace).with_list_settings(lists);
         let refused = match policy.register(&factory) {
             Err(e) => Some(e.to_string()),
             Ok(()) => match factory.check_access().await {

@@ -10,10 +10,13 @@
 //! new list.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::stream::BoxStream;
-use futures::{AsyncBufRead, AsyncBufReadExt, Stream, StreamExt};
+use futures::{AsyncBufRead, AsyncBufReadExt, Stream, StreamExt, TryStreamExt};
+use http_body_util::BodyExt;
 use kube::api::{ListParams, VersionMatch, WatchEvent, WatchParams};
 use kube::core::ListMeta;
 use kube::runtime::watcher::{Config, Error, InitialListStrategy, ListSemantic};
@@ -73,6 +76,60 @@ impl<K> Event<K> {
 }
 
 type Changes<K> = BoxStream<'static, kube::Result<WatchEvent<K>>>;
+
+/// How a kind's lists are asked for: in protobuf when the kind has it (built-in kinds) and
+/// [`ListEncoding::Protobuf`] is chosen, written as JSON by kubeproto as they arrive, else in
+/// JSON. A protobuf list that kubeproto cannot write (a field a newer apiserver added) turns
+/// the kind to JSON for good, with a warning.
+#[derive(Clone, Debug)]
+pub(crate) struct Intake {
+    protobuf: Option<kubeproto::ListKind>,
+    refused: Arc<AtomicBool>,
+}
+
+impl Intake {
+    pub(crate) fn new(encoding: ListEncoding, group: &str, version: &str, kind: &str) -> Self {
+        let protobuf = match encoding {
+            ListEncoding::Protobuf => kubeproto::ListKind::find(group, version, kind),
+            ListEncoding::Json => None,
+        };
+        Intake {
+            protobuf,
+            refused: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn protobuf(&self) -> Option<kubeproto::ListKind> {
+        self.protobuf
+            .filter(|_| !self.refused.load(Ordering::Relaxed))
+    }
+}
+
+/// The encoding a watch asks its lists in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ListEncoding {
+    /// Protobuf for built-in kinds (JSON for the rest): the apiserver encodes a list of pods
+    /// about three times cheaper so (1.1 s of its CPU against 2.4-4.6 s for 20,000 pods), and
+    /// at start-up that encoding is what the cache waits for.
+    #[default]
+    Protobuf,
+    /// JSON for every kind.
+    Json,
+}
+
+impl ListEncoding {
+    /// Every encoding, as settings name them.
+    pub const ALL: &'static [ListEncoding] = &[ListEncoding::Protobuf, ListEncoding::Json];
+
+    /// As flags and config files name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ListEncoding::Protobuf => "protobuf",
+            ListEncoding::Json => "json",
+        }
+    }
+}
 
 /// Where a watch stands.
 enum State<K> {
@@ -150,9 +207,19 @@ const MAX_ITEM_BYTES: usize = 64 << 20;
 /// overlaps the apiserver's encoding of what follows.
 struct PageReader {
     body: std::pin::Pin<Box<dyn AsyncBufRead + Send>>,
-    splitter: Splitter,
-    /// Items cut, not yet decoded.
+    cutter: Cutter,
+    /// Items cut (as JSON), not yet decoded.
     items: VecDeque<Vec<u8>>,
+}
+
+/// How a page's items are cut from its bytes.
+enum Cutter {
+    Json(Splitter),
+    /// A protobuf list, each item written as JSON; `refused` is set when it cannot be.
+    Protobuf {
+        reader: Option<kubeproto::ListReader>,
+        refused: Arc<AtomicBool>,
+    },
 }
 
 /// A page's own members: its list metadata.
@@ -162,8 +229,13 @@ struct PageHead {
     metadata: ListMeta,
 }
 
-/// Starts reading the page of `api`'s list that `params` asks for, as `Api::list` asks for it.
-async fn list_page<K>(api: &Api<K>, params: &ListParams) -> kube::Result<PageReader>
+/// Starts reading the page of `api`'s list that `params` asks for, as `Api::list` asks for it,
+/// in protobuf when `intake` says so.
+async fn list_page<K>(
+    api: &Api<K>,
+    params: &ListParams,
+    intake: &Intake,
+) -> kube::Result<PageReader>
 where
     K: Resource + Clone + DeserializeOwned,
 {
@@ -175,12 +247,61 @@ where
     }
     .map_err(kube::Error::BuildRequest)?;
     request.extensions_mut().insert("list");
-    let body = api.clone().into_client().request_stream(request).await?;
+    let protobuf = intake.protobuf().filter(|_| !K::metadata_api());
+    if protobuf.is_some() {
+        request.headers_mut().insert(
+            http::header::ACCEPT,
+            http::HeaderValue::from_static(kubeproto::ACCEPT),
+        );
+    }
+    let response = api
+        .clone()
+        .into_client()
+        .send(request.map(kube::client::Body::from))
+        .await?;
+    let response = api_error(response).await?;
+    // Custom resources have no protobuf: the apiserver answers them in JSON.
+    let sent_protobuf = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|t| t.to_str().ok())
+        .is_some_and(|t| t.starts_with(kubeproto::PROTOBUF));
+    let cutter = match protobuf {
+        Some(kind) if sent_protobuf => Cutter::Protobuf {
+            reader: Some(kubeproto::ListReader::new(kind, MAX_ITEM_BYTES)),
+            refused: intake.refused.clone(),
+        },
+        _ => Cutter::Json(Splitter::new(MAX_ITEM_BYTES)),
+    };
+    let body = response
+        .into_body()
+        .into_data_stream()
+        .map_err(std::io::Error::other)
+        .into_async_read();
     Ok(PageReader {
         body: Box::pin(body),
-        splitter: Splitter::new(MAX_ITEM_BYTES),
+        cutter,
         items: VecDeque::new(),
     })
+}
+
+/// An error answer as kube reports one (its Status, or one made of its text and code), as
+/// `Client::request_stream` does; a protobuf Status keeps its code.
+async fn api_error(
+    response: http::Response<kube::client::Body>,
+) -> kube::Result<http::Response<kube::client::Body>> {
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return Ok(response);
+    }
+    let bytes = response.into_body().collect().await?.to_bytes();
+    if let Ok(status) = serde_json::from_slice::<kube::core::Status>(&bytes) {
+        return Err(kube::Error::Api(status.boxed()));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let status = kube::core::Status::failure(text.trim(), "Failed to parse error data")
+        .with_code(status.as_u16());
+    Err(kube::Error::Api(status.boxed()))
 }
 
 /// What reading a page gave.
@@ -205,19 +326,53 @@ impl PageReader {
             .fill_buf()
             .await
             .map_err(kube::Error::ReadEvents)?;
+        let items = &mut self.items;
         if chunk.is_empty() {
-            let head = self.splitter.finish().map_err(split_error)?;
-            let head: PageHead = serde_json::from_slice(&head).map_err(kube::Error::SerdeError)?;
-            return Ok(PageStep::Done(head.metadata));
+            let meta: ListMeta = match &mut self.cutter {
+                Cutter::Json(splitter) => {
+                    let head = splitter.finish().map_err(split_error)?;
+                    let head: PageHead =
+                        serde_json::from_slice(&head).map_err(kube::Error::SerdeError)?;
+                    head.metadata
+                }
+                Cutter::Protobuf { reader, refused } => {
+                    let reader = reader.take().ok_or_else(|| {
+                        unwritable(refused, kubeproto::Error::Malformed("read past its end"))
+                    })?;
+                    let meta = reader.finish().map_err(|e| unwritable(refused, e))?;
+                    serde_json::from_slice(&meta).map_err(kube::Error::SerdeError)?
+                }
+            };
+            return Ok(PageStep::Done(meta));
         }
         let read = chunk.len();
-        let items = &mut self.items;
-        self.splitter
-            .feed(chunk, |item| items.push_back(item))
-            .map_err(split_error)?;
+        match &mut self.cutter {
+            Cutter::Json(splitter) => splitter
+                .feed(chunk, |item| items.push_back(item))
+                .map_err(split_error)?,
+            Cutter::Protobuf { reader, refused } => match reader {
+                Some(reader) => reader
+                    .feed(chunk, |item| items.push_back(item))
+                    .map_err(|e| unwritable(refused, e))?,
+                None => {
+                    return Err(unwritable(
+                        refused,
+                        kubeproto::Error::Malformed("read past its end"),
+                    ));
+                }
+            },
+        }
         self.body.as_mut().consume(read);
         Ok(PageStep::Read)
     }
+}
+
+/// A protobuf list kubeproto could not write: the kind's lists are asked in JSON from now on.
+fn unwritable(refused: &AtomicBool, error: kubeproto::Error) -> kube::Error {
+    if !refused.swap(true, Ordering::Relaxed) {
+        tracing::warn!(%error, "a protobuf list could not be read; asking this kind's lists in JSON");
+    }
+    kube::Error::ReadEvents(std::io::Error::new(std::io::ErrorKind::InvalidData, error))
 }
 
 fn split_error(error: crate::items::SplitError) -> kube::Error {
@@ -226,17 +381,22 @@ fn split_error(error: crate::items::SplitError) -> kube::Error {
 
 /// A watch of `api`'s kind: a list (paged or streamed as `config` says), then its changes, a
 /// new list after a 410. It never ends; errors are yielded and the next poll retries.
-pub fn watch<K>(api: Api<K>, config: Config) -> impl Stream<Item = Result<Event<K>, Error>> + Send
+pub(crate) fn watch<K>(
+    api: Api<K>,
+    config: Config,
+    intake: Intake,
+) -> impl Stream<Item = Result<Event<K>, Error>> + Send
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
     futures::stream::unfold(State::Empty, move |state| {
         let api = api.clone();
         let config = config.clone();
+        let intake = intake.clone();
         async move {
             let mut state = state;
             loop {
-                match step(&api, &config, state).await {
+                match step(&api, &config, &intake, state).await {
                     (Some(event), next) => return Some((event, next)),
                     (None, next) => state = next,
                 }
@@ -249,6 +409,7 @@ where
 async fn step<K>(
     api: &Api<K>,
     config: &Config,
+    intake: &Intake,
     state: State<K>,
 ) -> (Option<Result<Event<K>, Error>>, State<K>)
 where
@@ -324,7 +485,7 @@ where
                     State::At(version),
                 );
             }
-            match list_page(api, &list_params(config, continue_token)).await {
+            match list_page(api, &list_params(config, continue_token), intake).await {
                 Ok(page) => {
                     let state = State::Paging {
                         page: Some(page),
@@ -427,5 +588,158 @@ where
             ),
             None => (None, State::At(version)),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use http::{Request, Response};
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::client::Body;
+
+    use super::*;
+
+    fn push_varint(out: &mut Vec<u8>, mut value: u64) {
+        while value >= 0x80 {
+            out.push((value as u8) | 0x80);
+            value >>= 7;
+        }
+        out.push(value as u8);
+    }
+
+    /// A message of length-delimited fields, as protobuf writes it.
+    fn message(fields: &[(u64, &[u8])]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (number, value) in fields {
+            push_varint(&mut out, (number << 3) | 2);
+            push_varint(&mut out, value.len() as u64);
+            out.extend_from_slice(value);
+        }
+        out
+    }
+
+    /// A ConfigMap in protobuf (ObjectMeta's name 1, namespace 3, resourceVersion 6), with a
+    /// field of number `unknown` the schema does not have, when given.
+    fn config_map(name: &str, version: &str, unknown: Option<u64>) -> Vec<u8> {
+        let meta = message(&[(1, name.as_bytes()), (3, b"ns"), (6, version.as_bytes())]);
+        let mut fields = vec![(1, meta.as_slice())];
+        if let Some(number) = unknown {
+            fields.push((number, b"x".as_slice()));
+        }
+        message(&fields)
+    }
+
+    /// The apiserver's protobuf list answer: `k8s\0`, then runtime.Unknown whose raw (2) is
+    /// the list: ListMeta (resourceVersion 2) at 1, the items at 2.
+    fn protobuf_list(items: &[Vec<u8>], version: &str) -> Vec<u8> {
+        let meta = message(&[(2, version.as_bytes())]);
+        let mut list = message(&[(1, &meta)]);
+        for item in items {
+            list.extend(message(&[(2, item)]));
+        }
+        let mut answer = kubeproto::MAGIC.to_vec();
+        answer.extend(message(&[(1, b""), (2, &list)]));
+        answer
+    }
+
+    fn json_list() -> Vec<u8> {
+        serde_json::json!({"apiVersion": "v1", "kind": "ConfigMapList",
+            "metadata": {"resourceVersion": "10"},
+            "items": [{"metadata": {"namespace": "ns", "name": "a", "resourceVersion": "8"}},
+                      {"metadata": {"namespace": "ns", "name": "b", "resourceVersion": "9"}}]})
+        .to_string()
+        .into_bytes()
+    }
+
+    /// Lists ConfigMaps from a fake apiserver that answers each list with `answer(asked for
+    /// protobuf)`: the events until the list is done (errors as "error"), and whether each
+    /// request asked for protobuf.
+    async fn list(answer: fn(bool) -> (&'static str, Vec<u8>)) -> (Vec<String>, Vec<bool>) {
+        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let server = {
+            let asked = asked.clone();
+            tokio::spawn(async move {
+                while let Some((request, send)) = handle.next_request().await {
+                    let protobuf = request
+                        .headers()
+                        .get(http::header::ACCEPT)
+                        .is_some_and(|a| a.to_str().unwrap().contains(kubeproto::PROTOBUF));
+                    asked.lock().unwrap().push(protobuf);
+                    let (content_type, body) = answer(protobuf);
+                    send.send_response(
+                        Response::builder()
+                            .header(http::header::CONTENT_TYPE, content_type)
+                            .body(Body::from(body))
+                            .unwrap(),
+                    );
+                }
+            })
+        };
+        let api: Api<ConfigMap> = Api::all(kube::Client::new(service, "default"));
+        let config = Config {
+            page_size: None,
+            ..Config::default()
+        };
+        let intake = Intake::new(ListEncoding::Protobuf, "", "v1", "ConfigMap");
+        let mut events = Box::pin(watch(api, config, intake));
+        let mut seen = Vec::new();
+        while let Some(event) = events.next().await {
+            let done = matches!(event, Ok(Event::InitDone { .. }));
+            seen.push(match event {
+                Ok(Event::Init) => "init".to_string(),
+                Ok(Event::InitApply(o)) => format!(
+                    "{}@{}",
+                    o.metadata.name.unwrap(),
+                    o.metadata.resource_version.unwrap()
+                ),
+                Ok(Event::InitDone { version }) => format!("done@{version}"),
+                Ok(other) => format!("{other:?}"),
+                Err(_) => "error".to_string(),
+            });
+            if done {
+                break;
+            }
+        }
+        server.abort();
+        let asked = asked.lock().unwrap().clone();
+        (seen, asked)
+    }
+
+    #[tokio::test]
+    async fn a_built_in_kinds_list_is_asked_and_read_in_protobuf() {
+        let (seen, asked) = list(|protobuf| {
+            assert!(protobuf, "asked for protobuf");
+            let items = [config_map("a", "8", None), config_map("b", "9", None)];
+            (kubeproto::PROTOBUF, protobuf_list(&items, "10"))
+        })
+        .await;
+        assert_eq!(seen, ["init", "a@8", "b@9", "done@10"]);
+        assert_eq!(asked, [true]);
+    }
+
+    #[tokio::test]
+    async fn a_json_answer_to_a_protobuf_ask_is_read_as_json() {
+        // As the apiserver answers for a kind without protobuf (a custom resource).
+        let (seen, _) = list(|_| ("application/json", json_list())).await;
+        assert_eq!(seen, ["init", "a@8", "b@9", "done@10"]);
+    }
+
+    #[tokio::test]
+    async fn a_protobuf_list_that_cannot_be_read_is_asked_again_in_json() {
+        // Field 99 of a ConfigMap: a newer apiserver's, whose JSON would carry it.
+        let (seen, asked) = list(|protobuf| {
+            if protobuf {
+                let items = [config_map("a", "8", Some(99))];
+                (kubeproto::PROTOBUF, protobuf_list(&items, "10"))
+            } else {
+                ("application/json", json_list())
+            }
+        })
+        .await;
+        assert_eq!(seen, ["init", "error", "init", "a@8", "b@9", "done@10"]);
+        assert_eq!(asked, [true, false], "in JSON once protobuf failed");
     }
 }
