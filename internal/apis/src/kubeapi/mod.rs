@@ -275,7 +275,7 @@ impl<'a> Target<'a> {
         } else {
             let (group, rest) = segments.split_first()?;
             if rest.is_empty() {
-                return Some(Target::Group { group: *group });
+                return Some(Target::Group { group });
             }
             (*group, rest)
         };
@@ -339,54 +339,52 @@ mod tests {
         assert_eq!(
             Target::parse(true, "v1"),
             Some(Target::GroupVersion {
-                group: "".into(),
-                version: "v1".into()
+                group: "",
+                version: "v1"
             })
         );
         assert_eq!(
             Target::parse(false, "apps"),
-            Some(Target::Group {
-                group: "apps".into()
-            })
+            Some(Target::Group { group: "apps" })
         );
         assert_eq!(
             Target::parse(true, "v1/namespaces/ns/configmaps/web"),
             Some(Target::Object {
-                group: "".into(),
-                version: "v1".into(),
-                resource: "configmaps".into(),
-                namespace: Some("ns".into()),
-                name: "web".into(),
+                group: "",
+                version: "v1",
+                resource: "configmaps",
+                namespace: Some("ns"),
+                name: "web",
             })
         );
         assert_eq!(
             Target::parse(false, "apps/v1/statefulsets"),
             Some(Target::Collection {
-                group: "apps".into(),
-                version: "v1".into(),
-                resource: "statefulsets".into(),
+                group: "apps",
+                version: "v1",
+                resource: "statefulsets",
                 namespace: None,
             })
         );
         assert_eq!(
             Target::parse(true, "v1/nodes/n1"),
             Some(Target::Object {
-                group: "".into(),
-                version: "v1".into(),
-                resource: "nodes".into(),
+                group: "",
+                version: "v1",
+                resource: "nodes",
                 namespace: None,
-                name: "n1".into(),
+                name: "n1",
             })
         );
         assert_eq!(
             Target::parse(true, "v1/namespaces/ns/pods/web/log"),
             Some(Target::Subresource {
-                group: "".into(),
-                version: "v1".into(),
-                resource: "pods".into(),
-                namespace: Some("ns".into()),
-                name: "web".into(),
-                subresource: "log".into(),
+                group: "",
+                version: "v1",
+                resource: "pods",
+                namespace: Some("ns"),
+                name: "web",
+                subresource: "log",
             })
         );
         for unserved in ["v1//pods", "", "v1/a/b/c/d/e"] {
