@@ -6,7 +6,7 @@ use std::time::Duration;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -209,23 +209,24 @@ pub struct ApiQuery<T>(pub T);
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        // The same decoding as axum's `Query`, without the path to the error it tracks on
-        // every query: a valid one (nearly all) is decoded once, an invalid one again by
-        // `Query`, for its message.
-        if let Ok(query) = serde_urlencoded::from_str(parts.uri.query().unwrap_or("")) {
-            return Ok(ApiQuery(query));
-        }
-        Query::<T>::from_request_parts(parts, state)
-            .await
-            .map(|Query(q)| ApiQuery(q))
-            .map_err(|e: QueryRejection| {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    format!("invalid query: {}", e.body_text()),
-                )
-            })
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        decode_query(&parts.uri).map(ApiQuery).map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("invalid query: {}", e.body_text()),
+            )
+        })
     }
+}
+
+/// The query of `uri`, decoded as axum's `Query` decodes it, without the path to the error
+/// it tracks on every query: a valid one (nearly all) is decoded once, an invalid one again
+/// by `Query`, for its rejection's message.
+pub(crate) fn decode_query<T: DeserializeOwned>(uri: &Uri) -> Result<T, QueryRejection> {
+    if let Ok(query) = serde_urlencoded::from_str(uri.query().unwrap_or("")) {
+        return Ok(query);
+    }
+    Query::<T>::try_from_uri(uri).map(|Query(q)| q)
 }
 
 /// `Json` whose rejection is an envelope: 400 for malformed JSON, 415 without

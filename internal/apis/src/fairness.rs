@@ -12,7 +12,6 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::future::Ready;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,7 +24,6 @@ use axum::extract::{ConnectInfo, MatchedPath, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use futures::future::{BoxFuture, Either};
 use http_body::{Frame, SizeHint};
 use serde::Deserialize;
 use tower::{Layer, Service};
@@ -120,14 +118,15 @@ struct OverShare {
 #[derive(Debug)]
 struct Ledger<K> {
     bound: usize,
-    held: HashMap<K, usize>,
+    /// Hashed with foldhash (seeded per process): taken and given back on every request.
+    held: HashMap<K, usize, foldhash::fast::RandomState>,
 }
 
 impl<K: Clone + Eq + std::hash::Hash> Ledger<K> {
     fn new(bound: usize) -> Self {
         Ledger {
             bound,
-            held: HashMap::new(),
+            held: HashMap::default(),
         }
     }
 
@@ -137,16 +136,21 @@ impl<K: Clone + Eq + std::hash::Hash> Ledger<K> {
         self.bound.div_ceil(holders.max(1)).max(1)
     }
 
-    /// One more for `who`, unless it already holds its share, counted as if it held one.
+    /// One more for `who`, unless it already holds its share, counted as if it held one: one
+    /// holding none (most requests find their identity so) may always take one.
     fn take(&mut self, who: &K) -> Result<(), OverShare> {
-        let held = self.held.get(who).copied().unwrap_or(0);
-        let holders = self.held.len() + usize::from(held == 0);
-        let share = self.share_among(holders);
-        if held >= share {
-            return Err(OverShare { held, share });
+        let share = self.share_among(self.held.len());
+        match self.held.get_mut(who) {
+            Some(held) if *held >= share => Err(OverShare { held: *held, share }),
+            Some(held) => {
+                *held += 1;
+                Ok(())
+            }
+            None => {
+                self.held.insert(who.clone(), 1);
+                Ok(())
+            }
         }
-        *self.held.entry(who.clone()).or_default() += 1;
-        Ok(())
     }
 
     fn give_back(&mut self, who: &K) {
@@ -376,28 +380,18 @@ pub(super) struct Share<S> {
     inner: S,
 }
 
-impl<S> Service<Request> for Share<S>
-where
-    S: Service<Request, Response = Response, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future = Either<
-        Ready<Result<Response, Infallible>>,
-        BoxFuture<'static, Result<Response, Infallible>>,
-    >;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: Request) -> Self::Future {
-        let ShareLayer { fairness, rule } = &self.layer;
+impl ShareLayer {
+    /// Counts `request` against its identity's share and has `inner` answer it, or refuses
+    /// it: what [`Share`] does, and the per-request layer where nothing runs between them.
+    pub(super) fn count<S>(&self, mut request: Request, inner: &mut S) -> Counted<S::Future>
+    where
+        S: Service<Request, Response = Response, Error = Infallible>,
+    {
+        let ShareLayer { fairness, rule } = self;
         let held = rule.held(&request);
         let permit = match fairness.take(held, Identity::of(&request)) {
             Ok(permit) => permit,
-            Err(refused) => return Either::Left(std::future::ready(Ok(rule.refused(refused)))),
+            Err(refused) => return Counted::Refused(std::future::ready(Ok(rule.refused(refused)))),
         };
         // A connection switched to another protocol outlives its answer, whose body hyper
         // drops with the 101: the handler relaying it holds the place instead.
@@ -409,20 +403,77 @@ where
         } else {
             Some(permit)
         };
-        let answer = self.inner.call(request);
-        Either::Right(Box::pin(async move {
-            let Ok(response) = answer.await;
-            Ok(match (held, permit) {
-                (Held::Watches, Some(permit)) => {
-                    response.map(|body| Body::new(Holding::new(body, permit)))
-                }
-                // A request's place, given back now that its answer is ready.
-                (_, permit) => {
-                    drop(permit);
-                    response
-                }
-            })
-        }))
+        Counted::Admitted {
+            answer: inner.call(request),
+            held,
+            permit,
+        }
+    }
+}
+
+impl<S> Service<Request> for Share<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Unpin,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Counted<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Counted<S::Future> {
+        self.layer.count(request, &mut self.inner)
+    }
+}
+
+/// The answer of a request counted against its share: a request's place is given back once
+/// the answer is ready, a watch's once its body is dropped. A future of its own, not a
+/// boxed `async` block: nothing is allocated for an answer ready at once.
+pub(super) enum Counted<F> {
+    /// Past its share: the 429.
+    Refused(std::future::Ready<Result<Response, Infallible>>),
+    Admitted {
+        answer: F,
+        held: Held,
+        permit: Option<Permit>,
+    },
+    /// A route no share counts (the probes, the dashboard).
+    Uncounted(F),
+}
+
+impl<F> Future for Counted<F>
+where
+    F: Future<Output = Result<Response, Infallible>> + Unpin,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Counted::Refused(refusal) => Pin::new(refusal).poll(cx),
+            Counted::Uncounted(answer) => Pin::new(answer).poll(cx),
+            Counted::Admitted {
+                answer,
+                held,
+                permit,
+            } => {
+                let Poll::Ready(Ok(response)) = Pin::new(answer).poll(cx) else {
+                    return Poll::Pending;
+                };
+                Poll::Ready(Ok(match (*held, permit.take()) {
+                    (Held::Watches, Some(permit)) => {
+                        response.map(|body| Body::new(Holding::new(body, permit)))
+                    }
+                    // A request's place, given back now that its answer is ready.
+                    (_, permit) => {
+                        drop(permit);
+                        response
+                    }
+                }))
+            }
+        }
     }
 }
 

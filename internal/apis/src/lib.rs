@@ -18,13 +18,14 @@ mod routes;
 mod watch;
 
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::future::BoxFuture;
@@ -32,8 +33,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower::util::BoxCloneSyncService;
 use tower::{Layer, Service, ServiceBuilder};
-use tower_http::compression::CompressionLayer;
-use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
+use tower_http::compression::predicate::Predicate;
+use tower_http::compression::{Compression, CompressionLayer};
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tracing::Level;
 use utoipa_axum::router::OpenApiRouter;
@@ -176,6 +177,131 @@ impl AppState {
 /// over 50,000 pods); JSON lists still shrink several times over.
 const COMPRESSION: tower_http::CompressionLevel = tower_http::CompressionLevel::Fastest;
 
+/// Answers smaller than this are not worth compressing (tower-http's default).
+const MIN_COMPRESSED_BYTES: u64 = 32;
+
+/// The types never compressed: tower-http's default exclusions (gRPC, images, event
+/// streams), then the streams we write a line at a time (a compressor would hold them
+/// back). Each is a prefix of the `Content-Type`, `but` a prefix that is compressed anyway.
+const UNCOMPRESSED_TYPES: [(&str, Option<&str>); 5] = [
+    ("application/grpc", Some("application/grpc-web")),
+    ("image/", Some("image/svg+xml")),
+    ("text/event-stream", None),
+    (watch::NDJSON, None),
+    (logs::LOG_TEXT, None),
+];
+
+/// Which answers are compressed (for a client that accepts it): those of
+/// [`MIN_COMPRESSED_BYTES`] or more (or of unknown size) whose type is none of
+/// [`UNCOMPRESSED_TYPES`] and that are not a Kubernetes API watch. tower-http's
+/// `DefaultPredicate` and one `NotForContentType` per type, in one pass: the `Content-Type`
+/// looked up once, not once per type, on every answer.
+#[derive(Clone, Copy, Debug)]
+struct Compressible;
+
+impl Predicate for Compressible {
+    fn should_compress<B: http_body::Body>(&self, response: &Response<B>) -> bool {
+        let size = response.body().size_hint().exact().or_else(|| {
+            response
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|h| h.to_str().ok())
+                .and_then(|value| value.parse().ok())
+        });
+        if size.is_some_and(|size| size < MIN_COMPRESSED_BYTES)
+            || kubeapi::is_streamed(response.extensions())
+        {
+            return false;
+        }
+        let content_type = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or_default();
+        !UNCOMPRESSED_TYPES.iter().any(|(prefix, but)| {
+            content_type.starts_with(prefix) && !but.is_some_and(|b| content_type.starts_with(b))
+        })
+    }
+}
+
+/// gzip for a client that accepts an encoding: tower-http's `Compression` with
+/// [`Compressible`]. A request that accepts none (no `Accept-Encoding`) goes straight to
+/// `plain`, its answer told `Vary: Accept-Encoding` where tower-http would tell it (a
+/// compressible answer): the same answer, without its body wrapped and boxed again on every
+/// request.
+#[derive(Clone)]
+struct Gzip<S> {
+    compressing: Compression<S, Compressible>,
+    plain: S,
+}
+
+impl<S> Service<Request> for Gzip<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Unpin,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = GzipFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // Either may be called next.
+        std::task::ready!(self.compressing.poll_ready(cx))?;
+        self.plain.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> GzipFuture<S::Future> {
+        if request.headers().contains_key(header::ACCEPT_ENCODING) {
+            GzipFuture::Negotiated(self.compressing.call(request))
+        } else {
+            GzipFuture::Identity(self.plain.call(request))
+        }
+    }
+}
+
+enum GzipFuture<F> {
+    Negotiated(tower_http::compression::ResponseFuture<F, Compressible>),
+    Identity(F),
+}
+
+impl<F> Future for GzipFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>> + Unpin,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            GzipFuture::Negotiated(answer) => Pin::new(answer)
+                .poll(cx)
+                .map_ok(IntoResponse::into_response),
+            GzipFuture::Identity(answer) => Pin::new(answer).poll(cx).map_ok(|mut response| {
+                // What tower-http adds to an answer it would compress, had it been asked to.
+                let compressible = !response.headers().contains_key(header::CONTENT_ENCODING)
+                    && !response.headers().contains_key(header::CONTENT_RANGE)
+                    && Compressible.should_compress(&response);
+                if compressible && !varies_by_encoding(response.headers()) {
+                    response
+                        .headers_mut()
+                        .append(header::VARY, HeaderValue::from(header::ACCEPT_ENCODING));
+                }
+                response
+            }),
+        }
+    }
+}
+
+/// Whether a `Vary` header names `Accept-Encoding` already.
+fn varies_by_encoding(headers: &HeaderMap) -> bool {
+    let name = b"accept-encoding";
+    headers.get_all(header::VARY).iter().any(|value| {
+        value
+            .as_bytes()
+            .windows(name.len())
+            .any(|w| w.eq_ignore_ascii_case(name))
+    })
+}
+
 /// Tells API clients how old the data is while a watch is failing.
 pub const STALE_HEADER: &str = "k8sailor-stale-seconds";
 
@@ -192,21 +318,13 @@ impl App {
     fn new(routes: Router, opts: &HttpOptions, compression: bool, cors: Option<cors::Cors>) -> App {
         let bounded = edge::Bounded::new(routes, opts.body);
         let served = if compression {
-            BoxCloneSyncService::new(
-                ServiceBuilder::new()
-                    .map_response(IntoResponse::into_response)
-                    .layer(
-                        CompressionLayer::new().quality(COMPRESSION).compress_when(
-                            DefaultPredicate::new()
-                                .and(NotForContentType::const_new(watch::NDJSON))
-                                .and(NotForContentType::const_new(logs::LOG_TEXT))
-                                .and(|_, _, _: &_, extensions: &_| {
-                                    !kubeapi::is_streamed(extensions)
-                                }),
-                        ),
-                    )
-                    .service(bounded),
-            )
+            BoxCloneSyncService::new(Gzip {
+                compressing: CompressionLayer::new()
+                    .quality(COMPRESSION)
+                    .compress_when(Compressible)
+                    .layer(bounded.clone()),
+                plain: bounded,
+            })
         } else {
             BoxCloneSyncService::new(bounded)
         };
@@ -256,6 +374,9 @@ struct PerRequest {
     timeout: Duration,
     /// API answers say how stale the cache is; probes and metrics do not.
     mark_stale: bool,
+    /// The fair share, counted here when nothing (delegated auth) must run between it and
+    /// this layer: each route layer is one more boxed service cloned, whole, per request.
+    share: Option<ShareLayer>,
 }
 
 /// Everything done around each routed request, in one layer rather than one per concern: the
@@ -265,11 +386,17 @@ struct PerRequest {
 struct PerRequestLayer(Arc<PerRequest>);
 
 impl PerRequestLayer {
-    fn new(state: AppState, timeout: Duration, mark_stale: bool) -> PerRequestLayer {
+    fn new(
+        state: AppState,
+        timeout: Duration,
+        mark_stale: bool,
+        share: Option<ShareLayer>,
+    ) -> PerRequestLayer {
         PerRequestLayer(Arc::new(PerRequest {
             state,
             timeout,
             mark_stale,
+            share,
         }))
     }
 }
@@ -294,11 +421,11 @@ struct PerRequestService<S> {
 impl<S> Service<Request> for PerRequestService<S>
 where
     S: Service<Request, Response = Response, Error = Infallible>,
-    S::Future: Send + 'static,
+    S::Future: Unpin,
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+    type Future = Timed<fairness::Counted<S::Future>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
@@ -308,50 +435,88 @@ where
         let route = request.extensions().get::<MatchedPath>().cloned();
         let method = request.method().clone();
         let started = Instant::now();
-        let answer = self.inner.call(request);
-        let p = self.per.clone();
-        Box::pin(async move {
-            let mut response = match within(p.timeout, started, answer).await {
-                Some(Ok(response)) => response,
-                None => ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    format!("the request took longer than {:?}", p.timeout),
-                )
-                .into_response(),
-            };
-            if p.mark_stale {
-                let source = p.state.workloads.source();
-                if !source.is_live()
-                    && source.any_disconnected()
-                    && let Some(age) = health::staleness(&source.informer_states())
-                {
-                    response
-                        .headers_mut()
-                        .insert(STALE_HEADER, HeaderValue::from(age));
-                }
-            }
-            p.state.metrics.observe(
-                route.as_ref().map_or("unmatched", MatchedPath::as_str),
-                &method,
-                response.status().as_u16(),
-                started.elapsed().as_secs_f64(),
-            );
-            Ok(response)
-        })
+        let answer = match &self.per.share {
+            Some(share) => share.count(request, &mut self.inner),
+            None => fairness::Counted::Uncounted(self.inner.call(request)),
+        };
+        Timed {
+            answer,
+            timer: None,
+            started,
+            route,
+            method,
+            per: self.per.clone(),
+        }
     }
 }
 
-/// `answer`, or None once `timeout` has passed since `started`. The answer is polled once
-/// before any timer exists: one from memory is ready then and never makes one (the runtime
-/// takes its timer driver's lock to drop every timer, armed or not).
-async fn within<F: Future>(timeout: Duration, started: Instant, answer: F) -> Option<F::Output> {
-    let mut answer = std::pin::pin!(answer);
-    if let Poll::Ready(answered) = futures::poll!(answer.as_mut()) {
-        return Some(answered);
+/// A routed request's answer, within the request timeout, then marked stale and counted. A
+/// future of its own rather than a boxed `async` block: one from memory is ready at its first
+/// poll, and then neither a box nor a timer is made for it (the runtime takes its timer
+/// driver's lock to drop every timer, armed or not).
+struct Timed<F> {
+    answer: F,
+    /// Armed once the answer is not ready at its first poll.
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    started: Instant,
+    route: Option<MatchedPath>,
+    method: axum::http::Method,
+    per: Arc<PerRequest>,
+}
+
+impl<F> Future for Timed<F>
+where
+    F: Future<Output = Result<Response, Infallible>> + Unpin,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let response = match Pin::new(&mut this.answer).poll(cx) {
+            Poll::Ready(Ok(response)) => response,
+            Poll::Pending => {
+                let p = &this.per;
+                let deadline = this.started + p.timeout;
+                let timer = this
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                if timer.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("the request took longer than {:?}", p.timeout),
+                )
+                .into_response()
+            }
+        };
+        Poll::Ready(Ok(this.finish(response)))
     }
-    tokio::time::timeout_at(started + timeout, answer)
-        .await
-        .ok()
+}
+
+impl<F> Timed<F> {
+    /// The answer marked stale (API answers only) and counted under its route.
+    fn finish(&self, mut response: Response) -> Response {
+        let p = &self.per;
+        if p.mark_stale {
+            let source = p.state.workloads.source();
+            if !source.is_live()
+                && source.any_disconnected()
+                && let Some(age) = health::staleness(&source.informer_states())
+            {
+                response
+                    .headers_mut()
+                    .insert(STALE_HEADER, HeaderValue::from(age));
+            }
+        }
+        p.state.metrics.observe(
+            self.route.as_ref().map_or("unmatched", MatchedPath::as_str),
+            &self.method,
+            response.status().as_u16(),
+            self.started.elapsed().as_secs_f64(),
+        );
+        response
+    }
 }
 
 /// The probes and metrics, served by the API's router and by [`health_router`].
@@ -370,7 +535,7 @@ fn probes() -> OpenApiRouter<AppState> {
 /// connection budget apart from `--max-connections`. The Host check applies as on the API's
 /// listener (the probes are exempt from it there too).
 pub fn health_router(state: AppState, opts: &HttpOptions) -> App {
-    let per_request = PerRequestLayer::new(state.clone(), opts.request_timeout, false);
+    let per_request = PerRequestLayer::new(state.clone(), opts.request_timeout, false, None);
     let (app, _) = probes().route_layer(per_request).split_for_parts();
     let app = app
         .with_state(state)
@@ -398,18 +563,16 @@ fn mount_point(prefix: &str) -> Result<&str, SetupError> {
 }
 
 pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
-    let per_request_layer =
-        |mark_stale| PerRequestLayer::new(state.clone(), opts.request_timeout, mark_stale);
+    let per_request_layer = |mark_stale, share| {
+        PerRequestLayer::new(state.clone(), opts.request_timeout, mark_stale, share)
+    };
     let mount = mount_point(&opts.prefix)?;
-    // Inside auth, so a request is counted against the user it authenticated as.
-    let api = routes::api(mount)
-        .merge(logs::routes(opts.logs, mount))
-        .route_layer(ShareLayer::new(
-            state.fairness.clone(),
-            fairness::EnvelopeShares,
-        ));
+    let envelope_shares = ShareLayer::new(state.fairness.clone(), fairness::EnvelopeShares);
+    let api = routes::api(mount).merge(logs::routes(opts.logs, mount));
+    // The share inside auth, so a request is counted against the user it authenticated as;
+    // the per-request layer outermost, so refusals are timed and counted like any answer.
     let api = match opts.auth {
-        AuthMode::None => api,
+        AuthMode::None => api.route_layer(per_request_layer(true, Some(envelope_shares))),
         AuthMode::Delegated => {
             let layer = auth::AuthLayer {
                 reviewer: state.reviewer.clone().ok_or(SetupError::NoReviewer)?,
@@ -417,13 +580,13 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
                 scope: state.workloads.source().scope().map(str::to_string),
                 workloads: state.workloads.clone(),
             };
-            api.route_layer(axum::middleware::from_fn_with_state(layer, auth::check))
+            api.route_layer(envelope_shares)
+                .route_layer(axum::middleware::from_fn_with_state(layer, auth::check))
+                .route_layer(per_request_layer(true, None))
         }
     };
-    // Outermost, so refusals are timed and counted like any answer.
-    let api = api.route_layer(per_request_layer(true));
     let (app, mut openapi) = api
-        .merge(probes().route_layer(per_request_layer(false)))
+        .merge(probes().route_layer(per_request_layer(false, None)))
         .split_for_parts();
     let templates = routes::RouteTemplates::new(openapi.paths.paths.keys().map(String::as_str));
     docs::describe(&mut openapi);
@@ -442,21 +605,23 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
     );
     // The Kubernetes API, at the root; its reads are authorized as the apiserver would, and
     // each caller's share counted inside the check, against the user it authenticated as.
-    let kube = kubeapi::routes(opts.auth).route_layer(ShareLayer::new(
-        state.fairness.clone(),
-        kubeapi::StatusShares(state.clone()),
-    ));
+    let status_shares =
+        ShareLayer::new(state.fairness.clone(), kubeapi::StatusShares(state.clone()));
+    let kube = kubeapi::routes(opts.auth);
     let kube = match opts.auth {
-        AuthMode::None => kube,
-        AuthMode::Delegated => kube.route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            kubeapi::check,
-        )),
+        AuthMode::None => kube.route_layer(per_request_layer(true, Some(status_shares))),
+        AuthMode::Delegated => kube
+            .route_layer(status_shares)
+            .route_layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                kubeapi::check,
+            ))
+            .route_layer(per_request_layer(true, None)),
     };
-    let app = app.merge(kube.route_layer(per_request_layer(true)));
+    let app = app.merge(kube);
     // Outside the API router, so no token is asked for the page: it holds no data.
     let app = if opts.dashboard {
-        app.merge(dashboard::routes(mount).route_layer(per_request_layer(false)))
+        app.merge(dashboard::routes(mount).route_layer(per_request_layer(false, None)))
     } else {
         app
     };

@@ -67,8 +67,13 @@ impl Drop for WatchGuard {
 /// A route's histogram and, for one method and code, its counter: clones share the values the
 /// families hold.
 type RouteHandles = (Histogram, Counter);
-/// Route template -> (method, code) -> handles; bounded by the routes served.
-type HandlesByRoute = HashMap<String, HashMap<(&'static str, u16), RouteHandles>>;
+/// Route template -> (method, code) -> handles; bounded by the routes served. Read on every
+/// request: foldhash, not SipHash.
+type HandlesByRoute = HashMap<
+    String,
+    HashMap<(&'static str, u16), RouteHandles, foldhash::fast::RandomState>,
+    foldhash::fast::RandomState,
+>;
 
 /// HTTP allows any token as a method: a client inventing methods must not invent series.
 fn method_label(method: &Method) -> &'static str {
@@ -517,40 +522,42 @@ impl Metrics {
     pub(super) fn observe(&self, route: &str, method: &Method, code: u16, seconds: f64) {
         let method = method_label(method);
         // The families' own lookup builds and hashes owned label sets; a request needs only
-        // a read of this map, keyed by what the request already has.
-        let cached = {
+        // a read of this map, keyed by what the request already has, and counts through
+        // the handles where they are (a clone would be two more shared reference counts).
+        {
             let handles = self.handles.read().unwrap_or_else(|e| e.into_inner());
-            handles
+            if let Some((duration, requests)) = handles
                 .get(route)
                 .and_then(|by_method| by_method.get(&(method, code)))
-                .cloned()
-        };
-        let (duration, requests) = cached.unwrap_or_else(|| {
-            let made = (
-                self.durations
-                    .get_or_create(&RouteLabels {
-                        route: route.to_string(),
-                        method: method.to_string(),
-                    })
-                    .clone(),
-                self.requests
-                    .get_or_create(&RequestLabels {
-                        route: route.to_string(),
-                        method: method.to_string(),
-                        code: code.to_string(),
-                    })
-                    .clone(),
-            );
-            self.handles
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .entry(route.to_string())
-                .or_default()
-                .insert((method, code), made.clone());
-            made
-        });
+            {
+                duration.observe(seconds);
+                requests.inc();
+                return;
+            }
+        }
+        let (duration, requests) = (
+            self.durations
+                .get_or_create(&RouteLabels {
+                    route: route.to_string(),
+                    method: method.to_string(),
+                })
+                .clone(),
+            self.requests
+                .get_or_create(&RequestLabels {
+                    route: route.to_string(),
+                    method: method.to_string(),
+                    code: code.to_string(),
+                })
+                .clone(),
+        );
         duration.observe(seconds);
         requests.inc();
+        self.handles
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(route.to_string())
+            .or_default()
+            .insert((method, code), (duration, requests));
     }
 
     pub fn render(&self) -> Result<String, std::fmt::Error> {

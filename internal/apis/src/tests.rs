@@ -497,6 +497,106 @@ async fn answers_are_gzipped_when_asked() {
     assert_eq!(headers[header::CONTENT_ENCODING], "gzip");
 }
 
+/// A client that accepts no encoding gets its answer uncompressed, told as tower-http tells
+/// it that a compressible answer varies by `Accept-Encoding`, and one never compressed (too
+/// small, a stream) that it does not.
+#[tokio::test]
+async fn an_answer_to_a_client_without_accept_encoding_varies_as_before() {
+    let vary = |headers: &axum::http::HeaderMap| {
+        headers
+            .get_all(header::VARY)
+            .iter()
+            .map(|v| v.to_str().unwrap().to_ascii_lowercase())
+            .collect::<Vec<_>>()
+    };
+    let plain = Request::get("/k8sailor/v0/pods")
+        .body(Body::empty())
+        .unwrap();
+    let (status, headers, body) = call(app(), plain).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(headers.get(header::CONTENT_ENCODING).is_none());
+    assert!(serde_json::from_slice::<Value>(&body).is_ok());
+    assert!(
+        vary(&headers).contains(&"accept-encoding".to_string()),
+        "{headers:?}"
+    );
+    let tiny = Request::get("/k8sailor/v0/ping")
+        .body(Body::empty())
+        .unwrap();
+    let (_, headers, _) = call(app(), tiny).await;
+    assert!(
+        !vary(&headers).contains(&"accept-encoding".to_string()),
+        "{headers:?}"
+    );
+    let stream = Request::get("/k8sailor/v0/pods?namespace=ns-a&watch=true")
+        .body(Body::empty())
+        .unwrap();
+    let watch = app().oneshot(stream).await.unwrap();
+    assert_eq!(watch.headers()[header::CONTENT_TYPE], watch::NDJSON);
+    assert!(!vary(watch.headers()).contains(&"accept-encoding".to_string()));
+}
+
+/// The one-pass predicate decides as tower-http's default predicate and one
+/// `NotForContentType` per stream type did, for every kind of answer: only cheaper.
+#[test]
+fn compressible_answers_are_those_the_composed_predicates_chose() {
+    use tower_http::compression::predicate::{DefaultPredicate, NotForContentType};
+    let composed = DefaultPredicate::new()
+        .and(NotForContentType::const_new(watch::NDJSON))
+        .and(NotForContentType::const_new(logs::LOG_TEXT))
+        .and(|_, _, _: &_, extensions: &_| !kubeapi::is_streamed(extensions));
+    let types = [
+        None,
+        Some("application/json"),
+        Some("application/yaml"),
+        Some("application/grpc"),
+        Some("application/grpc+proto"),
+        Some("application/grpc-web"),
+        Some("image/png"),
+        Some("image/svg+xml"),
+        Some("text/event-stream"),
+        Some(watch::NDJSON),
+        Some(logs::LOG_TEXT),
+        Some("text/plain"),
+        Some("text/html; charset=utf-8"),
+        Some("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    ];
+    let mut compressed = 0;
+    for content_type in types {
+        for size in [0, 31, 32, 5000] {
+            for announced in [false, true] {
+                for streamed in [false, true] {
+                    // A streamed body's size is unknown unless a Content-Length says it.
+                    let body = if announced {
+                        Body::from(vec![b'x'; size])
+                    } else {
+                        Body::from_stream(futures::stream::iter([Ok::<_, Infallible>(
+                            bytes::Bytes::from(vec![b'x'; size]),
+                        )]))
+                    };
+                    let mut response = Response::new(body);
+                    if let Some(content_type) = content_type {
+                        response
+                            .headers_mut()
+                            .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+                    }
+                    if streamed {
+                        response.extensions_mut().insert(kubeapi::Streamed);
+                    }
+                    let want = composed.should_compress(&response);
+                    assert_eq!(
+                        Compressible.should_compress(&response),
+                        want,
+                        "{content_type:?}, {size} bytes (announced: {announced}), streamed: {streamed}"
+                    );
+                    compressed += usize::from(want);
+                }
+            }
+        }
+    }
+    assert!(compressed > 0, "some answers are compressed");
+}
+
 #[test]
 fn prefixes_must_be_absolute_without_trailing_slash() {
     let state = || {
@@ -910,6 +1010,7 @@ async fn a_request_slower_than_the_timeout_is_a_503_saying_so() {
         ),
         Duration::from_millis(50),
         false,
+        None,
     );
     let app = Router::new()
         .route(

@@ -1,5 +1,6 @@
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use confk8s::{InformerState, InformerStatus};
@@ -188,6 +189,9 @@ impl<R> From<Change<R>> for MemberChange<R> {
 pub struct CacheSource {
     caches: Arc<Caches>,
     statuses: Vec<Arc<InformerStatus>>,
+    /// Set once every informer of `statuses` has synced, which none undoes: from then on a
+    /// read checks this flag, not each informer.
+    all_synced: AtomicBool,
     /// Events are not cached; this reads them when there is a client.
     events: Option<LiveSource>,
 }
@@ -198,6 +202,7 @@ impl CacheSource {
         CacheSource {
             caches,
             statuses,
+            all_synced: AtomicBool::new(false),
             events: None,
         }
     }
@@ -225,6 +230,9 @@ impl CacheSource {
     }
 
     fn ensure_synced(&self) -> Result<(), DaoError> {
+        if self.all_synced.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let kinds: Vec<String> = self
             .statuses
             .iter()
@@ -232,6 +240,7 @@ impl CacheSource {
             .map(|s| s.kind().to_string())
             .collect();
         if kinds.is_empty() {
+            self.all_synced.store(true, Ordering::Release);
             Ok(())
         } else {
             Err(DaoError::NotSynced { kinds })

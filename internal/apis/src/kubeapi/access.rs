@@ -22,8 +22,8 @@ use crate::auth::{access_to, bearer_token, client_address};
 use crate::fairness::Caller;
 
 /// The access a read of `target` needs; None for discovery (open).
-fn access_of(s: &AppState, target: &Target, watch: bool) -> Option<Access> {
-    let (group, version, resource, namespace, name) = match target {
+fn access_of(s: &AppState, target: &Target<'_>, watch: bool) -> Option<Access> {
+    let (group, version, resource, namespace, name) = match *target {
         Target::Group { .. } | Target::GroupVersion { .. } | Target::Subresource { .. } => {
             return None;
         }
@@ -51,8 +51,8 @@ fn access_of(s: &AppState, target: &Target, watch: bool) -> Option<Access> {
     // The apiserver reads `/api/v1/namespaces/{name}` as a request in that namespace (its
     // RequestInfo does), so a RoleBinding there may allow it, and its refusal names it.
     let namespace = match (namespace, name) {
-        (None, Some(name)) if group.is_empty() && resource == "namespaces" => Some(name.as_str()),
-        (namespace, _) => namespace.as_deref(),
+        (None, Some(name)) if group.is_empty() && resource == "namespaces" => Some(name),
+        (namespace, _) => namespace,
     };
     // RBAC names the resource by its group and plural: the catalog row's, or the CRD's.
     Some(access_to(
@@ -60,7 +60,7 @@ fn access_of(s: &AppState, target: &Target, watch: bool) -> Option<Access> {
         served.group.clone(),
         served.plural.clone(),
         namespace,
-        name.map(String::as_str),
+        name,
     ))
 }
 

@@ -31,6 +31,8 @@ use crate::fairness::{self, Held};
 pub(super) use access::check;
 pub use answers::DEFAULT_KEPT_ANSWER_BYTES;
 pub(crate) use answers::{AnswerFigures, Answers};
+#[cfg(test)]
+pub(super) use reads::Streamed;
 pub(super) use reads::is_streamed;
 use status::Status;
 pub(super) use websocket::asks_websocket;
@@ -79,13 +81,18 @@ pub(super) struct StatusShares(pub AppState);
 impl fairness::ShareRule for StatusShares {
     fn held(&self, request: &Request) -> Held {
         // An invalid query or flag is the handler's 400 (or the apiserver's); here, no stream.
-        let (watch, follow) = match axum::extract::Query::<StreamQuery>::try_from_uri(request.uri())
+        // A query that spells neither flag and encodes no character cannot name one: most
+        // requests are told so without decoding their query.
+        let query = request.uri().query().unwrap_or("");
+        let may_stream = query.contains("watch") || query.contains("follow") || query.contains('%');
+        let (watch, follow) = match may_stream
+            .then(|| axum::extract::Query::<StreamQuery>::try_from_uri(request.uri()))
         {
-            Ok(q) => (
+            Some(Ok(q)) => (
                 query::flag(q.0.watch.as_deref(), "watch").unwrap_or(false),
                 query::flag(q.0.follow.as_deref(), "follow").unwrap_or(false),
             ),
-            Err(_) => (false, false),
+            Some(Err(_)) | None => (false, false),
         };
         let followed_log = follow
             && matches!(
@@ -111,13 +118,13 @@ fn reads(method: &Method) -> bool {
 }
 
 /// The target of a request's path under `/api` or `/apis`, and whether memory answers it.
-pub(super) struct Routed {
-    pub target: Option<Target>,
+pub(super) struct Routed<'a> {
+    pub target: Option<Target<'a>>,
     pub from_memory: bool,
 }
 
-impl Routed {
-    pub fn of(s: &AppState, method: &Method, path: &str) -> Routed {
+impl<'a> Routed<'a> {
+    pub fn of(s: &AppState, method: &Method, path: &'a str) -> Routed<'a> {
         let target = if let Some(rest) = path.strip_prefix("/api/") {
             Target::parse(true, rest)
         } else if let Some(rest) = path.strip_prefix("/apis/") {
@@ -154,23 +161,29 @@ impl Routed {
 }
 
 async fn answer(State(s): State<AppState>, auth: AuthMode, request: Request) -> Response {
-    let routed = Routed::of(&s, request.method(), request.uri().path());
+    let (parts, body) = request.into_parts();
+    // The target borrows the path, and a read takes the parts whole (a WebSocket watch its
+    // upgrade from them): routed on a copy of the Uri, which shares its bytes.
+    let uri = parts.uri.clone();
+    let routed = Routed::of(&s, &parts.method, uri.path());
     if routed.from_memory {
-        let (parts, _) = request.into_parts();
         return reads::read(s, routed.target, parts).await;
     }
     match auth {
-        AuthMode::None if review::is_self_review(request.method(), routed.target.as_ref()) => {
-            review::answer(&s, request).await
+        AuthMode::None if review::is_self_review(&parts.method, routed.target.as_ref()) => {
+            review::answer(&s, Request::from_parts(parts, body)).await
         }
         // A session runs a command or opens a port as its caller (RBAC's `create`, whichever
         // method asks): a write, refused as writes are.
         AuthMode::None if routed.target.as_ref().is_some_and(Target::opens_session) => {
             Status::method_not_allowed().into_response()
         }
-        AuthMode::None if reads(request.method()) => Status::no_such_path().into_response(),
+        AuthMode::None if reads(&parts.method) => Status::no_such_path().into_response(),
         AuthMode::None => Status::method_not_allowed().into_response(),
-        AuthMode::Delegated => relay::forward(s, routed.target, request).await,
+        AuthMode::Delegated => {
+            let written = relay::written(&s, routed.target.as_ref());
+            relay::forward(s, written, Request::from_parts(parts, body)).await
+        }
     }
 }
 
@@ -197,37 +210,38 @@ fn json_answer(content_type: &'static str, body: &serde_json::Value) -> Response
         .into_response()
 }
 
-/// What a path under `/api` or `/apis` names.
+/// What a path under `/api` or `/apis` names, in the path's own words: read on every
+/// request, so nothing is copied out of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Target {
+pub(super) enum Target<'a> {
     /// `/apis/{group}`: the group's versions.
-    Group { group: String },
+    Group { group: &'a str },
     /// `/api/v1`, `/apis/{group}/{version}`: the resources served in it.
-    GroupVersion { group: String, version: String },
+    GroupVersion { group: &'a str, version: &'a str },
     /// `.../{resource}`, `.../namespaces/{ns}/{resource}`.
     Collection {
-        group: String,
-        version: String,
-        resource: String,
-        namespace: Option<String>,
+        group: &'a str,
+        version: &'a str,
+        resource: &'a str,
+        namespace: Option<&'a str>,
     },
     /// `.../{resource}/{name}`, `.../namespaces/{ns}/{resource}/{name}`.
     Object {
-        group: String,
-        version: String,
-        resource: String,
-        namespace: Option<String>,
-        name: String,
+        group: &'a str,
+        version: &'a str,
+        resource: &'a str,
+        namespace: Option<&'a str>,
+        name: &'a str,
     },
     /// `.../{resource}/{name}/{subresource}` (`log`, `scale`, `eviction`...), never served
     /// from memory.
     Subresource {
-        group: String,
-        version: String,
-        resource: String,
-        namespace: Option<String>,
-        name: String,
-        subresource: String,
+        group: &'a str,
+        version: &'a str,
+        resource: &'a str,
+        namespace: Option<&'a str>,
+        name: &'a str,
+        subresource: &'a str,
     },
 }
 
@@ -235,76 +249,86 @@ pub(super) enum Target {
 /// container's, a pod's ports), carried on a connection switched to WebSocket or SPDY.
 const SESSIONS: [&str; 3] = ["exec", "attach", "portforward"];
 
-impl Target {
+/// The most segments a path under `/api` or `/apis` the apiserver serves has:
+/// `{group}/{version}/namespaces/{ns}/{resource}/{name}/{subresource}`.
+const MAX_SEGMENTS: usize = 7;
+
+impl<'a> Target<'a> {
     /// Whether this is a pod's exec, attach or portforward.
     pub(super) fn opens_session(&self) -> bool {
         matches!(self, Target::Subresource { group, resource, subresource, .. }
-            if group.is_empty() && resource == "pods" && SESSIONS.contains(&subresource.as_str()))
+            if group.is_empty() && *resource == "pods" && SESSIONS.contains(subresource))
     }
 
     /// `path` under `/api` (`core`) or `/apis`, without its leading slash; None for what the
     /// apiserver would not serve either.
-    pub(super) fn parse(core: bool, path: &str) -> Option<Target> {
-        let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-        if segments.iter().any(|s| s.is_empty()) {
-            return None;
+    pub(super) fn parse(core: bool, path: &'a str) -> Option<Target<'a>> {
+        // Split into a fixed array: a path with more segments than any served one is
+        // refused without counting them all.
+        let mut segments = [""; MAX_SEGMENTS];
+        let mut count = 0;
+        for segment in path.trim_end_matches('/').split('/') {
+            if segment.is_empty() || count == MAX_SEGMENTS {
+                return None;
+            }
+            segments[count] = segment;
+            count += 1;
         }
+        let segments = &segments[..count];
         let (group, rest) = if core {
-            ("", &segments[..])
+            ("", segments)
         } else {
             let (group, rest) = segments.split_first()?;
             if rest.is_empty() {
-                return Some(Target::Group {
-                    group: group.to_string(),
-                });
+                return Some(Target::Group { group });
             }
             (*group, rest)
         };
         let (version, rest) = rest.split_first()?;
-        let (group, version) = (group.to_string(), version.to_string());
-        Some(match rest {
+        let version = *version;
+        Some(match *rest {
             [] => Target::GroupVersion { group, version },
             [resource] => Target::Collection {
                 group,
                 version,
-                resource: resource.to_string(),
+                resource,
                 namespace: None,
             },
             [resource, name] => Target::Object {
                 group,
                 version,
-                resource: resource.to_string(),
+                resource,
                 namespace: None,
-                name: name.to_string(),
+                name,
             },
             ["namespaces", namespace, resource] => Target::Collection {
                 group,
                 version,
-                resource: resource.to_string(),
-                namespace: Some(namespace.to_string()),
+                resource,
+                namespace: Some(namespace),
             },
             ["namespaces", namespace, resource, name] => Target::Object {
                 group,
                 version,
-                resource: resource.to_string(),
-                namespace: Some(namespace.to_string()),
-                name: name.to_string(),
+                resource,
+                namespace: Some(namespace),
+                name,
             },
             [resource, name, subresource] => Target::Subresource {
                 group,
                 version,
-                resource: resource.to_string(),
+                resource,
                 namespace: None,
-                name: name.to_string(),
-                subresource: subresource.to_string(),
+                name,
+                subresource,
             },
             ["namespaces", namespace, resource, name, subresource] => Target::Subresource {
                 group,
                 version,
-                resource: resource.to_string(),
-                namespace: Some(namespace.to_string()),
-                name: name.to_string(),
-                subresource: subresource.to_string(),
+                resource,
+                namespace: Some(namespace),
+                name,
+                subresource,
             },
             _ => return None,
         })
@@ -320,54 +344,52 @@ mod tests {
         assert_eq!(
             Target::parse(true, "v1"),
             Some(Target::GroupVersion {
-                group: "".into(),
-                version: "v1".into()
+                group: "",
+                version: "v1"
             })
         );
         assert_eq!(
             Target::parse(false, "apps"),
-            Some(Target::Group {
-                group: "apps".into()
-            })
+            Some(Target::Group { group: "apps" })
         );
         assert_eq!(
             Target::parse(true, "v1/namespaces/ns/configmaps/web"),
             Some(Target::Object {
-                group: "".into(),
-                version: "v1".into(),
-                resource: "configmaps".into(),
-                namespace: Some("ns".into()),
-                name: "web".into(),
+                group: "",
+                version: "v1",
+                resource: "configmaps",
+                namespace: Some("ns"),
+                name: "web",
             })
         );
         assert_eq!(
             Target::parse(false, "apps/v1/statefulsets"),
             Some(Target::Collection {
-                group: "apps".into(),
-                version: "v1".into(),
-                resource: "statefulsets".into(),
+                group: "apps",
+                version: "v1",
+                resource: "statefulsets",
                 namespace: None,
             })
         );
         assert_eq!(
             Target::parse(true, "v1/nodes/n1"),
             Some(Target::Object {
-                group: "".into(),
-                version: "v1".into(),
-                resource: "nodes".into(),
+                group: "",
+                version: "v1",
+                resource: "nodes",
                 namespace: None,
-                name: "n1".into(),
+                name: "n1",
             })
         );
         assert_eq!(
             Target::parse(true, "v1/namespaces/ns/pods/web/log"),
             Some(Target::Subresource {
-                group: "".into(),
-                version: "v1".into(),
-                resource: "pods".into(),
-                namespace: Some("ns".into()),
-                name: "web".into(),
-                subresource: "log".into(),
+                group: "",
+                version: "v1",
+                resource: "pods",
+                namespace: Some("ns"),
+                name: "web",
+                subresource: "log",
             })
         );
         for unserved in ["v1//pods", "", "v1/a/b/c/d/e"] {

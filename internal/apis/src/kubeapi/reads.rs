@@ -215,7 +215,7 @@ pub(super) fn cached_resource(
 
 /// Tells the compression layer a response is a watch stream, which it must not hold back.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Streamed;
+pub(crate) struct Streamed;
 
 /// Whether a response may be compressed: not a watch stream.
 pub(crate) fn is_streamed(extensions: &axum::http::Extensions) -> bool {
@@ -223,10 +223,10 @@ pub(crate) fn is_streamed(extensions: &axum::http::Extensions) -> bool {
 }
 
 /// A read memory answers: discovery, or a list, object or watch of a served resource.
-pub(super) async fn read(s: AppState, target: Option<Target>, mut parts: Parts) -> Response {
+pub(super) async fn read(s: AppState, target: Option<Target<'_>>, mut parts: Parts) -> Response {
     let (uri, headers) = (&parts.uri, &parts.headers);
-    let query = match axum::extract::Query::<KubeQuery>::try_from_uri(uri) {
-        Ok(q) => q.0,
+    let query: KubeQuery = match crate::envelope::decode_query(uri) {
+        Ok(q) => q,
         Err(e) => {
             return Status::new(
                 axum::http::StatusCode::BAD_REQUEST,
@@ -237,9 +237,9 @@ pub(super) async fn read(s: AppState, target: Option<Target>, mut parts: Parts) 
     };
     let (group, version, plural, namespace, name) = match target {
         None => return Status::no_such_path().into_response(),
-        Some(Target::Group { group }) => return discovery::group(&s, &group),
+        Some(Target::Group { group }) => return discovery::group(&s, group),
         Some(Target::GroupVersion { group, version }) => {
-            return discovery::resources(&s, &group, &version).await;
+            return discovery::resources(&s, group, version).await;
         }
         Some(Target::Collection {
             group,
@@ -256,7 +256,7 @@ pub(super) async fn read(s: AppState, target: Option<Target>, mut parts: Parts) 
         }) => (group, version, resource, namespace, Some(name)),
         Some(Target::Subresource { .. }) => return Status::no_such_path().into_response(),
     };
-    let Some(resource) = served_resource(&s, &group, &version, &plural) else {
+    let Some(resource) = served_resource(&s, group, version, plural) else {
         return Status::no_such_path().into_response();
     };
     // A namespaced object is named in its namespace; a cluster-scoped one never is.
@@ -414,18 +414,18 @@ impl Answer {
     async fn serve<R: Kept>(
         self,
         s: AppState,
-        namespace: Option<String>,
-        name: Option<String>,
+        namespace: Option<&str>,
+        name: Option<&str>,
     ) -> Result<Response, Status> {
         let include = IncludeObject::parse(self.query.include_object.as_deref())?;
         if let Some(name) = name {
             let record = s
                 .workloads
-                .get::<R>(&self.resource, namespace.as_deref(), &name)
+                .get::<R>(&self.resource, namespace, name)
                 .await
                 .map_err(|e| match e {
                     BizError::Source(DaoError::NotFound { .. }) => {
-                        Status::not_found(&self.resource, &name)
+                        Status::not_found(&self.resource, name)
                     }
                     other => Status::of(&other),
                 })?
@@ -450,7 +450,7 @@ impl Answer {
         }
         let limit = number(self.query.limit.as_deref(), "limit")?;
         let req = ListRequest {
-            namespace,
+            namespace: namespace.map(str::to_string),
             label_selector: self.query.label_selector.clone(),
             field_selector: self.query.field_selector.clone(),
             limit: limit.map(|l| usize::try_from(l).unwrap_or(usize::MAX)),

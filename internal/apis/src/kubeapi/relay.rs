@@ -98,7 +98,10 @@ fn headers_up(headers: &HeaderMap, switching: bool) -> HeaderMap {
 /// The object a write through `target` changes, if the cache keeps its resource: a
 /// subresource's write (`scale`, `status`) changes its object, whose version the answer
 /// carries.
-fn written(s: &AppState, target: Option<&Target>) -> Option<(k8sdao::Resource, Option<String>)> {
+pub(super) fn written(
+    s: &AppState,
+    target: Option<&Target<'_>>,
+) -> Option<(k8sdao::Resource, Option<String>)> {
     let (group, version, resource, namespace) = match target? {
         Target::Collection {
             group,
@@ -123,11 +126,16 @@ fn written(s: &AppState, target: Option<&Target>) -> Option<(k8sdao::Resource, O
         Target::Group { .. } | Target::GroupVersion { .. } => return None,
     };
     let resource = cached_resource(s, group, version, resource)?;
-    Some((resource, namespace.clone()))
+    Some((resource, namespace.map(str::to_string)))
 }
 
-/// Relays `request` as its caller, and presents the apiserver's answer.
-pub(super) async fn forward(s: AppState, target: Option<Target>, mut request: Request) -> Response {
+/// Relays `request` as its caller, and presents the apiserver's answer; `written` is what
+/// [`written`] found its target changes.
+pub(super) async fn forward(
+    s: AppState,
+    written: Option<(k8sdao::Resource, Option<String>)>,
+    mut request: Request,
+) -> Response {
     // The access check let no request without a token through; this is that token.
     let Some(token) = bearer_token(&request).map(str::to_string) else {
         return Status::new(StatusCode::UNAUTHORIZED, "Unauthorized").into_response();
@@ -167,7 +175,6 @@ pub(super) async fn forward(s: AppState, target: Option<Target>, mut request: Re
     if let Some(caller) = switching {
         return switch(&s, up, &token, caller, &mut parts.extensions).await;
     }
-    let written = written(&s, target.as_ref());
     let written = written.as_ref().map(|(resource, namespace)| WrittenTo {
         resource,
         namespace: namespace.as_deref(),

@@ -26,11 +26,11 @@ const GROUP: &str = "authorization.k8s.io";
 const KIND: &str = "SelfSubjectAccessReview";
 
 /// Whether `method` and `target` create a SelfSubjectAccessReview.
-pub(super) fn is_self_review(method: &Method, target: Option<&Target>) -> bool {
+pub(super) fn is_self_review(method: &Method, target: Option<&Target<'_>>) -> bool {
     *method == Method::POST
         && matches!(
             target,
-            Some(Target::Collection { group, version, resource, namespace: None })
+            Some(&Target::Collection { group, version, resource, namespace: None })
                 if group == GROUP && version == "v1" && resource == "selfsubjectaccessreviews"
         )
 }
