@@ -8,6 +8,7 @@ use kube::api::{ApiResource, DynamicObject, PostParams};
 use kube::discovery::{Discovery, Scope, verbs};
 use serde_json::Value;
 
+use crate::resources::Leftovers;
 use crate::resources::fixtures::{FIXTURES, Which};
 use crate::support::TestNamespace;
 
@@ -41,7 +42,10 @@ fn list_path(resource: &ApiResource, plural: &str) -> String {
 
 /// One object of every fixture kind in `ns` (both of each), so that every kind has items;
 /// the cluster's own objects (its pods, nodes, leases, events) give the rest their shapes.
-async fn make_objects(ns: &TestNamespace, discovery: &Discovery) {
+/// The cluster-scoped ones are returned, to be deleted when the test ends. CRDs are left
+/// out: they have no protobuf, and a CRD makes every k8sailor of the other tests serve it.
+async fn make_objects(ns: &TestNamespace, discovery: &Discovery) -> Leftovers {
+    let mut leftovers = Leftovers::default();
     for fixture in FIXTURES {
         let Some((resource, caps)) = discovery
             .groups()
@@ -50,6 +54,9 @@ async fn make_objects(ns: &TestNamespace, discovery: &Discovery) {
         else {
             continue;
         };
+        if resource.group == "apiextensions.k8s.io" {
+            continue;
+        }
         let api: kube::Api<DynamicObject> = if caps.scope == Scope::Namespaced {
             kube::Api::namespaced_with(ns.client.clone(), &ns.name, &resource)
         } else {
@@ -61,8 +68,12 @@ async fn make_objects(ns: &TestNamespace, discovery: &Discovery) {
                 serde_json::from_value((fixture.object)(&name, which, &ns.name)).unwrap();
             // Cluster-scoped ones may exist from an earlier run of this test.
             let _ = api.create(&PostParams::default(), &object).await;
+            if caps.scope == Scope::Cluster {
+                leftovers.0.push((resource.clone(), name));
+            }
         }
     }
+    leftovers
 }
 
 /// The text of a JSON list's items, from its `"items":[` to its end.
@@ -82,7 +93,7 @@ fn items_text(list: &[u8]) -> &[u8] {
 async fn every_built_in_kind_reads_from_protobuf_as_the_apiserver_writes_it_in_json() {
     let ns = TestNamespace::new("protobuf").await;
     let discovery = Discovery::new(ns.client.clone()).run().await.unwrap();
-    make_objects(&ns, &discovery).await;
+    let _leftovers = make_objects(&ns, &discovery).await;
     let mut compared = Vec::new();
     for group in discovery.groups() {
         for (resource, caps) in group.recommended_resources() {
