@@ -6,12 +6,13 @@
 //!
 //! A relayed stream (`pods/log?follow=true`, a watch of a kind not kept) is not ended when
 //! its caller's access is revoked later (a RoleBinding deleted, a ServiceAccount's token
-//! invalidated), unlike a watch memory serves. The same request sent to the apiserver is
-//! authorized once, at its start, and its stream outlives any later change of RBAC or of the
-//! token until it ends; here the apiserver made that very decision, as the caller, with the
-//! caller's own token, and a client of the Kubernetes API expects what the apiserver does.
-//! A watch from memory is another matter: k8sailor serves it with its own identity, so it is
-//! the authorizer there and keeps its decision current. A relayed stream is still bounded:
+//! invalidated). The same request sent to the apiserver is authorized once, at its start,
+//! and its stream outlives any later change of RBAC or of the token until it ends; here the
+//! apiserver made that very decision, as the caller, with the caller's own token, and a
+//! client of the Kubernetes API expects what the apiserver does. A watch this API serves from
+//! memory is authorized once at its start too, as the apiserver's are; only the original
+//! client's watches under `/k8sailor/v0` are ended on revocation (k8sailor's own promise
+//! there). A relayed stream is still bounded:
 //! it ends at shutdown and after a watch's randomised lifetime, as ours do, and the
 //! apiserver ends its watches after its own timeout.
 //!
