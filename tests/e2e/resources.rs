@@ -446,7 +446,18 @@ async fn a_secrets_value_appears_in_no_answer() {
 /// the apiserver's at the list's own resourceVersion.
 #[tokio::test]
 async fn every_served_kind_lists_what_the_apiserver_lists_at_the_same_version() {
-    let server = Server::start(&[]);
+    lists_equal_the_apiservers(&[]).await;
+}
+
+/// The same with the caches' lists asked in protobuf (pkg/kubeproto writing each item as
+/// JSON), custom resources answered in JSON.
+#[tokio::test]
+async fn every_served_kind_listed_in_protobuf_lists_what_the_apiserver_lists() {
+    lists_equal_the_apiservers(&["--list-encoding", "protobuf"]).await;
+}
+
+async fn lists_equal_the_apiservers(args: &[&str]) {
+    let server = Server::start(args);
     let client = cluster().client().await;
     let (_, all) = server.get("/resources").await;
     let resources = all["data"].as_array().unwrap().clone();
@@ -522,6 +533,9 @@ async fn every_served_kind_lists_what_the_apiserver_lists_at_the_same_version() 
             .collect();
         assert_eq!(ours, theirs, "{name} at {version}");
     }
+    // Read as asked, not through the fallback to JSON.
+    let logs = server.logs();
+    assert!(!logs.contains("could not be read"), "{logs}");
 }
 
 /// A selected kind RBAC refuses is not served, said so in `/readyz?verbose`, and the rest are.

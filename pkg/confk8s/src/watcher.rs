@@ -600,27 +600,9 @@ mod tests {
     use http::{Request, Response};
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::client::Body;
+    use kubeproto::testing::message;
 
     use super::*;
-
-    fn push_varint(out: &mut Vec<u8>, mut value: u64) {
-        while value >= 0x80 {
-            out.push((value as u8) | 0x80);
-            value >>= 7;
-        }
-        out.push(value as u8);
-    }
-
-    /// A message of length-delimited fields, as protobuf writes it.
-    fn message(fields: &[(u64, &[u8])]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for (number, value) in fields {
-            push_varint(&mut out, (number << 3) | 2);
-            push_varint(&mut out, value.len() as u64);
-            out.extend_from_slice(value);
-        }
-        out
-    }
 
     /// A ConfigMap in protobuf (ObjectMeta's name 1, namespace 3, resourceVersion 6), with a
     /// field of number `unknown` the schema does not have, when given.

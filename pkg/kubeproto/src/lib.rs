@@ -14,6 +14,8 @@
 mod json;
 mod list;
 mod schema;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 mod wire;
 
 pub use list::ListReader;

@@ -111,16 +111,9 @@ fn next_field(bytes: &[u8]) -> Result<(u64, Wire<'_>, usize), Error> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-
-    pub(crate) fn push_varint(out: &mut Vec<u8>, mut value: u64) {
-        while value >= 0x80 {
-            out.push((value as u8) | 0x80);
-            value >>= 7;
-        }
-        out.push(value as u8);
-    }
+    use crate::testing::push_varint;
 
     #[test]
     fn varints_read_as_written() {

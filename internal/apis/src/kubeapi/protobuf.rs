@@ -41,24 +41,7 @@ pub(super) mod tests {
     /// `runtime.Unknown`'s `raw`: the object's own bytes.
     const UNKNOWN_RAW: u64 = 2;
 
-    /// A message of length-delimited fields, as a protobuf encoder writes it.
-    pub(crate) fn message(fields: &[(u64, &[u8])]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for (number, value) in fields {
-            push_varint(&mut out, (number << 3) | 2);
-            push_varint(&mut out, value.len() as u64);
-            out.extend_from_slice(value);
-        }
-        out
-    }
-
-    fn push_varint(out: &mut Vec<u8>, mut value: u64) {
-        while value >= 0x80 {
-            out.push((value as u8) | 0x80);
-            value >>= 7;
-        }
-        out.push(value as u8);
-    }
+    pub(crate) use kubeproto::testing::message;
 
     /// `object` in the apiserver's envelope.
     pub(crate) fn enveloped(object: &[u8]) -> Vec<u8> {
