@@ -252,6 +252,12 @@ async fn every_request_of_the_original_client_gets_what_it_reads() {
         .create(&PostParams::default(), &recorded)
         .await
         .unwrap();
+    // The cache sees the pod and its event a moment after the apiserver answered.
+    eventually(SOON, "the pod and its event cached", || async {
+        let (status, answer) = call(&server, "GET", &format!("/pods/lone/event?{q}"), None).await;
+        (status == 200 && answer["data"]["message"] != "").then_some(())
+    })
+    .await;
     let event = ok(&server, "GET", &format!("/pods/lone/event?{q}"), None).await;
     assert_fields(
         &event,
