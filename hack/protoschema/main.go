@@ -63,9 +63,11 @@ type Kind struct {
 }
 
 type Schema struct {
-	Generator string    `json:"generator"`
-	Kinds     []Kind    `json:"kinds"`
-	Messages  []Message `json:"messages"`
+	Generator string `json:"generator"`
+	Kinds     []Kind `json:"kinds"`
+	// metav1.Status: what the apiserver answers instead of an object, in the encoding asked.
+	Status   int       `json:"status"`
+	Messages []Message `json:"messages"`
 }
 
 var special = map[reflect.Type]string{
@@ -224,6 +226,7 @@ func main() {
 			List: w.message(t),
 		})
 	}
+	w.schema.Status = w.message(reflect.TypeOf(metav1.Status{}))
 	if len(w.failure) > 0 {
 		sort.Strings(w.failure)
 		fmt.Fprintln(os.Stderr, strings.Join(w.failure, "\n"))

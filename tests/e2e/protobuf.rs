@@ -12,24 +12,28 @@ use crate::resources::Leftovers;
 use crate::resources::fixtures::{FIXTURES, Which};
 use crate::support::TestNamespace;
 
-/// The apiserver's answer to `path` when asked for `accept`: its content type and bytes.
-async fn get(client: &Client, path: &str, accept: &str) -> (String, Vec<u8>) {
+/// The apiserver's answer to `path` when asked for `accept`: its status, content type and
+/// bytes.
+async fn answer(client: &Client, path: &str, accept: &str) -> (http::StatusCode, String, Vec<u8>) {
     let request = http::Request::get(path)
         .header(http::header::ACCEPT, accept)
         .body(kube::client::Body::empty())
         .unwrap();
     let response = client.send(request).await.unwrap();
-    assert!(
-        response.status().is_success(),
-        "{path}: {}",
-        response.status()
-    );
+    let status = response.status();
     let content_type = response.headers()[http::header::CONTENT_TYPE]
         .to_str()
         .unwrap()
         .to_string();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (content_type, bytes.to_vec())
+    (status, content_type, bytes.to_vec())
+}
+
+/// A successful answer's content type and bytes.
+async fn get(client: &Client, path: &str, accept: &str) -> (String, Vec<u8>) {
+    let (status, content_type, bytes) = answer(client, path, accept).await;
+    assert!(status.is_success(), "{path}: {status}");
+    (content_type, bytes)
 }
 
 fn list_path(resource: &ApiResource, plural: &str) -> String {
@@ -156,4 +160,23 @@ async fn every_built_in_kind_reads_from_protobuf_as_the_apiserver_writes_it_in_j
     }
     assert!(compared.len() > 30, "{compared:?}");
     eprintln!("compared: {}", compared.join(", "));
+}
+
+#[tokio::test]
+async fn an_error_in_protobuf_reads_as_the_apiservers_json_status() {
+    let ns = TestNamespace::new("protobuf-status").await;
+    let path = format!("/api/v1/namespaces/{}/pods/absent", ns.name);
+    let (json_status, _, json_text) = answer(&ns.client, &path, "application/json").await;
+    let (proto_status, content_type, proto) = answer(&ns.client, &path, kubeproto::ACCEPT).await;
+    assert_eq!((json_status.as_u16(), proto_status.as_u16()), (404, 404));
+    assert!(
+        content_type.starts_with(kubeproto::PROTOBUF),
+        "{content_type}"
+    );
+    let mut json: Value = serde_json::from_slice(&json_text).unwrap();
+    let object = json.as_object_mut().unwrap();
+    assert_eq!(object.remove("kind"), Some("Status".into()));
+    assert_eq!(object.remove("apiVersion"), Some("v1".into()));
+    let written: Value = serde_json::from_slice(&kubeproto::status_json(&proto).unwrap()).unwrap();
+    assert_eq!(written, json);
 }

@@ -287,8 +287,8 @@ where
     })
 }
 
-/// An error answer as kube reports one (its Status, or one made of its text and code), as
-/// `Client::request_stream` does; a protobuf Status keeps its code.
+/// An error answer as kube reports one (its Status, in JSON or in protobuf, or one made of
+/// its text and code), as `Client::request_stream` does.
 async fn api_error(
     response: http::Response<kube::client::Body>,
 ) -> kube::Result<http::Response<kube::client::Body>> {
@@ -297,7 +297,12 @@ async fn api_error(
         return Ok(response);
     }
     let bytes = response.into_body().collect().await?.to_bytes();
-    if let Ok(status) = serde_json::from_slice::<kube::core::Status>(&bytes) {
+    let json = match kubeproto::status_json(&bytes) {
+        Ok(json) => json.into(),
+        // JSON or text, or a Status kubeproto cannot read: read as it came.
+        Err(_) => bytes.clone(),
+    };
+    if let Ok(status) = serde_json::from_slice::<kube::core::Status>(&json) {
         return Err(kube::Error::Api(status.boxed()));
     }
     let text = String::from_utf8_lossy(&bytes);
@@ -725,5 +730,30 @@ mod tests {
         .await;
         assert_eq!(seen, ["init", "error", "init", "a@8", "b@9", "done@10"]);
         assert_eq!(asked, [true, false], "in JSON once protobuf failed");
+    }
+
+    #[tokio::test]
+    async fn an_error_in_protobuf_keeps_its_message() {
+        let mut status = message(&[
+            (2, b"Failure"),
+            (3, b"pods is forbidden"),
+            (4, b"Forbidden"),
+        ]);
+        kubeproto::testing::push_varint(&mut status, 6 << 3);
+        kubeproto::testing::push_varint(&mut status, 403);
+        let mut answer = kubeproto::MAGIC.to_vec();
+        answer.extend(message(&[(2, &status)]));
+        let response = Response::builder()
+            .status(403)
+            .header(http::header::CONTENT_TYPE, kubeproto::PROTOBUF)
+            .body(Body::from(answer))
+            .unwrap();
+        let Err(kube::Error::Api(status)) = api_error(response).await else {
+            panic!("an error answer read as an error");
+        };
+        assert_eq!(
+            (status.code, status.message.as_str(), status.reason.as_str()),
+            (403, "pods is forbidden", "Forbidden")
+        );
     }
 }

@@ -122,5 +122,22 @@ impl ListKind {
     }
 }
 
+/// An answer in protobuf that is a metav1.Status (an error, or a watch's ERROR event's
+/// object) as the JSON the apiserver would have sent, without its `kind` and `apiVersion`:
+/// `k8s\0`, then a `runtime.Unknown` whose `raw` (2) is the Status.
+pub fn status_json(answer: &[u8]) -> Result<Vec<u8>, Error> {
+    let envelope = answer.strip_prefix(MAGIC).ok_or(Error::NotProtobuf)?;
+    let mut raw: &[u8] = &[];
+    for field in wire::Fields::new(envelope) {
+        if let (2, wire::Wire::Bytes(bytes)) = field? {
+            raw = bytes;
+        }
+    }
+    let schema = schema::schema();
+    let mut out = Vec::with_capacity(raw.len() * 2);
+    json::message(schema, schema.status, raw, &mut out)?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests;

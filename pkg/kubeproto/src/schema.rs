@@ -88,6 +88,8 @@ pub(crate) struct Kind {
 #[derive(Debug, Deserialize)]
 pub(crate) struct Schema {
     pub(crate) kinds: Vec<Kind>,
+    /// metav1.Status's message.
+    pub(crate) status: usize,
     pub(crate) messages: Vec<Message>,
 }
 

@@ -36,3 +36,42 @@ fn strings_are_escaped_as_encoding_json_escapes_them() {
         assert_eq!(String::from_utf8(out).unwrap(), *json, "{go:?}");
     }
 }
+
+#[test]
+fn a_status_is_written_as_the_apiservers_json() {
+    use testing::{message, push_varint};
+    let cause = message(&[
+        (1, b"FieldValueInvalid"),
+        (2, b"must be <= 10"),
+        (3, b"spec.x"),
+    ]);
+    let details = message(&[(1, b"web"), (3, b"pods"), (4, &cause)]);
+    let mut status = message(&[
+        (1, b""),
+        (2, b"Failure"),
+        (3, b"pods \"web\" is forbidden"),
+        (4, b"Forbidden"),
+        (5, &details),
+    ]);
+    push_varint(&mut status, 6 << 3);
+    push_varint(&mut status, 403);
+    let mut answer = MAGIC.to_vec();
+    answer.extend(message(&[(1, b"\x0a\x02v1\x12\x06Status"), (2, &status)]));
+    let json: serde_json::Value = serde_json::from_slice(&status_json(&answer).unwrap()).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({
+            "metadata": {},
+            "status": "Failure",
+            "message": "pods \"web\" is forbidden",
+            "reason": "Forbidden",
+            "details": {
+                "name": "web",
+                "kind": "pods",
+                "causes": [{"reason": "FieldValueInvalid", "message": "must be <= 10", "field": "spec.x"}],
+            },
+            "code": 403,
+        })
+    );
+    assert_eq!(status_json(b"{}"), Err(Error::NotProtobuf));
+}
