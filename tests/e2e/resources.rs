@@ -446,17 +446,18 @@ async fn a_secrets_value_appears_in_no_answer() {
 /// the apiserver's at the list's own resourceVersion.
 #[tokio::test]
 async fn every_served_kind_lists_what_the_apiserver_lists_at_the_same_version() {
-    lists_equal_the_apiservers(&[]).await;
+    lists_equal_the_apiservers(&[], false).await;
 }
 
 /// The same with the caches' lists asked in protobuf (pkg/kubeproto writing each item as
 /// JSON), custom resources answered in JSON.
 #[tokio::test]
 async fn every_served_kind_listed_in_protobuf_lists_what_the_apiserver_lists() {
-    lists_equal_the_apiservers(&["--list-encoding", "protobuf"]).await;
+    lists_equal_the_apiservers(&["--list-encoding", "protobuf"], true).await;
 }
 
-async fn lists_equal_the_apiservers(args: &[&str]) {
+/// `protobuf`: built-in kinds are expected to have been listed in protobuf.
+async fn lists_equal_the_apiservers(args: &[&str], protobuf: bool) {
     let server = Server::start(args);
     let client = cluster().client().await;
     let (_, all) = server.get("/resources").await;
@@ -536,6 +537,27 @@ async fn lists_equal_the_apiservers(args: &[&str]) {
     // Read as asked, not through the fallback to JSON.
     let logs = server.logs();
     assert!(!logs.contains("could not be read"), "{logs}");
+    let (_, metrics) = server.probe("/metrics").await;
+    for served in &resources {
+        let kind = served["kind"].as_str().unwrap();
+        let known = kubeproto::ListKind::find(
+            served["group"].as_str().unwrap(),
+            served["version"].as_str().unwrap(),
+            kind,
+        );
+        // Custom resources have no protobuf, and apiextensions' kinds are not in the schema.
+        let expected = f64::from(u8::from(protobuf && known.is_some()));
+        let name = format!(r#"k8sailor_informer_protobuf_lists{{kind="{kind}"}} "#);
+        let values: Vec<f64> = metrics
+            .lines()
+            .filter_map(|l| l.strip_prefix(&name))
+            .map(|v| v.parse().unwrap())
+            .collect();
+        assert!(
+            !values.is_empty() && values.iter().all(|v| *v == expected),
+            "{name}{expected} in:\n{metrics}"
+        );
+    }
 }
 
 /// A selected kind RBAC refuses is not served, said so in `/readyz?verbose`, and the rest are.

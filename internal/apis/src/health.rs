@@ -173,6 +173,7 @@ mod tests {
             synced,
             connected,
             streaming_lists: true,
+            protobuf_lists: false,
             objects: 0,
             added: 0,
             updated: 0,

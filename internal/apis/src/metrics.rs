@@ -155,6 +155,12 @@ impl Collector for InformerCollector {
         )?;
         gauge(
             &mut encoder,
+            "informer_protobuf_lists",
+            "1 when the cache's last list came in protobuf, 0 in JSON",
+            &|s| f64::from(u8::from(s.protobuf_lists)),
+        )?;
+        gauge(
+            &mut encoder,
             "informer_first_list_seconds",
             "From the watch's start to its first list's end: the answer, its decoding, the records",
             &|s| s.first_sync.map_or(f64::NAN, |f| f.listed.as_secs_f64()),

@@ -150,7 +150,7 @@ impl DeltaTracker {
                 self.relist.get_or_insert_with(HashMap::new).insert(key, rv);
                 step
             }
-            Event::InitDone { version } => {
+            Event::InitDone { version, .. } => {
                 let seen = self.relist.take().unwrap_or_default();
                 let gone = self
                     .known
@@ -213,6 +213,7 @@ mod tests {
         }
         let done = Event::InitDone {
             version: "100".into(),
+            encoding: crate::ListEncoding::Json,
         };
         match t.step::<ConfigMap>(done) {
             Step::Relisted { gone, version } => {

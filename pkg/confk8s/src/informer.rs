@@ -273,7 +273,11 @@ impl<T: Watchable> Informer<T> {
                 Event::Apply(o) | Event::Delete(o) | Event::InitApply(o) => {
                     o.meta().resource_version.clone()
                 }
-                Event::InitDone { version } | Event::Bookmark { version } => Some(version.clone()),
+                Event::InitDone { version, encoding } => {
+                    self.status.listed_in(*encoding);
+                    Some(version.clone())
+                }
+                Event::Bookmark { version } => Some(version.clone()),
                 Event::Init => None,
             };
             self.status.heard(rv.as_deref());
@@ -933,6 +937,7 @@ mod tests {
             Ok(Event::Init),
             Ok(Event::InitDone {
                 version: "1".into(),
+                encoding: ListEncoding::Json,
             }),
             Err(watch_error(410, "Expired")),
         ])
@@ -945,6 +950,7 @@ mod tests {
             Ok(Event::Init),
             Ok(Event::InitDone {
                 version: "1".into(),
+                encoding: ListEncoding::Json,
             }),
             Err(watch_error(500, "InternalError")),
         ])

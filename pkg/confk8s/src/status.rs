@@ -9,6 +9,7 @@ pub struct InformerStatus {
     synced: AtomicBool,
     connected: AtomicBool,
     streaming: AtomicBool,
+    protobuf: AtomicBool,
     refused: AtomicBool,
     added: AtomicU64,
     updated: AtomicU64,
@@ -52,6 +53,8 @@ pub struct InformerState {
     pub connected: bool,
     /// The watch gets its lists streamed (`sendInitialEvents`); false: in pages.
     pub streaming_lists: bool,
+    /// The last list came in protobuf (written as JSON by kubeproto); false: in JSON.
+    pub protobuf_lists: bool,
     /// Objects known after the last change; during a relist, the count from before it.
     pub objects: usize,
     /// Additions since start, those found by relists included.
@@ -102,6 +105,7 @@ impl InformerStatus {
             synced: AtomicBool::new(false),
             connected: AtomicBool::new(false),
             streaming: AtomicBool::new(false),
+            protobuf: AtomicBool::new(false),
             refused: AtomicBool::new(false),
             added: AtomicU64::new(0),
             updated: AtomicU64::new(0),
@@ -181,6 +185,11 @@ impl InformerStatus {
         self.streaming.store(streaming, Ordering::Relaxed);
     }
 
+    pub(crate) fn listed_in(&self, encoding: crate::ListEncoding) {
+        let protobuf = encoding == crate::ListEncoding::Protobuf;
+        self.protobuf.store(protobuf, Ordering::Relaxed);
+    }
+
     /// A full list was delivered, `sync` telling how, which is kept for the first one.
     pub(crate) fn relisted(&self, sync: FirstSync) {
         self.inner().first_sync.get_or_insert(sync);
@@ -202,6 +211,7 @@ impl InformerStatus {
             synced: self.is_synced(),
             connected: self.connected.load(Ordering::Acquire),
             streaming_lists: self.streaming.load(Ordering::Relaxed),
+            protobuf_lists: self.protobuf.load(Ordering::Relaxed),
             objects: inner.objects,
             added: self.added.load(Ordering::Relaxed),
             updated: self.updated.load(Ordering::Relaxed),

@@ -38,6 +38,8 @@ pub enum Event<K> {
     InitDone {
         /// The List's `metadata.resourceVersion`, or the initial-events-end bookmark's.
         version: String,
+        /// The encoding the list came in (a streamed list's events are JSON).
+        encoding: ListEncoding,
     },
     /// An object added or modified.
     Apply(K),
@@ -67,7 +69,7 @@ impl<K> Event<K> {
         match self {
             Event::Init => Event::Init,
             Event::InitApply(o) => Event::InitApply(f(o)),
-            Event::InitDone { version } => Event::InitDone { version },
+            Event::InitDone { version, encoding } => Event::InitDone { version, encoding },
             Event::Apply(o) => Event::Apply(f(o)),
             Event::Delete(o) => Event::Delete(f(o)),
             Event::Bookmark { version } => Event::Bookmark { version },
@@ -138,12 +140,13 @@ enum State<K> {
     /// Nothing listed: the next step starts a list.
     Empty,
     /// A list under way, in pages or in one: the page being read (None between two), the
-    /// token of the next page (None after the last), and the list's version (from its first
-    /// page).
+    /// token of the next page (None after the last), the list's version (from its first
+    /// page) and the encoding its pages came in.
     Paging {
-        page: Option<PageReader>,
+        page: Option<Box<PageReader>>,
         continue_token: Option<String>,
         version: Option<String>,
+        encoding: ListEncoding,
     },
     /// A streaming list under way: objects until the initial-events-end bookmark.
     Streaming(Changes<K>),
@@ -322,6 +325,13 @@ enum PageStep<K> {
 }
 
 impl PageReader {
+    fn encoding(&self) -> ListEncoding {
+        match self.cutter {
+            Cutter::Json(_) => ListEncoding::Json,
+            Cutter::Protobuf { .. } => ListEncoding::Protobuf,
+        }
+    }
+
     async fn next<K: DeserializeOwned>(&mut self) -> kube::Result<PageStep<K>> {
         if let Some(text) = self.items.pop_front() {
             return serde_json::from_slice(&text)
@@ -430,6 +440,7 @@ where
                     page: None,
                     continue_token: None,
                     version: None,
+                    encoding: ListEncoding::Json,
                 },
             ),
             // No resourceVersion: the apiserver sends the objects as of a consistent read, as
@@ -445,12 +456,14 @@ where
             page: Some(mut page),
             continue_token,
             version,
+            encoding,
         } => match page.next().await {
             Ok(PageStep::Object(object)) => {
                 let state = State::Paging {
                     page: Some(page),
                     continue_token,
                     version,
+                    encoding,
                 };
                 (Some(Ok(Event::InitApply(object))), state)
             }
@@ -459,6 +472,7 @@ where
                     page: Some(page),
                     continue_token,
                     version,
+                    encoding,
                 };
                 (None, state)
             }
@@ -473,6 +487,7 @@ where
                     page: None,
                     continue_token,
                     version,
+                    encoding: page.encoding(),
                 };
                 (None, state)
             }
@@ -482,12 +497,14 @@ where
             page: None,
             continue_token,
             version,
+            encoding,
         } => {
             if let (None, Some(version)) = (&continue_token, &version) {
                 let version = version.clone();
                 return (
                     Some(Ok(Event::InitDone {
                         version: version.clone(),
+                        encoding,
                     })),
                     State::At(version),
                 );
@@ -495,9 +512,10 @@ where
             match list_page(api, &list_params(config, continue_token), intake).await {
                 Ok(page) => {
                     let state = State::Paging {
-                        page: Some(page),
+                        page: Some(Box::new(page)),
                         continue_token: None,
                         version,
+                        encoding,
                     };
                     (None, state)
                 }
@@ -517,6 +535,7 @@ where
                     let version = mark.metadata.resource_version;
                     let done = Event::InitDone {
                         version: version.clone(),
+                        encoding: ListEncoding::Json,
                     };
                     (Some(Ok(done)), State::Watching { version, changes })
                 } else {
@@ -684,7 +703,9 @@ mod tests {
                     o.metadata.name.unwrap(),
                     o.metadata.resource_version.unwrap()
                 ),
-                Ok(Event::InitDone { version }) => format!("done@{version}"),
+                Ok(Event::InitDone { version, encoding }) => {
+                    format!("done@{version} in {}", encoding.name())
+                }
                 Ok(other) => format!("{other:?}"),
                 Err(_) => "error".to_string(),
             });
@@ -705,7 +726,7 @@ mod tests {
             (kubeproto::PROTOBUF, protobuf_list(&items, "10"))
         })
         .await;
-        assert_eq!(seen, ["init", "a@8", "b@9", "done@10"]);
+        assert_eq!(seen, ["init", "a@8", "b@9", "done@10 in protobuf"]);
         assert_eq!(asked, [true]);
     }
 
@@ -713,7 +734,7 @@ mod tests {
     async fn a_json_answer_to_a_protobuf_ask_is_read_as_json() {
         // As the apiserver answers for a kind without protobuf (a custom resource).
         let (seen, _) = list(|_| ("application/json", json_list())).await;
-        assert_eq!(seen, ["init", "a@8", "b@9", "done@10"]);
+        assert_eq!(seen, ["init", "a@8", "b@9", "done@10 in json"]);
     }
 
     #[tokio::test]
@@ -728,7 +749,10 @@ mod tests {
             }
         })
         .await;
-        assert_eq!(seen, ["init", "error", "init", "a@8", "b@9", "done@10"]);
+        assert_eq!(
+            seen,
+            ["init", "error", "init", "a@8", "b@9", "done@10 in json"]
+        );
         assert_eq!(asked, [true, false], "in JSON once protobuf failed");
     }
 
