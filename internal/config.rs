@@ -163,9 +163,9 @@ settings! {
         /// pages), streaming or paged [default: whole].
         #[arg(long, env = "K8SAILOR_INITIAL_LIST", value_parser = one_of(InitialList::ALL, InitialList::name))]
         initial_list: InitialList = InitialList::default(),
-        /// How the caches ask for lists: json, or protobuf (built-in kinds; about a third of
-        /// the apiserver's CPU of JSON, written as the JSON it would have sent; custom
-        /// resources in JSON) [default: json].
+        /// How the caches ask for lists: protobuf (built-in kinds; a third to a half of the
+        /// apiserver's CPU of JSON, written as the JSON it would have sent; custom resources
+        /// in JSON), or json [default: protobuf].
         #[arg(long, env = "K8SAILOR_LIST_ENCODING", value_parser = one_of(ListEncoding::ALL, ListEncoding::name))]
         list_encoding: ListEncoding = ListEncoding::default(),
         /// Built-in resources served beside the six of the original client: names to serve

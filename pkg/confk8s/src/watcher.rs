@@ -112,13 +112,13 @@ impl Intake {
 #[serde(rename_all = "lowercase")]
 pub enum ListEncoding {
     /// Protobuf for built-in kinds (JSON for the rest): the apiserver encodes a list of pods
-    /// about three times cheaper so (1.1 s of its CPU against 2.4-4.6 s for 20,000 pods). Not
-    /// the default: on a quiet machine at 10,000 pods the bench started 0.2 s slower with it
-    /// (0.97 s against 0.75 s, 5 interleaved starts), perhaps because the apiserver's
-    /// protobuf list is not sent as it is encoded; to be measured at 150,000.
+    /// at a third to a half of its CPU for JSON, and a cache's start waits for that encoding.
+    /// On a quiet machine at 10,000 pods, 10 interleaved starts each: ready in 0.84-1.00 s
+    /// (median 0.86 s) against JSON's 0.76-1.46 s (median 1.0 s), whose apiserver CPU is
+    /// bimodal (0.6-0.8 s or 1.5-1.8 s) where protobuf's stays at 0.4-0.7 s.
+    #[default]
     Protobuf,
     /// JSON for every kind.
-    #[default]
     Json,
 }
 
