@@ -647,9 +647,7 @@ mod tests {
         for item in items {
             list.extend(message(&[(2, item)]));
         }
-        let mut answer = kubeproto::MAGIC.to_vec();
-        answer.extend(message(&[(1, b""), (2, &list)]));
-        answer
+        kubeproto::testing::enveloped("v1", "ConfigMapList", &list)
     }
 
     fn json_list() -> Vec<u8> {
@@ -765,8 +763,7 @@ mod tests {
         ]);
         kubeproto::testing::push_varint(&mut status, 6 << 3);
         kubeproto::testing::push_varint(&mut status, 403);
-        let mut answer = kubeproto::MAGIC.to_vec();
-        answer.extend(message(&[(2, &status)]));
+        let answer = kubeproto::testing::enveloped("v1", "Status", &status);
         let response = Response::builder()
             .status(403)
             .header(http::header::CONTENT_TYPE, kubeproto::PROTOBUF)

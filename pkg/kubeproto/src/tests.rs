@@ -39,7 +39,7 @@ fn strings_are_escaped_as_encoding_json_escapes_them() {
 
 #[test]
 fn a_status_is_written_as_the_apiservers_json() {
-    use testing::{message, push_varint};
+    use testing::{enveloped, message, push_varint};
     let cause = message(&[
         (1, b"FieldValueInvalid"),
         (2, b"must be <= 10"),
@@ -55,8 +55,7 @@ fn a_status_is_written_as_the_apiservers_json() {
     ]);
     push_varint(&mut status, 6 << 3);
     push_varint(&mut status, 403);
-    let mut answer = MAGIC.to_vec();
-    answer.extend(message(&[(1, b"\x0a\x02v1\x12\x06Status"), (2, &status)]));
+    let answer = enveloped("v1", "Status", &status);
     let json: serde_json::Value = serde_json::from_slice(&status_json(&answer).unwrap()).unwrap();
     assert_eq!(
         json,

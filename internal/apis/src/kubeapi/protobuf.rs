@@ -38,20 +38,11 @@ pub(super) fn object<M: Message + Default>(body: &[u8]) -> Result<M, ProtoError>
 pub(super) mod tests {
     use super::*;
 
-    /// `runtime.Unknown`'s `raw`: the object's own bytes.
-    const UNKNOWN_RAW: u64 = 2;
-
     pub(crate) use kubeproto::testing::message;
 
     /// `object` in the apiserver's envelope.
     pub(crate) fn enveloped(object: &[u8]) -> Vec<u8> {
-        let type_meta = message(&[
-            (1, b"authorization.k8s.io/v1"),
-            (2, b"SelfSubjectAccessReview"),
-        ]);
-        let mut body = MAGIC.to_vec();
-        body.extend(message(&[(1, &type_meta), (UNKNOWN_RAW, object), (4, b"")]));
-        body
+        kubeproto::testing::enveloped("authorization.k8s.io/v1", "SelfSubjectAccessReview", object)
     }
 
     /// A message of one string field, 1.
