@@ -22,7 +22,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use confk8s::{Access, Namespaces, ReviewError, Reviewer};
 use futures::StreamExt;
-use futures::stream::BoxStream;
 use serde::Deserialize;
 
 use super::ApiError;
@@ -557,43 +556,18 @@ struct Granted {
 }
 
 /// Completes once the caller of a watch may no longer see what it shows: its token refused,
-/// a required access denied, or a namespace it shows no longer visible. Checked when RBAC
-/// changes and at least every [`confk8s::Reviewer::recheck_every`] (which keeps the token's
-/// review fresh, so a revoked token ends the watch within the token TTL). A review that
+/// a required access denied, or a namespace it shows no longer visible. Checked whenever
+/// [`Reviewer::rights_may_change`] ticks (at least every [`Reviewer::recheck_every`], which
+/// keeps the token's review fresh, so a revoked token ends the watch within the token TTL). A review that
 /// cannot be made (the apiserver away, throttled) ends nothing.
 async fn until_revoked(auth: AuthLayer, granted: Granted) {
-    let mut changes = rights_may_change(&auth.reviewer);
+    let mut changes = auth.reviewer.rights_may_change();
     while changes.next().await.is_some() {
         if !still_granted(&auth, &granted).await {
             tracing::debug!(from = %granted.from, "a stream ends: its caller may no longer see what it shows");
             return;
         }
     }
-}
-
-/// Ticks whenever a caller's rights may have changed: when RBAC changes (if the policy is
-/// followed) and at least every [`confk8s::Reviewer::recheck_every`]. What a stream was
-/// allowed is checked again at each.
-pub(super) fn rights_may_change(reviewer: &Reviewer) -> BoxStream<'static, ()> {
-    let changes = reviewer.policy().map(|p| p.changes());
-    let every = reviewer.recheck_every();
-    futures::stream::unfold(changes, move |mut changes| async move {
-        let policy_changed = async {
-            let changed = match changes.as_mut() {
-                Some(changes) => changes.changed().await.is_ok(),
-                None => false,
-            };
-            if !changed {
-                std::future::pending::<()>().await;
-            }
-        };
-        tokio::select! {
-            () = tokio::time::sleep(every) => {}
-            () = policy_changed => {}
-        }
-        Some(((), changes))
-    })
-    .boxed()
 }
 
 async fn still_granted(auth: &AuthLayer, granted: &Granted) -> bool {

@@ -276,7 +276,7 @@ async fn pod_log(
 fn gate(s: &AppState, namespace: Option<&str>, reviewed: Option<Reviewed>) -> Option<PodGate> {
     let (reviewer, caller) = (s.reviewer.clone()?, reviewed?);
     let namespace = biz::namespace_of_object(namespace).to_string();
-    let rechecks = super::auth::rights_may_change(&reviewer);
+    let rechecks = reviewer.rights_may_change();
     let allows: PodAllowed = Arc::new(move |pod: String| {
         let (reviewer, caller, namespace) = (reviewer.clone(), caller.clone(), namespace.clone());
         Box::pin(async move {

@@ -53,7 +53,7 @@ pub use informer::{
     DynamicInformer, FactoryError, Handler, InformerFactory, InitialList, ListSettings,
     RelistBatch, Watchable, Watched,
 };
-pub use policy::{Policy, PolicyMode};
+pub use policy::{AUTHORIZER_LAG, Policy, PolicyMode};
 pub use rbac::Namespaces;
 pub use review::{
     Access, ReviewCounts, ReviewError, ReviewTtls, Reviewer, TokenReviewLimits, UserInfo,

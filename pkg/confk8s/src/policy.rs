@@ -11,17 +11,25 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBind
 use kube::{Client, Resource};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::delta::Delta;
 use crate::informer::{FactoryError, Handler, InformerFactory, ListSettings, RelistBatch};
 use crate::status::{FirstSync, InformerStatus};
 
+/// How long after we hear of a change to RBAC the apiserver's own authorizer may still
+/// answer a SubjectAccessReview as before it: it hears of the change through a watch of its
+/// own, which may come after ours (seen at tens of milliseconds on a busy machine).
+pub const AUTHORIZER_LAG: Duration = Duration::from_secs(2);
+
 /// Roles, ClusterRoles, RoleBindings and ClusterRoleBindings as the watches last told them.
 pub struct Policy {
     index: RwLock<rbac::Index>,
     /// Bumped after each applied change: watches re-check their access when it moves.
     changes: watch::Sender<u64>,
+    /// When the last change was applied, if any was.
+    changed_at: Mutex<Option<Instant>>,
     statuses: Mutex<Vec<Arc<InformerStatus>>>,
     /// Why the policy is not followed at all (our own account may not list or watch it).
     unavailable: Mutex<Option<String>>,
@@ -53,6 +61,7 @@ impl Default for Policy {
         Policy {
             index: RwLock::new(rbac::Index::default()),
             changes: watch::channel(0).0,
+            changed_at: Mutex::new(None),
             statuses: Mutex::new(Vec::new()),
             unavailable: Mutex::new(None),
         }
@@ -152,6 +161,13 @@ impl Policy {
         self.changes.subscribe()
     }
 
+    /// Whether the apiserver's authorizer has surely heard of the last change by now
+    /// ([`AUTHORIZER_LAG`]): until then, what a SubjectAccessReview answers may be from
+    /// before it.
+    pub fn settled(&self) -> bool {
+        lock(&self.changed_at).is_none_or(|at| at.elapsed() >= AUTHORIZER_LAG)
+    }
+
     /// Reads the index.
     pub fn with_index<T>(&self, read_index: impl FnOnce(&rbac::Index) -> T) -> T {
         read_index(&read(&self.index))
@@ -159,6 +175,7 @@ impl Policy {
 
     fn change(&self, apply: impl FnOnce(&mut rbac::Index)) {
         apply(&mut self.index.write().unwrap_or_else(|e| e.into_inner()));
+        *lock(&self.changed_at) = Some(Instant::now());
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 

@@ -23,6 +23,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use tokio::sync::Semaphore;
@@ -33,7 +35,7 @@ use k8s_openapi::api::authorization::v1::{
 };
 use kube::{Api, Client};
 
-use crate::policy::Policy;
+use crate::policy::{AUTHORIZER_LAG, Policy};
 
 /// How long an answer is reused. A refusal is kept shorter than a grant so that a caller
 /// just given a token or a role is not turned away for long.
@@ -493,6 +495,45 @@ impl Reviewer {
         (self.ttls.authenticated / 4).max(Duration::from_secs(1))
     }
 
+    /// Ticks whenever a caller's rights may have changed, for streams that check again what
+    /// their caller was allowed: when RBAC changes (if the policy is followed), again
+    /// [`AUTHORIZER_LAG`] later (a review asked at the change may have been answered from
+    /// the RBAC before it) and at least every [`Reviewer::recheck_every`].
+    pub fn rights_may_change(&self) -> BoxStream<'static, ()> {
+        let every = self.recheck_every();
+        let changes = self.policy.as_ref().map(|p| p.changes());
+        let settle: Option<tokio::time::Instant> = None;
+        futures::stream::unfold(
+            (changes, settle),
+            move |(mut changes, mut settle)| async move {
+                let policy_changed = async {
+                    let changed = match changes.as_mut() {
+                        Some(changes) => changes.changed().await.is_ok(),
+                        None => false,
+                    };
+                    if !changed {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                let settled = async {
+                    match settle {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = tokio::time::sleep(every) => {}
+                    () = policy_changed => {
+                        settle = Some(tokio::time::Instant::now() + AUTHORIZER_LAG);
+                    }
+                    () = settled => settle = None,
+                }
+                Some(((), (changes, settle)))
+            },
+        )
+        .boxed()
+    }
+
     /// The policy when it can answer.
     fn usable_policy(&self) -> Option<&Policy> {
         self.policy.as_deref().filter(|p| p.is_usable())
@@ -581,8 +622,12 @@ impl Reviewer {
             });
         }
         let decision = self.authorize(&user, access).await?;
-        self.decisions
-            .insert(key, decision.clone().map(|()| generation));
+        // Just after a change, the apiserver may have answered from the RBAC before it: not
+        // kept, so that the recheck that follows the lag asks again.
+        if policy.is_none_or(Policy::settled) {
+            self.decisions
+                .insert(key, decision.clone().map(|()| generation));
+        }
         decision
     }
 
@@ -1217,6 +1262,48 @@ mod tests {
             server.await.unwrap(),
             ["webhook", "nope", "webhook"],
             "the allow was asked again after the change, the denial was not"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_allow_given_just_after_a_change_is_asked_again_once_the_apiserver_knows_it() {
+        let (reviewer, server) = reviewer_allowing(&["webhook"]);
+        let policy = Policy::fixed(rbac::Index::default());
+        let reviewer = reviewer.with_policy(policy.clone());
+        let webhook = list_pods(Some("webhook"));
+        policy.replace(rbac::Index::default());
+        for _ in 0..2 {
+            assert_eq!(reviewer.review("t", HERE, &webhook).await, Ok(()));
+        }
+        tokio::time::advance(AUTHORIZER_LAG).await;
+        for _ in 0..2 {
+            assert_eq!(reviewer.review("t", HERE, &webhook).await, Ok(()));
+        }
+        drop(reviewer);
+        assert_eq!(
+            server.await.unwrap(),
+            ["webhook", "webhook", "webhook"],
+            "asked each time within the lag, then kept"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rights_may_change_at_each_rbac_change_again_after_the_lag_and_every_so_often() {
+        let (reviewer, _server) = reviewer_allowing(&[]);
+        let policy = Policy::fixed(rbac::Index::default());
+        let reviewer = reviewer.with_policy(policy.clone());
+        let every = reviewer.recheck_every();
+        let start = tokio::time::Instant::now();
+        let mut ticks = reviewer.rights_may_change();
+        let mut tick_times = Vec::new();
+        policy.replace(rbac::Index::default());
+        for _ in 0..3 {
+            ticks.next().await;
+            tick_times.push(start.elapsed());
+        }
+        assert_eq!(
+            tick_times,
+            [Duration::ZERO, AUTHORIZER_LAG, AUTHORIZER_LAG + every]
         );
     }
 
