@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::access::account;
 use crate::kubeapi::{Kubectl, normalized};
 use crate::kubeapi_writes::{Both, TlsFront, scratch};
-use crate::support::{Server, TestNamespace};
+use crate::support::{Server, TestNamespace, built_in_group};
 
 /// The apiserver's answer to a GET of `path` by `client`'s owner: status and body.
 async fn apiserver_get(client: &kube::Client, path: &str) -> (u16, Value) {
@@ -92,11 +92,6 @@ fn words(row: &[String]) -> Vec<String> {
 
 /// The media type of aggregated discovery, as kubectl asks for it.
 const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
-
-/// Whether `group` is a built-in one: other tests' custom resources come and go meanwhile.
-fn built_in_group(group: &str) -> bool {
-    !group.contains('.') || group.ends_with(".k8s.io")
-}
 
 /// The built-in group-versions a legacy `/apis` document (and the core `v1`) names, as paths.
 fn group_version_paths(apis: &Value) -> Vec<String> {
