@@ -9,7 +9,6 @@
 //! yielded (retry them with a backoff, such as kube's `default_backoff`), and a 410 starts a
 //! new list.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -209,20 +208,33 @@ const MAX_ITEM_BYTES: usize = 64 << 20;
 
 /// One page of a list being read as it arrives: each item is decoded once its last byte is
 /// in, so a page (or a whole list asked without a limit) is never held whole, and decoding
-/// overlaps the apiserver's encoding of what follows.
+/// overlaps the apiserver's encoding of what follows. The body is read and cut into items
+/// (TLS, and kubeproto's writing for protobuf) on a task of its own, beside the decoding:
+/// a start at 10,000 pods is then about 7% sooner. (Decoding batches on several threads
+/// as well cost a quarter more CPU and was no sooner on two cores.)
 struct PageReader {
-    body: std::pin::Pin<Box<dyn AsyncBufRead + Send>>,
-    cutter: Cutter,
+    encoding: ListEncoding,
+    cut: tokio::sync::mpsc::Receiver<Cut>,
     /// Items cut (as JSON), not yet decoded.
-    items: VecDeque<Vec<u8>>,
+    items: std::vec::IntoIter<Vec<u8>>,
 }
+
+/// What the cutting task hands on.
+enum Cut {
+    Items(Vec<Vec<u8>>),
+    Done(kube::Result<ListMeta>),
+}
+
+/// Batches of item texts in flight between the cutting task and the decoder: enough to keep
+/// both busy, few enough to hold a bounded part of a list.
+const CUT_BATCHES: usize = 4;
 
 /// How a page's items are cut from its bytes.
 enum Cutter {
     Json(Splitter),
     /// A protobuf list, each item written as JSON; `refused` is set when it cannot be.
     Protobuf {
-        reader: Option<kubeproto::ListReader>,
+        reader: kubeproto::ListReader,
         refused: Arc<AtomicBool>,
     },
 }
@@ -271,23 +283,100 @@ where
         .get(http::header::CONTENT_TYPE)
         .and_then(|t| t.to_str().ok())
         .is_some_and(|t| t.starts_with(kubeproto::PROTOBUF));
-    let cutter = match protobuf {
-        Some(kind) if sent_protobuf => Cutter::Protobuf {
-            reader: Some(kubeproto::ListReader::new(kind, MAX_ITEM_BYTES)),
-            refused: intake.refused.clone(),
-        },
-        _ => Cutter::Json(Splitter::new(MAX_ITEM_BYTES)),
+    let (cutter, encoding) = match protobuf {
+        Some(kind) if sent_protobuf => (
+            Cutter::Protobuf {
+                reader: kubeproto::ListReader::new(kind, MAX_ITEM_BYTES),
+                refused: intake.refused.clone(),
+            },
+            ListEncoding::Protobuf,
+        ),
+        _ => (
+            Cutter::Json(Splitter::new(MAX_ITEM_BYTES)),
+            ListEncoding::Json,
+        ),
     };
     let body = response
         .into_body()
         .into_data_stream()
         .map_err(std::io::Error::other)
         .into_async_read();
+    let (send, cut) = tokio::sync::mpsc::channel(CUT_BATCHES);
+    // It ends with the page, or once the reader is dropped.
+    tokio::spawn(cut_page(Box::pin(body), cutter, send));
     Ok(PageReader {
-        body: Box::pin(body),
-        cutter,
-        items: VecDeque::new(),
+        encoding,
+        cut,
+        items: Vec::new().into_iter(),
     })
+}
+
+/// Reads a page's body, handing on its items as they are cut, then its list metadata.
+async fn cut_page(
+    mut body: std::pin::Pin<Box<dyn AsyncBufRead + Send>>,
+    mut cutter: Cutter,
+    send: tokio::sync::mpsc::Sender<Cut>,
+) {
+    loop {
+        // A list abandoned (its watcher stopped or restarted) closes its connection at once,
+        // not once the apiserver has sent the rest.
+        let read = tokio::select! {
+            read = body.fill_buf() => read,
+            () = send.closed() => return,
+        };
+        let chunk = match read {
+            Ok(chunk) => chunk,
+            Err(error) => {
+                let _ = send
+                    .send(Cut::Done(Err(kube::Error::ReadEvents(error))))
+                    .await;
+                return;
+            }
+        };
+        if chunk.is_empty() {
+            let _ = send.send(Cut::Done(cutter.finish())).await;
+            return;
+        }
+        let read = chunk.len();
+        let mut items = Vec::new();
+        if let Err(error) = cutter.feed(chunk, &mut items) {
+            let _ = send.send(Cut::Done(Err(error))).await;
+            return;
+        }
+        body.as_mut().consume(read);
+        if !items.is_empty() && send.send(Cut::Items(items)).await.is_err() {
+            return;
+        }
+    }
+}
+
+impl Cutter {
+    fn feed(&mut self, chunk: &[u8], items: &mut Vec<Vec<u8>>) -> kube::Result<()> {
+        match self {
+            Cutter::Json(splitter) => splitter
+                .feed(chunk, |item| items.push(item))
+                .map_err(split_error),
+            Cutter::Protobuf { reader, refused } => reader
+                .feed(chunk, |item| items.push(item))
+                .map_err(|e| unwritable(refused, e)),
+        }
+    }
+
+    /// The page's list metadata, once its body has ended.
+    fn finish(self) -> kube::Result<ListMeta> {
+        match self {
+            Cutter::Json(mut splitter) => {
+                let head = splitter.finish().map_err(split_error)?;
+                let head: PageHead =
+                    serde_json::from_slice(&head).map_err(kube::Error::SerdeError)?;
+                Ok(head.metadata)
+            }
+            Cutter::Protobuf { reader, refused } => {
+                let meta = reader.finish().map_err(|e| unwritable(&refused, e))?;
+                serde_json::from_slice(&meta).map_err(kube::Error::SerdeError)
+            }
+        }
+    }
 }
 
 /// An error answer as kube reports one (its Status, in JSON or in protobuf, or one made of
@@ -326,61 +415,25 @@ enum PageStep<K> {
 
 impl PageReader {
     fn encoding(&self) -> ListEncoding {
-        match self.cutter {
-            Cutter::Json(_) => ListEncoding::Json,
-            Cutter::Protobuf { .. } => ListEncoding::Protobuf,
-        }
+        self.encoding
     }
 
     async fn next<K: DeserializeOwned>(&mut self) -> kube::Result<PageStep<K>> {
-        if let Some(text) = self.items.pop_front() {
+        if let Some(text) = self.items.next() {
             return serde_json::from_slice(&text)
                 .map(PageStep::Object)
                 .map_err(kube::Error::SerdeError);
         }
-        let chunk = self
-            .body
-            .fill_buf()
-            .await
-            .map_err(kube::Error::ReadEvents)?;
-        let items = &mut self.items;
-        if chunk.is_empty() {
-            let meta: ListMeta = match &mut self.cutter {
-                Cutter::Json(splitter) => {
-                    let head = splitter.finish().map_err(split_error)?;
-                    let head: PageHead =
-                        serde_json::from_slice(&head).map_err(kube::Error::SerdeError)?;
-                    head.metadata
-                }
-                Cutter::Protobuf { reader, refused } => {
-                    let reader = reader.take().ok_or_else(|| {
-                        unwritable(refused, kubeproto::Error::Malformed("read past its end"))
-                    })?;
-                    let meta = reader.finish().map_err(|e| unwritable(refused, e))?;
-                    serde_json::from_slice(&meta).map_err(kube::Error::SerdeError)?
-                }
-            };
-            return Ok(PageStep::Done(meta));
+        match self.cut.recv().await {
+            Some(Cut::Items(items)) => {
+                self.items = items.into_iter();
+                Ok(PageStep::Read)
+            }
+            Some(Cut::Done(meta)) => meta.map(PageStep::Done),
+            None => Err(kube::Error::ReadEvents(std::io::Error::other(
+                "the page's reader ended without its metadata",
+            ))),
         }
-        let read = chunk.len();
-        match &mut self.cutter {
-            Cutter::Json(splitter) => splitter
-                .feed(chunk, |item| items.push_back(item))
-                .map_err(split_error)?,
-            Cutter::Protobuf { reader, refused } => match reader {
-                Some(reader) => reader
-                    .feed(chunk, |item| items.push_back(item))
-                    .map_err(|e| unwritable(refused, e))?,
-                None => {
-                    return Err(unwritable(
-                        refused,
-                        kubeproto::Error::Malformed("read past its end"),
-                    ));
-                }
-            },
-        }
-        self.body.as_mut().consume(read);
-        Ok(PageStep::Read)
     }
 }
 
