@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/scheme"
 )
@@ -62,9 +63,23 @@ type Kind struct {
 	List int `json:"list"`
 }
 
+// Object is a kind clients send k8sailor itself that no list holds.
+type Object struct {
+	Group   string `json:"group"`
+	Version string `json:"version"`
+	Kind    string `json:"kind"`
+	Message int    `json:"message"`
+}
+
+// objects are the kinds of Object: k9s sends its SelfSubjectAccessReviews in protobuf.
+var objects = []schema.GroupVersionKind{
+	{Group: "authorization.k8s.io", Version: "v1", Kind: "SelfSubjectAccessReview"},
+}
+
 type Schema struct {
-	Generator string `json:"generator"`
-	Kinds     []Kind `json:"kinds"`
+	Generator string   `json:"generator"`
+	Kinds     []Kind   `json:"kinds"`
+	Objects   []Object `json:"objects"`
 	// metav1.Status: what the apiserver answers instead of an object, in the encoding asked.
 	Status   int       `json:"status"`
 	Messages []Message `json:"messages"`
@@ -224,6 +239,16 @@ func main() {
 		w.schema.Kinds = append(w.schema.Kinds, Kind{
 			Group: parts[0], Version: parts[1], Kind: strings.TrimSuffix(parts[2], "List"),
 			List: w.message(t),
+		})
+	}
+	for _, gvk := range objects {
+		t, ok := types[gvk]
+		if !ok {
+			w.failure = append(w.failure, gvk.String()+": not in client-go's scheme")
+			continue
+		}
+		w.schema.Objects = append(w.schema.Objects, Object{
+			Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Message: w.message(t),
 		})
 	}
 	w.schema.Status = w.message(reflect.TypeOf(metav1.Status{}))

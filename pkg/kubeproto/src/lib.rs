@@ -122,10 +122,37 @@ impl ListKind {
     }
 }
 
+/// A kind a client sends k8sailor itself in protobuf, whose objects this crate can read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectKind {
+    message: usize,
+}
+
+impl ObjectKind {
+    /// The kind of `group`, `version` and `kind`, if the schema has it.
+    pub fn find(group: &str, version: &str, kind: &str) -> Option<Self> {
+        schema::schema()
+            .objects
+            .iter()
+            .find(|o| o.group == group && o.version == version && o.kind == kind)
+            .map(|o| Self { message: o.message })
+    }
+
+    /// An object as a client sends it (`k8s\0`, then a `runtime.Unknown` whose `raw` (2) is
+    /// the object) as the JSON it would have sent, without its `kind` and `apiVersion`.
+    pub fn enveloped_json(&self, body: &[u8]) -> Result<Vec<u8>, Error> {
+        enveloped_json(self.message, body)
+    }
+}
+
 /// An answer in protobuf that is a metav1.Status (an error, or a watch's ERROR event's
-/// object) as the JSON the apiserver would have sent, without its `kind` and `apiVersion`:
-/// `k8s\0`, then a `runtime.Unknown` whose `raw` (2) is the Status.
+/// object) as the JSON the apiserver would have sent, without its `kind` and `apiVersion`.
 pub fn status_json(answer: &[u8]) -> Result<Vec<u8>, Error> {
+    enveloped_json(schema::schema().status, answer)
+}
+
+/// `k8s\0`, then a `runtime.Unknown` whose `raw` (2) is a `message`: that message as JSON.
+fn enveloped_json(message: usize, answer: &[u8]) -> Result<Vec<u8>, Error> {
     let envelope = answer.strip_prefix(MAGIC).ok_or(Error::NotProtobuf)?;
     let mut raw: &[u8] = &[];
     for field in wire::Fields::new(envelope) {
@@ -133,9 +160,8 @@ pub fn status_json(answer: &[u8]) -> Result<Vec<u8>, Error> {
             raw = bytes;
         }
     }
-    let schema = schema::schema();
     let mut out = Vec::with_capacity(raw.len() * 2);
-    json::message(schema, schema.status, raw, &mut out)?;
+    json::message(schema::schema(), message, raw, &mut out)?;
     Ok(out)
 }
 

@@ -85,9 +85,19 @@ pub(crate) struct Kind {
     pub(crate) list: usize,
 }
 
+/// A kind clients send k8sailor itself that no list holds.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Object {
+    pub(crate) group: String,
+    pub(crate) version: String,
+    pub(crate) kind: String,
+    pub(crate) message: usize,
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct Schema {
     pub(crate) kinds: Vec<Kind>,
+    pub(crate) objects: Vec<Object>,
     /// metav1.Status's message.
     pub(crate) status: usize,
     pub(crate) messages: Vec<Message>,

@@ -74,3 +74,29 @@ fn a_status_is_written_as_the_apiservers_json() {
     );
     assert_eq!(status_json(b"{}"), Err(Error::NotProtobuf));
 }
+
+#[test]
+fn an_object_a_client_sends_is_written_as_the_json_it_would_have_sent() {
+    use testing::{enveloped, message};
+    let kind = ObjectKind::find("authorization.k8s.io", "v1", "SelfSubjectAccessReview")
+        .expect("the schema has the reviews k9s sends");
+    let attributes = message(&[(2, b"list"), (5, b"pods")]);
+    let review = message(&[(2, &message(&[(1, &attributes)]))]);
+    let sent = enveloped(
+        "authorization.k8s.io/v1",
+        "SelfSubjectAccessReview",
+        &review,
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&kind.enveloped_json(&sent).unwrap()).unwrap();
+    assert_eq!(
+        json["spec"],
+        serde_json::json!({"resourceAttributes": {"verb": "list", "resource": "pods"}})
+    );
+    assert_eq!(kind.enveloped_json(b"{}"), Err(Error::NotProtobuf));
+    assert_eq!(
+        ObjectKind::find("", "v1", "Pod"),
+        None,
+        "lists' items are ListKind's"
+    );
+}

@@ -11,7 +11,6 @@ mod answers;
 mod discovery;
 mod media;
 mod openapi;
-mod protobuf;
 mod query;
 mod reads;
 mod relay;

@@ -16,7 +16,6 @@ use serde_json::{Value, json};
 
 use super::Target;
 use super::discovery::VERBS;
-use super::protobuf::{self, ProtoError};
 use super::reads::served;
 use super::status::{Status, qualified};
 use crate::AppState;
@@ -35,72 +34,44 @@ pub(super) fn is_self_review(method: &Method, target: Option<&Target<'_>>) -> bo
         )
 }
 
-/// `spec` of a review: exactly one of the two is given. Read from JSON, or from protobuf by
-/// the field numbers of authorization/v1's `generated.proto`.
-#[derive(Clone, PartialEq, Deserialize, Serialize, prost::Message)]
+/// `spec` of a review: exactly one of the two is given.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Spec {
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[prost(message, optional, tag = "1")]
     resource_attributes: Option<ResourceAttributes>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[prost(message, optional, tag = "2")]
     non_resource_attributes: Option<NonResourceAttributes>,
 }
 
 /// An absent attribute is empty, as the apiserver reads it: `namespace` "" is every
 /// namespace, `version` "" any. The selectors a review may also carry narrow nothing here.
-#[derive(Clone, PartialEq, Deserialize, Serialize, prost::Message)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(default)]
 struct ResourceAttributes {
     #[serde(skip_serializing_if = "String::is_empty")]
-    #[prost(string, tag = "1")]
     namespace: String,
     #[serde(skip_serializing_if = "String::is_empty")]
-    #[prost(string, tag = "2")]
     verb: String,
     #[serde(skip_serializing_if = "String::is_empty")]
-    #[prost(string, tag = "3")]
     group: String,
     #[serde(skip_serializing_if = "String::is_empty")]
-    #[prost(string, tag = "4")]
     version: String,
     #[serde(skip_serializing_if = "String::is_empty")]
-    #[prost(string, tag = "5")]
     resource: String,
     #[serde(skip_serializing_if = "String::is_empty")]
-    #[prost(string, tag = "6")]
     subresource: String,
     #[serde(skip_serializing_if = "String::is_empty")]
-    #[prost(string, tag = "7")]
     name: String,
 }
 
-#[derive(Clone, PartialEq, Deserialize, Serialize, prost::Message)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(default)]
 struct NonResourceAttributes {
     #[serde(skip_serializing_if = "String::is_empty")]
-    #[prost(string, tag = "1")]
     path: String,
     #[serde(skip_serializing_if = "String::is_empty")]
-    #[prost(string, tag = "2")]
     verb: String,
-}
-
-/// A SelfSubjectAccessReview sent as protobuf: only its `spec` (2) is read.
-#[derive(Clone, PartialEq, prost::Message)]
-struct ReviewMessage {
-    #[prost(message, optional, tag = "2")]
-    spec: Option<Spec>,
-}
-
-impl Spec {
-    /// The spec of a review sent as protobuf; none is the empty spec (the validation's 422,
-    /// as for JSON).
-    fn from_protobuf(body: &[u8]) -> Result<Spec, ProtoError> {
-        let review: ReviewMessage = protobuf::object(body)?;
-        Ok(review.spec.unwrap_or_default())
-    }
 }
 
 /// The answer to a review: whether it is allowed, and why.
@@ -243,11 +214,7 @@ async fn review(s: &AppState, request: Request) -> Result<Value, Status> {
     let (mut review, spec) = match media.as_deref() {
         Some(JSON) => from_json(&body)?,
         // The answer is JSON, which client-go accepts beside protobuf.
-        Some(PROTOBUF) => {
-            let spec = Spec::from_protobuf(&body).map_err(|e| not_a_review(&e))?;
-            let review = json!({"spec": &spec});
-            (review, spec)
-        }
+        Some(PROTOBUF) => from_json(&from_protobuf(&body)?)?,
         _ => {
             return Err(Status::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -279,6 +246,19 @@ fn not_a_review(e: &dyn std::fmt::Display) -> Status {
         StatusCode::BAD_REQUEST,
         format!("the body is not a {KIND}: {e}"),
     )
+}
+
+/// A review sent as protobuf, as the JSON it would have been sent as.
+fn from_protobuf(body: &[u8]) -> Result<Vec<u8>, Status> {
+    kubeproto::ObjectKind::find(GROUP, "v1", KIND)
+        .ok_or_else(|| {
+            Status::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("kubeproto's schema has no {KIND}"),
+            )
+        })?
+        .enveloped_json(body)
+        .map_err(|e| not_a_review(&e))
 }
 
 /// A review sent as JSON, kept as it came to be answered with its status, and its spec.
@@ -427,25 +407,32 @@ mod tests {
 
     #[test]
     fn a_review_sent_as_protobuf_is_read_as_sent_as_json() {
-        use super::super::protobuf::tests::{enveloped, message};
+        use kubeproto::testing::message;
+        let enveloped =
+            |review: &[u8]| kubeproto::testing::enveloped(&format!("{GROUP}/v1"), KIND, review);
+        let spec_of = |review: &[u8]| from_json(&from_protobuf(&enveloped(review)).unwrap());
         let attributes = message(&[(1, b"shop"), (2, b"list"), (4, b"v1"), (5, b"pods")]);
-        let spec = message(&[(1, &attributes)]);
-        let metadata = message(&[]);
-        let review = enveloped(&message(&[(1, &metadata), (2, &spec)]));
-        let spec = Spec::from_protobuf(&review).unwrap();
+        let metadata = message(&[(1, b"mine")]);
+        let (review, spec) = spec_of(&message(&[
+            (1, &metadata),
+            (2, &message(&[(1, &attributes)])),
+        ]))
+        .unwrap();
         assert_eq!(
             serde_json::to_value(&spec).unwrap(),
             json!({"resourceAttributes": {
                 "namespace": "shop", "verb": "list", "version": "v1", "resource": "pods",
             }})
         );
+        assert_eq!(review["metadata"]["name"], "mine", "kept as sent: {review}");
         assert!(allowed(&spec));
         let non_resource = message(&[(1, b"/version"), (2, b"get")]);
-        let review = enveloped(&message(&[(2, &message(&[(2, &non_resource)]))]));
-        assert!(allowed(&Spec::from_protobuf(&review).unwrap()));
-        // No spec is the validation's 422; a body that is not protobuf is an error.
-        let empty = Spec::from_protobuf(&enveloped(&[])).unwrap();
+        let (_, spec) = spec_of(&message(&[(2, &message(&[(2, &non_resource)]))])).unwrap();
+        assert!(allowed(&spec));
+        // No spec is the validation's 422; a body that is not protobuf is a 400.
+        let (_, empty) = spec_of(&[]).unwrap();
         assert!(decide_unscoped(&empty).is_err());
-        assert!(Spec::from_protobuf(b"{}").is_err());
+        let refused = from_protobuf(b"{}").unwrap_err();
+        assert_eq!(refused.code, StatusCode::BAD_REQUEST);
     }
 }
