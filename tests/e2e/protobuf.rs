@@ -124,8 +124,7 @@ async fn every_built_in_kind_reads_from_protobuf_as_the_apiserver_writes_it_in_j
                 content_type.starts_with(kubeproto::PROTOBUF),
                 "{path}: {content_type}"
             );
-            let written = kind
-                .list_json(&proto)
+            let written = kubeproto::testing::list_json(kind, &proto)
                 .unwrap_or_else(|e| panic!("{path}: {e}"));
             let written_text = written;
             let written: Value = serde_json::from_slice(&written_text).unwrap_or_else(|e| {

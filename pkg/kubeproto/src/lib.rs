@@ -98,28 +98,6 @@ impl ListKind {
         json::message(schema::schema(), self.meta, bytes, &mut out)?;
         Ok(out)
     }
-
-    /// A whole list answer, envelope included, as the JSON list the apiserver would send,
-    /// without its `kind` and `apiVersion` (a list read by [`ListReader`] gives the same
-    /// items and metadata).
-    pub fn list_json(&self, answer: &[u8]) -> Result<Vec<u8>, Error> {
-        let mut items = Vec::new();
-        let mut reader = ListReader::new(*self, usize::MAX);
-        reader.feed(answer, |item| items.push(item))?;
-        let meta = reader.finish()?;
-        let mut out = Vec::with_capacity(answer.len() * 2);
-        out.extend_from_slice(b"{\"metadata\":");
-        out.extend_from_slice(&meta);
-        out.extend_from_slice(b",\"items\":[");
-        for (i, item) in items.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(item);
-        }
-        out.extend_from_slice(b"]}");
-        Ok(out)
-    }
 }
 
 /// A kind a client sends k8sailor itself in protobuf, whose objects this crate can read.
