@@ -161,11 +161,12 @@ impl Policy {
         self.changes.subscribe()
     }
 
-    /// Whether the apiserver's authorizer has surely heard of the last change by now
-    /// ([`AUTHORIZER_LAG`]): until then, what a SubjectAccessReview answers may be from
-    /// before it.
-    pub fn settled(&self) -> bool {
-        lock(&self.changed_at).is_none_or(|at| at.elapsed() >= AUTHORIZER_LAG)
+    /// Until when the apiserver's authorizer may not have heard of the last change yet
+    /// ([`AUTHORIZER_LAG`] after it), if that is still to come: until then, what a
+    /// SubjectAccessReview answers may be from before it.
+    pub fn unsettled_until(&self) -> Option<Instant> {
+        let until = (*lock(&self.changed_at))? + AUTHORIZER_LAG;
+        (Instant::now() < until).then_some(until)
     }
 
     /// Reads the index.

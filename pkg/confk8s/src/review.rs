@@ -286,6 +286,26 @@ where
         .build()
 }
 
+/// An access a SubjectAccessReview allowed, and under what RBAC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Allowed {
+    /// The RBAC generation it was given under: it may be RBAC's own allow, heard by the
+    /// apiserver before this index had the change that revokes it.
+    generation: Option<u64>,
+    /// Given within [`crate::AUTHORIZER_LAG`] of an RBAC change: the apiserver may have
+    /// answered from the RBAC before it, so it is asked again once this has passed.
+    unsettled_until: Option<tokio::time::Instant>,
+}
+
+impl Allowed {
+    fn holds(&self, generation: Option<u64>) -> bool {
+        self.generation == generation
+            && self
+                .unsettled_until
+                .is_none_or(|until| tokio::time::Instant::now() < until)
+    }
+}
+
 type TokenHash = [u8; 32];
 
 /// Entries each cache holds at most.
@@ -368,7 +388,7 @@ pub struct Reviewer {
     users: UserCache,
     /// SubjectAccessReviews' answers; an allow with the policy's generation it was given
     /// at (None: without the policy).
-    decisions: AnswerCache<(TokenHash, Access), Option<u64>, ReviewError>,
+    decisions: AnswerCache<(TokenHash, Access), Allowed, ReviewError>,
     token_review_rate: KeyedRate<IpAddr>,
     token_reviews_in_flight: Arc<Semaphore>,
     access_review_rate: KeyedRate<String>,
@@ -599,9 +619,7 @@ impl Reviewer {
         let generation = policy.map(Policy::generation);
         match self.decisions.get(&key) {
             Some(Err(denied)) => return Err(denied),
-            // An allow holds only under the RBAC it was given with: it may be RBAC's own,
-            // heard by the apiserver before this index, which a later change may revoke.
-            Some(Ok(given_at)) if given_at == generation => return Ok(()),
+            Some(Ok(allowed)) if allowed.holds(generation) => return Ok(()),
             _ => {}
         }
         // RBAC says no; another authorizer may say yes, so it is asked, within the user's
@@ -622,12 +640,12 @@ impl Reviewer {
             });
         }
         let decision = self.authorize(&user, access).await?;
-        // Just after a change, the apiserver may have answered from the RBAC before it: not
-        // kept, so that the recheck that follows the lag asks again.
-        if policy.is_none_or(Policy::settled) {
-            self.decisions
-                .insert(key, decision.clone().map(|()| generation));
-        }
+        let allowed = Allowed {
+            generation,
+            unsettled_until: policy.and_then(Policy::unsettled_until),
+        };
+        self.decisions
+            .insert(key, decision.clone().map(|()| allowed));
         decision
     }
 
@@ -1282,8 +1300,8 @@ mod tests {
         drop(reviewer);
         assert_eq!(
             server.await.unwrap(),
-            ["webhook", "webhook", "webhook"],
-            "asked each time within the lag, then kept"
+            ["webhook", "webhook"],
+            "kept within the lag, asked again once after it, then kept"
         );
     }
 
