@@ -78,6 +78,8 @@ pub struct HttpOptions {
 pub enum SetupError {
     #[error("invalid prefix {0:?}: it must start with '/' and not end with one")]
     Prefix(String),
+    #[error("invalid prefix {0:?}: the Kubernetes API is served under /api and /apis")]
+    KubePrefix(String),
     #[error("cannot render the OpenAPI description: {0}")]
     OpenApi(String),
     #[error("auth delegated needs a Kubernetes client to review requests with")]
@@ -315,7 +317,7 @@ impl App {
     /// `routes` with the body bounds, gzip, the optional request log and the edge around
     /// them, each once around the whole router: a layer added with `Router::layer` wraps
     /// every route on its own, and each of its levels is cloned with every request.
-    fn new(routes: Router, opts: &HttpOptions, compression: bool, cors: Option<cors::Cors>) -> App {
+    fn new(routes: Routes, opts: &HttpOptions, compression: bool, cors: Option<cors::Cors>) -> App {
         let bounded = edge::Bounded::new(routes, opts.body);
         let served = if compression {
             BoxCloneSyncService::new(Gzip {
@@ -432,7 +434,11 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let route = request.extensions().get::<MatchedPath>().cloned();
+        let route = match request.extensions().get::<MatchedPath>() {
+            Some(matched) => Template::Matched(matched.clone()),
+            None => kubeapi::Paths::template(request.uri().path())
+                .map_or(Template::Unmatched, Template::Beside),
+        };
         let method = request.method().clone();
         let started = Instant::now();
         let answer = match &self.per.share {
@@ -450,6 +456,14 @@ where
     }
 }
 
+/// The route template a request is counted under: the router's match, or that of the paths
+/// served beside the router.
+enum Template {
+    Matched(MatchedPath),
+    Beside(&'static str),
+    Unmatched,
+}
+
 /// A routed request's answer, within the request timeout, then marked stale and counted. A
 /// future of its own rather than a boxed `async` block: one from memory is ready at its first
 /// poll, and then neither a box nor a timer is made for it (the runtime takes its timer
@@ -459,7 +473,7 @@ struct Timed<F> {
     /// Armed once the answer is not ready at its first poll.
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
     started: Instant,
-    route: Option<MatchedPath>,
+    route: Template,
     method: axum::http::Method,
     per: Arc<PerRequest>,
 }
@@ -500,8 +514,7 @@ impl<F> Timed<F> {
         let p = &self.per;
         if p.mark_stale {
             let source = p.state.workloads.source();
-            if !source.is_live()
-                && source.any_disconnected()
+            if source.any_disconnected()
                 && let Some(age) = health::staleness(&source.informer_states())
             {
                 response
@@ -510,7 +523,11 @@ impl<F> Timed<F> {
             }
         }
         p.state.metrics.observe(
-            self.route.as_ref().map_or("unmatched", MatchedPath::as_str),
+            match &self.route {
+                Template::Matched(matched) => matched.as_str(),
+                Template::Beside(template) => template,
+                Template::Unmatched => "unmatched",
+            },
             &self.method,
             response.status().as_u16(),
             self.started.elapsed().as_secs_f64(),
@@ -548,7 +565,15 @@ pub fn health_router(state: AppState, opts: &HttpOptions) -> App {
                 ),
             )
         });
-    App::new(app, opts, false, None)
+    App::new(
+        Routes {
+            router: app,
+            kube_paths: None,
+        },
+        opts,
+        false,
+        None,
+    )
 }
 
 /// Where the API is mounted for `--prefix`: "" at the root ("" and "/" alike), else the prefix
@@ -557,6 +582,12 @@ pub fn health_router(state: AppState, opts: &HttpOptions) -> App {
 fn mount_point(prefix: &str) -> Result<&str, SetupError> {
     match prefix {
         "" | "/" => Ok(""),
+        p if ["/api", "/apis"]
+            .iter()
+            .any(|kube| p == *kube || kubeapi::Paths::template(p).is_some()) =>
+        {
+            Err(SetupError::KubePrefix(p.to_string()))
+        }
         p if p.starts_with('/') && !p.ends_with('/') => Ok(p),
         p => Err(SetupError::Prefix(p.to_string())),
     }
@@ -607,16 +638,33 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
     // each caller's share counted inside the check, against the user it authenticated as.
     let status_shares =
         ShareLayer::new(state.fairness.clone(), kubeapi::StatusShares(state.clone()));
-    let kube = kubeapi::routes(opts.auth);
-    let kube = match opts.auth {
-        AuthMode::None => kube.route_layer(per_request_layer(true, Some(status_shares))),
-        AuthMode::Delegated => kube
-            .route_layer(status_shares)
-            .route_layer(axum::middleware::from_fn_with_state(
-                state.clone(),
-                kubeapi::check,
-            ))
-            .route_layer(per_request_layer(true, None)),
+    let kube = kubeapi::routes();
+    let kube_paths = kubeapi::Paths {
+        state: state.clone(),
+        auth: opts.auth,
+    };
+    let (kube, kube_paths) = match opts.auth {
+        AuthMode::None => (
+            kube.route_layer(per_request_layer(true, Some(status_shares.clone()))),
+            BoxCloneSyncService::new(
+                per_request_layer(true, Some(status_shares)).layer(kube_paths),
+            ),
+        ),
+        AuthMode::Delegated => {
+            let check = axum::middleware::from_fn_with_state(state.clone(), kubeapi::check);
+            (
+                kube.route_layer(status_shares.clone())
+                    .route_layer(check.clone())
+                    .route_layer(per_request_layer(true, None)),
+                BoxCloneSyncService::new(
+                    ServiceBuilder::new()
+                        .layer(per_request_layer(true, None))
+                        .layer(check)
+                        .layer(status_shares)
+                        .service(kube_paths),
+                ),
+            )
+        }
     };
     let app = app.merge(kube);
     // Outside the API router, so no token is asked for the page: it holds no data.
@@ -632,11 +680,47 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
             templates,
         ));
     Ok(App::new(
-        app,
+        Routes {
+            router: app,
+            kube_paths: Some(kube_paths),
+        },
         opts,
         true,
         cors::Cors::new(&opts.cors_allowed_origins),
     ))
+}
+
+/// The router, and the Kubernetes API's paths under `/api/` and `/apis/` served beside it
+/// ([`kubeapi::Paths`]).
+#[derive(Clone)]
+struct Routes {
+    router: Router,
+    kube_paths: Option<BoxCloneSyncService<Request, Response, Infallible>>,
+}
+
+impl Service<Request> for Routes {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = futures::future::Either<
+        axum::routing::future::RouteFuture<Infallible>,
+        BoxFuture<'static, Result<Response, Infallible>>,
+    >;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        if let Some(kube_paths) = &mut self.kube_paths {
+            std::task::ready!(kube_paths.poll_ready(cx))?;
+        }
+        Service::<Request>::poll_ready(&mut self.router, cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        match &mut self.kube_paths {
+            Some(kube_paths) if kubeapi::Paths::template(request.uri().path()).is_some() => {
+                futures::future::Either::Right(kube_paths.call(request))
+            }
+            _ => futures::future::Either::Left(self.router.call(request)),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -212,11 +212,6 @@ impl CacheSource {
         self
     }
 
-    /// Whether every watch is established; lock-free.
-    pub fn all_connected(&self) -> bool {
-        self.statuses.iter().all(|s| s.is_connected())
-    }
-
     pub(crate) fn caches(&self) -> Arc<Caches> {
         self.caches.clone()
     }

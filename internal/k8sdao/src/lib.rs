@@ -658,15 +658,6 @@ impl Source {
         }
     }
 
-    /// Whether the data served is as fresh as the watches make it; cheap enough for every
-    /// request. Always true for the live source.
-    pub fn is_live(&self) -> bool {
-        match &self.backend {
-            Backend::Cache(c) => c.all_connected(),
-            _ => true,
-        }
-    }
-
     /// The namespace to query: [`namespace_of_list`], refused when it is not the served one.
     fn scoped(&self, namespace: Option<&str>) -> Result<Option<String>, DaoError> {
         let ns = namespace_of_list(namespace, self.scope.as_deref());

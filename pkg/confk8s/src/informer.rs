@@ -361,6 +361,8 @@ pub struct InformerFactory {
     initial_list: InitialList,
     list_encoding: ListEncoding,
     informers: Arc<Mutex<Registry>>,
+    /// How many of the statuses of `informers` are not connected.
+    unconnected: Arc<std::sync::atomic::AtomicUsize>,
     watches: Option<WatchSignals>,
     /// Set once [`InformerFactory::check_access`] has answered (its informers may start
     /// before).
@@ -457,6 +459,7 @@ impl InformerFactory {
             initial_list: InitialList::default(),
             list_encoding: ListEncoding::default(),
             informers: Arc::new(Mutex::new(Registry::default())),
+            unconnected: Arc::default(),
             watches: None,
             reviewed: Arc::new(AtomicBool::new(false)),
             stopping: CancellationToken::new(),
@@ -599,7 +602,7 @@ impl InformerFactory {
         };
         by_type.entry(id).or_insert_with(|| {
             order.push(id);
-            let status = Arc::new(InformerStatus::new(kind));
+            let status = Arc::new(InformerStatus::counted_in(kind, &self.unconnected));
             if let Some(watches) = &self.watches {
                 watches.subscribe(&resource.0, &resource.1, status.clone());
             }
@@ -738,7 +741,7 @@ impl InformerFactory {
         } else {
             format!("{}.{}", resource.kind, resource.group)
         };
-        let status = Arc::new(InformerStatus::new(label));
+        let status = Arc::new(InformerStatus::counted_in(label, &self.unconnected));
         let cluster_scoped = scope == Scope::Cluster;
         let names = (resource.group.clone(), resource.plural.clone());
         let mut informer = DynamicInformer {
@@ -839,16 +842,10 @@ impl InformerFactory {
             .collect()
     }
 
-    /// Whether a watch is failing now: lock-free reads of each status, nothing copied, so
+    /// Whether a watch is not connected (failing now, or not yet connected): one load, so
     /// every request may ask.
     pub fn any_disconnected(&self) -> bool {
-        let registry = self.informers.lock().unwrap_or_else(|e| e.into_inner());
-        registry
-            .order
-            .iter()
-            .map(|id| registry.by_type[id].status())
-            .chain(registry.dynamic.values())
-            .any(|s| !s.is_connected())
+        self.unconnected.load(std::sync::atomic::Ordering::Acquire) > 0
     }
 
     /// Waits until every watch has delivered its first full list.

@@ -1,5 +1,5 @@
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 /// Live health of one informer, shared between its watch task and whoever reports on it.
@@ -17,6 +17,8 @@ pub struct InformerStatus {
     relists: AtomicU64,
     errors: AtomicU64,
     inner: Mutex<Inner>,
+    /// Where a factory counts its statuses not connected, this one among them while it is not.
+    unconnected: Option<Arc<AtomicUsize>>,
 }
 
 #[derive(Debug, Default)]
@@ -100,8 +102,15 @@ impl InformerState {
 impl InformerStatus {
     /// A status for a watch of `kind` not yet started: neither synced nor connected.
     pub fn new(kind: impl Into<String>) -> Self {
+        InformerStatus::with_count(kind.into(), None)
+    }
+
+    fn with_count(kind: String, unconnected: Option<Arc<AtomicUsize>>) -> Self {
+        if let Some(unconnected) = &unconnected {
+            unconnected.fetch_add(1, Ordering::AcqRel);
+        }
         InformerStatus {
-            kind: kind.into(),
+            kind,
             synced: AtomicBool::new(false),
             connected: AtomicBool::new(false),
             streaming: AtomicBool::new(false),
@@ -113,6 +122,28 @@ impl InformerStatus {
             relists: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             inner: Mutex::new(Inner::default()),
+            unconnected,
+        }
+    }
+
+    /// A status counted in `unconnected` while it is not connected (from now: it starts so),
+    /// so that whether any of a factory's watches is failing is one load, on every request.
+    pub(crate) fn counted_in(kind: impl Into<String>, unconnected: &Arc<AtomicUsize>) -> Self {
+        InformerStatus::with_count(kind.into(), Some(unconnected.clone()))
+    }
+
+    /// Sets `connected`, counting the change where the status is counted.
+    fn set_connected(&self, connected: bool) {
+        let was = self.connected.swap(connected, Ordering::AcqRel);
+        match &self.unconnected {
+            Some(unconnected) if was != connected => {
+                if connected {
+                    unconnected.fetch_sub(1, Ordering::AcqRel);
+                } else {
+                    unconnected.fetch_add(1, Ordering::AcqRel);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -143,7 +174,7 @@ impl InformerStatus {
     }
 
     pub(crate) fn heard(&self, resource_version: Option<&str>) {
-        self.connected.store(true, Ordering::Release);
+        self.set_connected(true);
         let mut inner = self.inner();
         inner.last_heard = Some(SystemTime::now());
         inner.disconnected_since = None;
@@ -155,7 +186,7 @@ impl InformerStatus {
     }
 
     pub(crate) fn error(&self, message: String, code: Option<u16>) {
-        self.connected.store(false, Ordering::Release);
+        self.set_connected(false);
         self.errors.fetch_add(1, Ordering::Relaxed);
         let mut inner = self.inner();
         inner.last_error = Some(message);
@@ -238,6 +269,16 @@ fn is_newer(rv: &str, current: Option<&str>) -> bool {
     }
 }
 
+impl Drop for InformerStatus {
+    fn drop(&mut self) {
+        if let Some(unconnected) = &self.unconnected
+            && !self.connected.load(Ordering::Acquire)
+        {
+            unconnected.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,5 +292,26 @@ mod tests {
         assert_eq!(s.resource_version().as_deref(), Some("239"));
         s.heard(Some("opaque"));
         assert_eq!(s.resource_version().as_deref(), Some("opaque"));
+    }
+
+    #[test]
+    fn a_counted_status_is_counted_while_it_is_not_connected() {
+        let unconnected = Arc::new(AtomicUsize::new(0));
+        let count = || unconnected.load(Ordering::Acquire);
+        let pods = InformerStatus::counted_in("Pod", &unconnected);
+        let services = InformerStatus::counted_in("Service", &unconnected);
+        assert_eq!(count(), 2, "a watch not yet started is not connected");
+        pods.heard(None);
+        pods.heard(Some("7"));
+        assert_eq!(count(), 1, "each change counted once");
+        services.heard(None);
+        assert_eq!(count(), 0);
+        pods.error("gone".into(), None);
+        pods.error("gone again".into(), Some(500));
+        assert_eq!(count(), 1);
+        drop(services);
+        assert_eq!(count(), 1, "a connected status leaves nothing counted");
+        drop(pods);
+        assert_eq!(count(), 0, "nor does one that was not");
     }
 }

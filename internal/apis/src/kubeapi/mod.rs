@@ -19,10 +19,10 @@ mod status;
 mod websocket;
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get};
+use axum::routing::get;
 
 use super::AppState;
 use crate::auth::AuthMode;
@@ -36,27 +36,14 @@ pub(super) use reads::is_streamed;
 use status::Status;
 pub(super) use websocket::asks_websocket;
 
-/// The routes of the Kubernetes API. Every path under `/api` and `/apis` goes to one handler
-/// that reads it as a [`Target`], so that the handler, the access check and the fairness
-/// share read it alike. What memory cannot answer is relayed to the apiserver with the
-/// caller's own token under `--auth delegated` (exec, attach and port-forward too, their
-/// switched connections joined), and refused as the apiserver would refuse it under
-/// `--auth none` (404 for a read, 405 for a write or a session): k8sailor's identity is
-/// never lent.
-pub(super) fn routes(auth: AuthMode) -> Router<AppState> {
+/// The routes of the Kubernetes API besides the paths under `/api/` and `/apis/`, which
+/// [`Paths`] serves.
+pub(super) fn routes() -> Router<AppState> {
     let refused = || async { Status::method_not_allowed() };
     Router::new()
         .route("/version", get(discovery::version).fallback(refused))
         .route("/api", get(discovery::core_versions).fallback(refused))
         .route("/apis", get(discovery::groups).fallback(refused))
-        .route(
-            "/api/{*path}",
-            any(move |s, request| answer(s, auth, request)),
-        )
-        .route(
-            "/apis/{*path}",
-            any(move |s, request| answer(s, auth, request)),
-        )
         .route("/openapi/v2", get(openapi::document).fallback(refused))
         .route("/openapi/v3", get(openapi::document).fallback(refused))
         .route(
@@ -120,6 +107,8 @@ fn reads(method: &Method) -> bool {
 pub(super) struct Routed<'a> {
     pub target: Option<Target<'a>>,
     pub from_memory: bool,
+    /// The served resource a collection or object target names.
+    pub resource: Option<biz::Resource>,
 }
 
 impl<'a> Routed<'a> {
@@ -131,42 +120,94 @@ impl<'a> Routed<'a> {
         } else {
             None
         };
+        let resource = match &target {
+            Some(Target::Collection {
+                group,
+                version,
+                resource,
+                ..
+            })
+            | Some(Target::Object {
+                group,
+                version,
+                resource,
+                ..
+            }) => reads::served_resource(s, group, version, resource),
+            _ => None,
+        };
         // `/version`, `/api` and `/apis` are discovery too: open, as their paths under them.
         let root_discovery = matches!(path, "/version" | "/api" | "/apis");
         let from_memory = reads(method)
             && (root_discovery
-                || match &target {
-                    // Discovery is ours: it lists what memory serves.
-                    Some(Target::Group { .. } | Target::GroupVersion { .. }) => true,
-                    Some(Target::Collection {
-                        group,
-                        version,
-                        resource,
-                        ..
-                    })
-                    | Some(Target::Object {
-                        group,
-                        version,
-                        resource,
-                        ..
-                    }) => reads::served_resource(s, group, version, resource).is_some(),
-                    Some(Target::Subresource { .. }) | None => false,
-                });
+                || resource.is_some()
+                // Discovery is ours: it lists what memory serves.
+                || matches!(
+                    target,
+                    Some(Target::Group { .. } | Target::GroupVersion { .. })
+                ));
         Routed {
             target,
             from_memory,
+            resource,
         }
     }
 }
 
-async fn answer(State(s): State<AppState>, auth: AuthMode, request: Request) -> Response {
+/// Every path under `/api/` and `/apis/`: one handler that reads it as a [`Target`], so that
+/// the handler, the access check and the fairness share read it alike. What memory cannot
+/// answer is relayed to the apiserver with the caller's own token under `--auth delegated`
+/// (exec, attach and port-forward too, their switched connections joined), and refused as
+/// the apiserver would refuse it under `--auth none` (404 for a read, 405 for a write or a
+/// session): k8sailor's identity is never lent.
+///
+/// Served beside the router rather than as a route `/api/{*path}`: the router would decode
+/// the rest of the path into a parameter with every request, which nothing reads.
+#[derive(Clone)]
+pub(super) struct Paths {
+    pub state: AppState,
+    pub auth: AuthMode,
+}
+
+impl Paths {
+    /// Whether `path` is one of these, and under which route template its requests are
+    /// counted.
+    pub fn template(path: &str) -> Option<&'static str> {
+        if path.starts_with("/api/") {
+            Some("/api/{*path}")
+        } else if path.starts_with("/apis/") {
+            Some("/apis/{*path}")
+        } else {
+            None
+        }
+    }
+}
+
+impl tower::Service<Request> for Paths {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = futures::future::BoxFuture<'static, Result<Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let (s, auth) = (self.state.clone(), self.auth);
+        Box::pin(async move { Ok(answer(s, auth, request).await) })
+    }
+}
+
+async fn answer(s: AppState, auth: AuthMode, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     // The target borrows the path, and a read takes the parts whole (a WebSocket watch its
     // upgrade from them): routed on a copy of the Uri, which shares its bytes.
     let uri = parts.uri.clone();
     let routed = Routed::of(&s, &parts.method, uri.path());
     if routed.from_memory {
-        return reads::read(s, routed.target, parts).await;
+        return reads::read(s, routed, parts).await;
     }
     match auth {
         AuthMode::None if review::is_self_review(&parts.method, routed.target.as_ref()) => {

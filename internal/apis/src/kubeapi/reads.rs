@@ -13,7 +13,6 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::{Map, Value, json};
 
-use super::Target;
 use super::answers::{
     BodyWriter, CONTINUED_LIFETIME, Coding, Finished, Key, Lookup, Question, TABLE_LIFETIME,
     worth_keeping,
@@ -23,6 +22,7 @@ use super::media::{Encoding, Media, Shape, negotiate};
 use super::query::{InitialEvents, KubeQuery, flag, number};
 use super::status::Status;
 use super::websocket::Transport;
+use super::{Routed, Target};
 use crate::AppState;
 use biz::{
     BizError, DeploymentRecord, GenericRecord, IngressRecord, Kind, ListRequest, NamespaceRecord,
@@ -210,7 +210,7 @@ pub(super) fn cached_resource(
     s.workloads
         .source()
         .registry()
-        .find(|r| r.group == group && r.version == version && r.plural == plural)
+        .find(|r| r.plural == plural && r.group == group && r.version == version)
 }
 
 /// Tells the compression layer a response is a watch stream, which it must not hold back.
@@ -223,7 +223,7 @@ pub(crate) fn is_streamed(extensions: &axum::http::Extensions) -> bool {
 }
 
 /// A read memory answers: discovery, or a list, object or watch of a served resource.
-pub(super) async fn read(s: AppState, target: Option<Target<'_>>, mut parts: Parts) -> Response {
+pub(super) async fn read(s: AppState, routed: Routed<'_>, mut parts: Parts) -> Response {
     let (uri, headers) = (&parts.uri, &parts.headers);
     let query: KubeQuery = match crate::envelope::decode_query(uri) {
         Ok(q) => q,
@@ -235,28 +235,19 @@ pub(super) async fn read(s: AppState, target: Option<Target<'_>>, mut parts: Par
             .into_response();
         }
     };
-    let (group, version, plural, namespace, name) = match target {
+    let (namespace, name) = match routed.target {
         None => return Status::no_such_path().into_response(),
         Some(Target::Group { group }) => return discovery::group(&s, group),
         Some(Target::GroupVersion { group, version }) => {
-            return discovery::resources(&s, group, version).await;
+            return Box::pin(discovery::resources(&s, group, version)).await;
         }
-        Some(Target::Collection {
-            group,
-            version,
-            resource,
-            namespace,
-        }) => (group, version, resource, namespace, None),
+        Some(Target::Collection { namespace, .. }) => (namespace, None),
         Some(Target::Object {
-            group,
-            version,
-            resource,
-            namespace,
-            name,
-        }) => (group, version, resource, namespace, Some(name)),
+            namespace, name, ..
+        }) => (namespace, Some(name)),
         Some(Target::Subresource { .. }) => return Status::no_such_path().into_response(),
     };
-    let Some(resource) = served_resource(&s, group, version, plural) else {
+    let Some(resource) = routed.resource else {
         return Status::no_such_path().into_response();
     };
     // A namespaced object is named in its namespace; a cluster-scoped one never is.
@@ -461,7 +452,9 @@ impl Answer {
             visibility: Default::default(),
         };
         if flag(self.query.watch.as_deref(), "watch")? {
-            return self.watch::<R>(s, req, include).await;
+            // Boxed, as the list below: a GET's future would be as large as theirs, and is
+            // moved as it is made.
+            return Box::pin(self.watch::<R>(s, req, include)).await;
         }
         if self.media.shape == Shape::Metadata {
             return Err(wrong_cardinality(&self.resource, true));
@@ -492,7 +485,7 @@ impl Answer {
             }
         };
         let resource = self.resource.clone();
-        let (answer, large) = self.list_answer::<R>(&s, &req, include).await?;
+        let (answer, large) = Box::pin(self.list_answer::<R>(&s, &req, include)).await?;
         if let Some((ticket, state)) = ticket {
             let unchanged = s.workloads.source().stamp(&resource) == Some(state);
             ticket.finish(&answer, large && unchanged, Instant::now());
