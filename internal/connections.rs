@@ -56,6 +56,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
+use futures::future::Either;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -64,7 +65,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
+use tower::{Service, ServiceExt};
 
 use apis::{App, ConnectionCounts, ConnectionEnd, Holding};
 
@@ -605,6 +606,9 @@ async fn run_connection<I>(
 {
     let service = {
         let connection = connection.clone();
+        // Requests reach the service one call at a time: the connection's own App is called
+        // in place, not cloned (a box and reference counts, made and dropped) per request.
+        let app = std::cell::RefCell::new(app);
         hyper::service::service_fn(move |request: http::Request<Incoming>| {
             let in_flight = connection.request_started(request.version());
             let mut request = request.map(Body::new);
@@ -620,7 +624,14 @@ async fn run_connection<I>(
                     .extensions_mut()
                     .insert(ConnectionEnd(connection.evict.clone()));
             }
-            let answer = app.clone().oneshot(request);
+            let answer = {
+                let mut app = app.borrow_mut();
+                match app.poll_ready(&mut Context::from_waker(std::task::Waker::noop())) {
+                    Poll::Ready(Ok(())) => Either::Left(app.call(request)),
+                    Poll::Ready(Err(never)) => match never {},
+                    Poll::Pending => Either::Right(app.clone().oneshot(request)),
+                }
+            };
             let connection = connection.clone();
             async move {
                 let response = match answer.await {
@@ -658,12 +669,22 @@ async fn run_connection<I>(
     let mut evicted = pin!(connection.evict.cancelled());
     let mut released = pin!(connection.released.cancelled());
     let mut stopping = pin!(stop.cancelled());
+    // Each token's future is polled once, which gives it the task's waker; from then on a
+    // cheaper look at the token tells whether it fired (a poll takes two locks, and the
+    // connection is polled several times a request).
+    let mut waiting = false;
     let mut stopped = false;
     // hyper is done with a switched connection: its handler has it (and ends it at shutdown).
     let mut switched = false;
     poll_fn(|cx| {
+        if !waiting {
+            let _ = evicted.as_mut().poll(cx);
+            let _ = released.as_mut().poll(cx);
+            let _ = stopping.as_mut().poll(cx);
+            waiting = true;
+        }
         if !switched {
-            if !stopped && stopping.as_mut().poll(cx).is_ready() {
+            if !stopped && stop.is_cancelled() {
                 stopped = true;
                 served.as_mut().graceful_shutdown();
             }
@@ -677,10 +698,10 @@ async fn run_connection<I>(
                 switched = true;
             }
         }
-        if switched && released.as_mut().poll(cx).is_ready() {
+        if switched && connection.released.is_cancelled() {
             return Poll::Ready(());
         }
-        if evicted.as_mut().poll(cx).is_ready() {
+        if connection.evict.is_cancelled() {
             tracing::debug!("connection closed to make room for a new one");
             return Poll::Ready(());
         }

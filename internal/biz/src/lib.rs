@@ -638,10 +638,13 @@ impl<S: WorkloadSource> Workloads<S> {
 
     /// One pod as answered, its Deployment looked up.
     async fn pod_view(&self, record: Arc<PodRecord>) -> Result<PodView, BizError> {
-        let mut views = self.with_deployments(vec![record]).await?;
-        views
+        let deployment = self
+            .source
+            .deployments_of_pods(std::slice::from_ref(&record))
+            .await?
             .pop()
-            .ok_or_else(|| BizError::Internal("deployment lookup lost the pod".into()))
+            .ok_or_else(|| BizError::Internal("deployment lookup lost the pod".into()))?;
+        Ok(PodView { record, deployment })
     }
 
     /// The Pod's events, newest first.

@@ -2,7 +2,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use model::{
-    DeploymentRecord, IngressRecord, Keyed, NamespaceRecord, ObjectKey, PodRecord,
+    DeploymentRecord, IngressRecord, KeyParts, Keyed, NamespaceRecord, ObjectKey, PodRecord,
     ReplicaSetRecord, Selectable, ServiceRecord,
 };
 
@@ -151,7 +151,7 @@ impl<R: Indexed> Index<R> {
         self.slots.get(id as usize).and_then(Option::as_ref)
     }
 
-    pub fn get(&self, key: &ObjectKey) -> Option<&Arc<R>> {
+    pub fn get(&self, key: &dyn KeyParts) -> Option<&Arc<R>> {
         self.ids.get(key).and_then(|id| self.slot(*id))
     }
 
@@ -172,9 +172,9 @@ impl<R: Indexed> Index<R> {
         // no key's text (a list of a namespace is a walk over its records, not their names).
         let ids = match namespace {
             None => self.ids.range::<ObjectKey, _>(..),
-            Some(ns) => self
-                .ids
-                .range(ObjectKey::new(ns, "")..ObjectKey::new(after_namespace(ns), "")),
+            Some(ns) => self.ids.range::<ObjectKey, _>(
+                ObjectKey::new(ns, "")..ObjectKey::new(after_namespace(ns), ""),
+            ),
         };
         ids.filter_map(|(_, id)| self.slot(*id))
     }
@@ -183,7 +183,7 @@ impl<R: Indexed> Index<R> {
     pub fn namespaces(&self) -> Vec<String> {
         let mut namespaces = Vec::new();
         let mut from = ObjectKey::new("", "");
-        while let Some((key, _)) = self.ids.range(&from..).next() {
+        while let Some((key, _)) = self.ids.range::<ObjectKey, _>(&from..).next() {
             namespaces.push(key.namespace.clone());
             from = ObjectKey::new(after_namespace(&key.namespace), "");
         }

@@ -18,8 +18,8 @@ pub use history::{History, HistoryError, StateStamp};
 pub use index::{Index, Indexed, Term};
 
 use model::{
-    DeploymentRecord, IngressRecord, Keyed, Kind, NamespaceRecord, ObjectKey, Owner, PodRecord,
-    Record, ReplicaSetRecord, Resource, ServiceRecord, Typed,
+    DeploymentRecord, IngressRecord, KeyParts, Keyed, Kind, NamespaceRecord, ObjectKey, Owner,
+    PodRecord, Record, ReplicaSetRecord, Resource, ServiceRecord, Typed,
 };
 
 mod generic;
@@ -352,7 +352,7 @@ impl<R: Indexed> Cache<R> {
         }
     }
 
-    pub fn get(&self, key: &ObjectKey) -> Option<Arc<R>> {
+    pub fn get(&self, key: &dyn KeyParts) -> Option<Arc<R>> {
         self.read().index.get(key).cloned()
     }
 
@@ -608,10 +608,7 @@ fn deployment_of<'a>(
         .as_ref()
         .filter(|o| o.kind == Some(Kind::ReplicaSet))?;
     replicasets
-        .get(&ObjectKey::new(
-            pod.key.namespace.clone(),
-            owner.name.clone(),
-        ))
+        .get(&(pod.key.namespace.as_str(), owner.name.as_str()))
         .filter(|rs| rs.uid == owner.uid)?
         .owner
         .as_ref()

@@ -360,7 +360,7 @@ impl CacheSource {
         let cache = self.cache_of::<R>(resource)?;
         listed(resource, &cache)?;
         cache
-            .get(&resource.key_of(namespace, name))
+            .get(&resource.key_parts(namespace, name))
             .ok_or_else(|| DaoError::NotFound {
                 kind: resource.to_string(),
                 namespace: namespace.to_string(),

@@ -203,6 +203,9 @@ impl Record for GenericRecord {
     fn raw_json(&self) -> Result<Vec<u8>, String> {
         self.resource.kept_json(&self.raw, &self.key)
     }
+    fn raw_json_alone(&self) -> Result<Bytes, String> {
+        self.resource.kept_json_alone(&self.raw, &self.key)
+    }
 }
 
 /// Generic objects for tests here and in the crates above.

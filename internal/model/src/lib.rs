@@ -26,7 +26,7 @@ pub use deployment::{DeploymentDto, DeploymentRecord, DeploymentStatusDto};
 pub use event::EventDto;
 pub use generic::{GenericObject, GenericRecord};
 pub use ingress::{IngressDto, IngressPathDto, IngressRecord};
-pub use key::ObjectKey;
+pub use key::{KeyParts, ObjectKey};
 pub use kind::Kind;
 pub use namespace::{NamespaceDto, NamespaceRecord};
 pub use pod::{PodDto, PodRecord, PodSelectableFields, PodStatusDto};

@@ -79,6 +79,9 @@ macro_rules! record_fields {
         fn raw_json(&self) -> Result<Vec<u8>, String> {
             <Self as $crate::Typed>::resource().kept_json(&self.raw, &self.key)
         }
+        fn raw_json_alone(&self) -> Result<bytes::Bytes, String> {
+            <Self as $crate::Typed>::resource().kept_json_alone(&self.raw, &self.key)
+        }
     };
 }
 pub(crate) use record_fields;
@@ -103,6 +106,9 @@ pub trait Record: Keyed + Selectable + std::fmt::Debug + Sized + Send + Sync + '
     /// writes them (and a generic record its object), so the apiserver's list item, which
     /// carries neither, is these bytes with that prefix cut.
     fn raw_json(&self) -> Result<Vec<u8>, String>;
+    /// [`Record::raw_json`] of the object answered alone: see
+    /// [`crate::Dictionary::decompress_alone`].
+    fn raw_json_alone(&self) -> Result<bytes::Bytes, String>;
 }
 
 /// A record of its own type for one kind: the six the original client knows, with their

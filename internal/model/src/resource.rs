@@ -80,10 +80,16 @@ impl Resource {
     /// cluster-scoped object lives in itself, whatever namespace the request named, so every
     /// namespace rule applies to it as to a Namespace.
     pub fn key_of(&self, namespace: &str, name: &str) -> ObjectKey {
+        let (namespace, name) = self.key_parts(namespace, name);
+        ObjectKey::new(namespace, name)
+    }
+
+    /// [`Resource::key_of`]'s parts, borrowed, for a lookup.
+    pub fn key_parts<'a>(&self, namespace: &'a str, name: &'a str) -> (&'a str, &'a str) {
         if self.namespaced {
-            ObjectKey::new(namespace, name)
+            (namespace, name)
         } else {
-            ObjectKey::new(name, name)
+            (name, name)
         }
     }
 
@@ -126,6 +132,12 @@ impl Resource {
     pub fn kept_json(&self, raw: &[u8], key: &ObjectKey) -> Result<Vec<u8>, String> {
         self.dictionary
             .decompress(raw, &format_args!("{self} {key}"))
+    }
+
+    /// [`Resource::kept_json`] of an object answered alone ([`Dictionary::decompress_alone`]).
+    pub fn kept_json_alone(&self, raw: &Bytes, key: &ObjectKey) -> Result<Bytes, String> {
+        self.dictionary
+            .decompress_alone(raw, &format_args!("{self} {key}"))
     }
 
     /// The typed kind serving it, if one does.

@@ -307,12 +307,21 @@ impl<'a> Target<'a> {
         // refused without counting them all.
         let mut segments = [""; MAX_SEGMENTS];
         let mut count = 0;
-        for segment in path.trim_end_matches('/').split('/') {
+        let mut rest = path.trim_end_matches('/');
+        loop {
+            let (segment, after) = match rest.bytes().position(|b| b == b'/') {
+                Some(at) => (&rest[..at], Some(&rest[at + 1..])),
+                None => (rest, None),
+            };
             if segment.is_empty() || count == MAX_SEGMENTS {
                 return None;
             }
             segments[count] = segment;
             count += 1;
+            match after {
+                Some(after) => rest = after,
+                None => break,
+            }
         }
         let segments = &segments[..count];
         let (group, rest) = if core {

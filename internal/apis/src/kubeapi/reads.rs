@@ -390,7 +390,7 @@ fn wrong_cardinality(resource: &Resource, list: bool) -> Status {
 }
 
 /// A JSON answer already written.
-fn json_bytes(body: Vec<u8>) -> Response {
+fn json_bytes(body: bytes::Bytes) -> Response {
     (
         [(
             header::CONTENT_TYPE,
@@ -423,7 +423,7 @@ impl Answer {
                 .0;
             // A plain JSON object is the kept bytes as they are: nothing decoded.
             if self.media.shape == Shape::Plain && self.media.encoding == Encoding::Json {
-                return Ok(json_bytes(json_of(record.as_ref())?));
+                return Ok(json_bytes(record.raw_json_alone().map_err(unreadable)?));
             }
             let object = object_of(record.as_ref())?;
             let body = match self.media.shape {
