@@ -487,7 +487,7 @@ impl ShareRule for EnvelopeShares {
         // spells `watch` nor encodes any character cannot name it: most requests are told so
         // without decoding their query.
         let query = request.uri().query().unwrap_or("");
-        let watch = (query.contains("watch") || query.contains('%'))
+        let watch = (spells(query, "watch") || query.contains('%'))
             && axum::extract::Query::<WatchQuery>::try_from_uri(request.uri())
                 .ok()
                 .and_then(|q| super::watch::is_watch(q.0.watch.as_deref()).ok())
@@ -507,6 +507,15 @@ impl ShareRule for EnvelopeShares {
     fn refused(&self, refused: Refused) -> Response {
         ApiError::from(refused).into_response()
     }
+}
+
+/// Whether `query` has `word` anywhere in it: a plain scan, where `str::contains` prepares a
+/// searcher that costs more than a short query's whole scan (every request asks this).
+pub(super) fn spells(query: &str, word: &str) -> bool {
+    query
+        .as_bytes()
+        .windows(word.len())
+        .any(|window| window == word.as_bytes())
 }
 
 /// Whether `request` may switch its connection to another protocol (WebSocket, SPDY): an
@@ -562,6 +571,22 @@ impl<T: Unpin> HttpBody for Holding<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_spells_a_word_anywhere_in_it() {
+        for (query, spelled) in [
+            ("watch=true", true),
+            ("namespace=ns&watch=1", true),
+            ("labelSelector=watchful", true),
+            ("wat", false),
+            ("", false),
+            ("namespace=ns", false),
+            ("watc=h", false),
+        ] {
+            assert_eq!(spells(query, "watch"), spelled, "{query}");
+            assert_eq!(spells(query, "watch"), query.contains("watch"), "{query}");
+        }
+    }
 
     #[test]
     fn alone_an_identity_may_hold_the_whole_bound() {

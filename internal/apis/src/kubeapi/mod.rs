@@ -70,7 +70,9 @@ impl fairness::ShareRule for StatusShares {
         // A query that spells neither flag and encodes no character cannot name one: most
         // requests are told so without decoding their query.
         let query = request.uri().query().unwrap_or("");
-        let may_stream = query.contains("watch") || query.contains("follow") || query.contains('%');
+        let may_stream = fairness::spells(query, "watch")
+            || fairness::spells(query, "follow")
+            || query.contains('%');
         let (watch, follow) = match may_stream
             .then(|| axum::extract::Query::<StreamQuery>::try_from_uri(request.uri()))
         {
