@@ -209,6 +209,25 @@ async fn prefix_moves_the_api_and_nothing_is_left_at_the_default() {
         serde_json::from_str::<Value>(&body).unwrap(),
         json!({"code": 404, "data": null, "error": "no route for GET /k8sailor/v0/ping"})
     );
+    // Under /api/, the prefix's paths are the prefix's, and the rest the Kubernetes API's.
+    let res = reqwest::get(format!("{}/api/sailor/nope", origin(&server)))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["code"], 404, "the prefix's envelope: {body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("resource \"nope\" is not served")),
+        "{body}"
+    );
+    let res = reqwest::get(format!("{}/api/v1/namespaces?limit=1", origin(&server)))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let list: Value = res.json().await.unwrap();
+    assert_eq!(list["kind"], "NamespaceList");
 }
 
 #[tokio::test]

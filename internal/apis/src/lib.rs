@@ -78,8 +78,6 @@ pub struct HttpOptions {
 pub enum SetupError {
     #[error("invalid prefix {0:?}: it must start with '/' and not end with one")]
     Prefix(String),
-    #[error("invalid prefix {0:?}: the Kubernetes API is served under /api and /apis")]
-    KubePrefix(String),
     #[error("cannot render the OpenAPI description: {0}")]
     OpenApi(String),
     #[error("auth delegated needs a Kubernetes client to review requests with")]
@@ -569,6 +567,7 @@ pub fn health_router(state: AppState, opts: &HttpOptions) -> App {
         Routes {
             router: app,
             kube_paths: None,
+            mount_under_kube: None,
         },
         opts,
         false,
@@ -582,12 +581,6 @@ pub fn health_router(state: AppState, opts: &HttpOptions) -> App {
 fn mount_point(prefix: &str) -> Result<&str, SetupError> {
     match prefix {
         "" | "/" => Ok(""),
-        p if ["/api", "/apis"]
-            .iter()
-            .any(|kube| p == *kube || kubeapi::Paths::template(p).is_some()) =>
-        {
-            Err(SetupError::KubePrefix(p.to_string()))
-        }
         p if p.starts_with('/') && !p.ends_with('/') => Ok(p),
         p => Err(SetupError::Prefix(p.to_string())),
     }
@@ -683,6 +676,8 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
         Routes {
             router: app,
             kube_paths: Some(kube_paths),
+            // A prefix under /api/ (`/api/sailor`) keeps its own paths in the router.
+            mount_under_kube: kubeapi::Paths::template(mount).map(|_| format!("{mount}/")),
         },
         opts,
         true,
@@ -696,6 +691,20 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
 struct Routes {
     router: Router,
     kube_paths: Option<BoxCloneSyncService<Request, Response, Infallible>>,
+    /// The prefix, `/` ended, when it is itself under `/api/` or `/apis/`: its paths are
+    /// the router's.
+    mount_under_kube: Option<String>,
+}
+
+impl Routes {
+    fn is_kube_path(&self, path: &str) -> bool {
+        self.kube_paths.is_some()
+            && kubeapi::Paths::template(path).is_some()
+            && !self
+                .mount_under_kube
+                .as_deref()
+                .is_some_and(|mount| path.starts_with(mount) || path == &mount[..mount.len() - 1])
+    }
 }
 
 impl Service<Request> for Routes {
@@ -714,10 +723,9 @@ impl Service<Request> for Routes {
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
+        let kube = self.is_kube_path(request.uri().path());
         match &mut self.kube_paths {
-            Some(kube_paths) if kubeapi::Paths::template(request.uri().path()).is_some() => {
-                futures::future::Either::Right(kube_paths.call(request))
-            }
+            Some(kube_paths) if kube => futures::future::Either::Right(kube_paths.call(request)),
             _ => futures::future::Either::Left(self.router.call(request)),
         }
     }

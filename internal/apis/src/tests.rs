@@ -616,14 +616,6 @@ fn prefixes_must_be_absolute_without_trailing_slash() {
             "{bad}"
         );
     }
-    for kube in ["/api", "/apis", "/api/k8sailor", "/apis/k8sailor"] {
-        let mut opts = options(&[]);
-        opts.prefix = kube.into();
-        assert!(
-            matches!(router(state(), &opts), Err(SetupError::KubePrefix(_))),
-            "{kube}"
-        );
-    }
 }
 
 #[tokio::test]
@@ -1384,6 +1376,7 @@ async fn a_panicking_handler_is_a_500_in_the_envelope() {
     let routes = Routes {
         router: routes,
         kube_paths: None,
+        mount_under_kube: None,
     };
     let app = App::new(
         routes,

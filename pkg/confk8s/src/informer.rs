@@ -225,7 +225,10 @@ impl<T: Watchable> Informer<T> {
         let mut list_began = std::time::Instant::now();
         tracing::debug!(%kind, "watch starting");
         loop {
+            // Shutdown first: a watch ended while the process stops (its connection closed
+            // under it) is not a failure to report.
             let event = tokio::select! {
+                biased;
                 _ = shutdown.cancelled() => break,
                 event = events.next() => event,
             };
