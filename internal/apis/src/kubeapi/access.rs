@@ -13,7 +13,6 @@ use axum::response::{IntoResponse, Response};
 use confk8s::{Access, ReviewError};
 
 use super::query::{KubeQuery, flag};
-use super::reads::served_resource;
 use super::status::Status;
 use super::websocket::take_protocol_token;
 use super::{Routed, Target};
@@ -21,28 +20,27 @@ use crate::AppState;
 use crate::auth::{access_to, bearer_token, client_address};
 use crate::fairness::Caller;
 
-/// The access a read of `target` needs; None for discovery (open).
-fn access_of(s: &AppState, target: &Target<'_>, watch: bool) -> Option<Access> {
-    let (group, version, resource, namespace, name) = match *target {
+/// The access a read of `target`, of the served resource `served`, needs; None for
+/// discovery (open).
+fn access_of(served: &biz::Resource, target: &Target<'_>, watch: bool) -> Option<Access> {
+    let (group, resource, namespace, name) = match *target {
         Target::Group { .. } | Target::GroupVersion { .. } | Target::Subresource { .. } => {
             return None;
         }
         Target::Collection {
             group,
-            version,
             resource,
             namespace,
-        } => (group, version, resource, namespace, None),
+            ..
+        } => (group, resource, namespace, None),
         Target::Object {
             group,
-            version,
             resource,
             namespace,
             name,
-        } => (group, version, resource, namespace, Some(name)),
+            ..
+        } => (group, resource, namespace, Some(name)),
     };
-    // What is not served is the handler's 404, whoever asks.
-    let served = served_resource(s, group, version, resource)?;
     let verb = match (name, watch) {
         (Some(_), _) => "get",
         (None, true) => "watch",
@@ -113,10 +111,13 @@ pub(crate) async fn check(State(s): State<AppState>, mut request: Request, next:
         .and_then(|q| flag(q.0.watch.as_deref(), "watch").ok())
         .unwrap_or(false);
     let access = match &routed.target {
-        Some(target) if routed.from_memory => match access_of(&s, target, watch) {
-            Some(access) => Some(access),
-            None => return next.run(request).await,
-        },
+        // What is not served is the handler's 404, whoever asks.
+        Some(target) if routed.from_memory => {
+            match (routed.resource.as_ref()).and_then(|served| access_of(served, target, watch)) {
+                Some(access) => Some(access),
+                None => return next.run(request).await,
+            }
+        }
         _ if routed.from_memory => return next.run(request).await,
         // Relayed: the apiserver authorizes it.
         _ => None,

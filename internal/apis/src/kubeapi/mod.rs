@@ -109,7 +109,7 @@ fn reads(method: &Method) -> bool {
 pub(super) struct Routed<'a> {
     pub target: Option<Target<'a>>,
     pub from_memory: bool,
-    /// The served resource a collection or object target names.
+    /// The served resource a read of a collection or object names.
     pub resource: Option<biz::Resource>,
 }
 
@@ -122,7 +122,9 @@ impl<'a> Routed<'a> {
         } else {
             None
         };
+        // Looked up for a read only: anything else is relayed, or refused.
         let resource = match &target {
+            _ if !reads(method) => None,
             Some(Target::Collection {
                 group,
                 version,
