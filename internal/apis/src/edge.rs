@@ -54,6 +54,8 @@ fn closing(error: ApiError) -> Response {
 #[derive(Clone)]
 pub(super) struct Edge<S> {
     rules: Arc<EdgeRules>,
+    /// Each connection's own, as its App is.
+    last_host: host_check::LastAllowed,
     inner: S,
 }
 
@@ -81,6 +83,7 @@ impl<S> Edge<S> {
                 cors,
                 socket_origins,
             }),
+            last_host: host_check::LastAllowed::default(),
             inner,
         }
     }
@@ -131,7 +134,7 @@ where
     fn call(&mut self, request: Request) -> Self::Future {
         // Outermost: a request for a foreign name gets nothing, not even a preflight answer.
         if let Some(refusal) =
-            (self.rules.hosts.as_ref()).and_then(|hosts| host_check::refusal(hosts, &request))
+            (self.rules.hosts.as_ref()).and_then(|hosts| self.last_host.refusal(hosts, &request))
         {
             return EdgeFuture::Answered(std::future::ready(Ok(refusal)));
         }

@@ -12,7 +12,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use axum::extract::Request;
 use axum::http::uri::Authority;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::AuthMode;
@@ -226,9 +226,41 @@ pub(super) fn enforced(allowed: &AllowedHosts, auth: AuthMode) -> Option<Allowed
     }
 }
 
+/// The `Host` a connection's requests were last allowed for: a client names the same host
+/// on every request of a connection, which then is compared, not parsed and matched again.
+/// A copy, not the request's own value: that would hold the connection's read buffer.
+#[derive(Clone, Debug, Default)]
+pub(super) struct LastAllowed(Option<HeaderValue>);
+
+impl LastAllowed {
+    /// [`refusal`], remembering the host it allowed.
+    pub(super) fn refusal(
+        &mut self,
+        allowed: &AllowedHosts,
+        request: &Request,
+    ) -> Option<Response> {
+        // Only a lone Host header in an origin-form request is what `refusal` reads alone.
+        let lone = match request.uri().authority() {
+            Some(_) => None,
+            None => {
+                let mut hosts = request.headers().get_all(header::HOST).iter();
+                hosts.next().filter(|_| hosts.next().is_none())
+            }
+        };
+        if lone.is_some() && lone == self.0.as_ref() {
+            return None;
+        }
+        let refusal = refusal(allowed, request);
+        if refusal.is_none() && !UNCHECKED_PATHS.contains(&request.uri().path()) {
+            self.0 = lone.and_then(|host| HeaderValue::from_bytes(host.as_bytes()).ok());
+        }
+        refusal
+    }
+}
+
 /// The answer to a request whose `Host` is not allowed: 421 Misdirected Request (this server
 /// does not answer for that name), in the envelope; None when it may be served.
-pub(super) fn refusal(allowed: &AllowedHosts, request: &Request) -> Option<Response> {
+fn refusal(allowed: &AllowedHosts, request: &Request) -> Option<Response> {
     if UNCHECKED_PATHS.contains(&request.uri().path()) {
         return None;
     }
@@ -422,5 +454,54 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    fn asking(path: &str, hosts: &[&str]) -> Request {
+        let mut request = Request::builder().uri(path);
+        for host in hosts {
+            request = request.header(header::HOST, *host);
+        }
+        request.body(axum::body::Body::empty()).unwrap()
+    }
+
+    #[test]
+    fn a_remembered_host_passes_and_nothing_else_passes_with_it() {
+        let (allowed, mut last) = (defaults(), LastAllowed::default());
+        // A probe is answered for any host, which is not remembered as allowed.
+        assert!(
+            last.refusal(&allowed, &asking("/livez", &["evil.example"]))
+                .is_none()
+        );
+        assert!(
+            last.refusal(&allowed, &asking("/api", &["evil.example"]))
+                .is_some()
+        );
+        assert!(
+            last.refusal(&allowed, &asking("/api", &["localhost:8088"]))
+                .is_none()
+        );
+        assert_eq!(
+            last.0.as_ref().map(HeaderValue::as_bytes),
+            Some(&b"localhost:8088"[..])
+        );
+        assert!(
+            last.refusal(&allowed, &asking("/api", &["localhost:8088"]))
+                .is_none()
+        );
+        assert!(
+            last.refusal(&allowed, &asking("/api", &["evil.example"]))
+                .is_some()
+        );
+        // The remembered host first, another after it: refused as before.
+        let two = last.refusal(
+            &allowed,
+            &asking("/api", &["localhost:8088", "evil.example"]),
+        );
+        assert_eq!(two.map(|r| r.status()), Some(StatusCode::BAD_REQUEST));
+        let absolute = asking("http://evil.example/api", &["localhost:8088"]);
+        assert!(
+            last.refusal(&allowed, &absolute).is_some(),
+            "the target's host wins"
+        );
     }
 }
