@@ -29,26 +29,54 @@ fn is_name(s: &str) -> bool {
 /// `a..b` and `a-.b` are rejected like the apiserver does.
 /// Object names of most kinds (Deployments, Pods) follow this rule.
 pub fn is_dns1123_subdomain(s: &str) -> bool {
-    // Each '.'-separated part a label part, in one pass: every GET checks its name so.
+    // Every GET checks its name so. A pass classing each byte from a table, then the rules
+    // on dots only when there is one: most names have none, and for them a dash may stand
+    // anywhere but at the ends.
     let b = s.as_bytes();
-    if b.is_empty() || b.len() > PREFIX_MAX {
+    let (Some(&first), Some(&last)) = (b.first(), b.last()) else {
+        return false;
+    };
+    if b.len() > PREFIX_MAX {
         return false;
     }
-    let mut previous = b'.';
+    let mut seen = 0;
     for &c in b {
-        let fits = match c {
-            b'a'..=b'z' | b'0'..=b'9' => true,
-            b'-' => previous != b'.',
-            b'.' => previous != b'.' && previous != b'-',
-            _ => false,
-        };
-        if !fits {
+        let class = SUBDOMAIN_CLASS[usize::from(c)];
+        if class == 0 {
             return false;
         }
-        previous = c;
+        seen |= class;
     }
-    previous != b'-' && previous != b'.'
+    let alnum = |c: u8| SUBDOMAIN_CLASS[usize::from(c)] == ALNUM;
+    alnum(first)
+        && alnum(last)
+        && (seen & DOT == 0
+            || b.windows(2).all(|pair| match (pair[0], pair[1]) {
+                (b'.', next) => alnum(next),
+                (previous, b'.') => alnum(previous),
+                _ => true,
+            }))
 }
+
+const ALNUM: u8 = 1;
+const DASH: u8 = 2;
+const DOT: u8 = 4;
+
+/// The class of each byte in a DNS-1123 subdomain; 0: not allowed there.
+const SUBDOMAIN_CLASS: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut c = 0;
+    while c < 256 {
+        table[c] = match c as u8 {
+            b'a'..=b'z' | b'0'..=b'9' => ALNUM,
+            b'-' => DASH,
+            b'.' => DOT,
+            _ => 0,
+        };
+        c += 1;
+    }
+    table
+};
 
 /// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 bytes: the rule for namespace names.
 pub fn is_dns1123_label(s: &str) -> bool {
@@ -297,6 +325,25 @@ mod name_tests {
             &"a".repeat(254),
         ] {
             assert!(!is_dns1123_subdomain(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_subdomain_is_dot_separated_label_parts() {
+        // Every string of up to 5 bytes over these, against the rule read as written.
+        let alphabet = [b'a', b'9', b'-', b'.', b'A', b'_'];
+        let mut strings = vec![String::new()];
+        for _ in 0..5 {
+            let longer: Vec<String> = strings
+                .iter()
+                .filter(|s| s.len() == strings.last().map_or(0, String::len))
+                .flat_map(|s| alphabet.iter().map(move |&c| format!("{s}{}", c as char)))
+                .collect();
+            strings.extend(longer);
+        }
+        for s in &strings {
+            let reference = !s.is_empty() && s.split('.').all(is_label_part);
+            assert_eq!(is_dns1123_subdomain(s), reference, "{s:?}");
         }
     }
 
