@@ -677,7 +677,7 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
             router: app,
             kube_paths: Some(kube_paths),
             // A prefix under /api/ (`/api/sailor`) keeps its own paths in the router.
-            mount_under_kube: kubeapi::Paths::template(mount).map(|_| format!("{mount}/")),
+            mount_under_kube: kubeapi::Paths::template(mount).map(|_| mount.to_string()),
         },
         opts,
         true,
@@ -691,19 +691,18 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
 struct Routes {
     router: Router,
     kube_paths: Option<BoxCloneSyncService<Request, Response, Infallible>>,
-    /// The prefix, `/` ended, when it is itself under `/api/` or `/apis/`: its paths are
-    /// the router's.
+    /// The prefix, when it is itself under `/api/` or `/apis/`: its paths are the router's.
     mount_under_kube: Option<String>,
 }
 
 impl Routes {
+    /// Whether `path` is the Kubernetes API's, not the router's (the kube paths serve it).
     fn is_kube_path(&self, path: &str) -> bool {
-        self.kube_paths.is_some()
-            && kubeapi::Paths::template(path).is_some()
-            && !self
-                .mount_under_kube
-                .as_deref()
-                .is_some_and(|mount| path.starts_with(mount) || path == &mount[..mount.len() - 1])
+        kubeapi::Paths::template(path).is_some()
+            && !self.mount_under_kube.as_deref().is_some_and(|mount| {
+                path.strip_prefix(mount)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
     }
 }
 
