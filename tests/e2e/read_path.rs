@@ -1,5 +1,7 @@
 //! The read path against the real control plane: what a new user would try first.
 
+use std::time::{Duration, Instant};
+
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -212,6 +214,33 @@ async fn pod_output_is_the_object_as_kubectl_prints_it() {
     assert_eq!(body["data"]["deployment"], serde_json::Value::Null);
 }
 
+/// Waits until the cache answers `path` as the live source does: the controllers go on
+/// updating a new Deployment's status, and the cache sees each update a moment after a fresh
+/// read does. The two must agree once the objects settle; on timeout the last two answers are
+/// shown.
+async fn same_answer(cache: &Server, live: &Server, path: &str) {
+    let start = Instant::now();
+    loop {
+        let (cache_status, mut from_cache) = cache.get(path).await;
+        let (live_status, mut from_live) = live.get(path).await;
+        // List resourceVersions legitimately differ between a cache and a fresh LIST.
+        from_cache.as_object_mut().unwrap().remove("metadata");
+        from_live.as_object_mut().unwrap().remove("metadata");
+        if (cache_status, live_status) == (200, 200) && from_cache == from_live {
+            return;
+        }
+        if start.elapsed() > SOON {
+            assert_eq!(
+                (cache_status, &from_cache),
+                (live_status, &from_live),
+                "{path}: the cache (left) and the live source (right) still differ after {SOON:?}"
+            );
+            panic!("{path}: answered {cache_status} by both after {SOON:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn the_live_source_answers_like_the_cache() {
     let ns = TestNamespace::new("live").await;
@@ -232,12 +261,7 @@ async fn the_live_source_answers_like_the_cache() {
         format!("/deployments/web?namespace={}", ns.name),
         format!("/pods?namespace={}", ns.name),
     ] {
-        let (_, mut c) = cache.get(&path).await;
-        let (_, mut l) = live.get(&path).await;
-        // List resourceVersions legitimately differ between a cache and a fresh LIST.
-        c.as_object_mut().unwrap().remove("metadata");
-        l.as_object_mut().unwrap().remove("metadata");
-        assert_eq!(c, l, "{path}");
+        same_answer(&cache, &live, &path).await;
     }
     let (status, _) = live
         .get(&format!("/deployments/nope?namespace={}", ns.name))
@@ -271,12 +295,7 @@ async fn the_live_source_answers_like_the_cache() {
         format!("{list}&limit=2"),
         format!("/configmaps/one?namespace={}", ns.name),
     ] {
-        let (cs, mut c) = cache.get(&path).await;
-        let (ls, mut l) = live.get(&path).await;
-        assert_eq!((cs, ls), (200, 200), "{path}: {c} {l}");
-        c.as_object_mut().unwrap().remove("metadata");
-        l.as_object_mut().unwrap().remove("metadata");
-        assert_eq!(c, l, "{path}");
+        same_answer(&cache, &live, &path).await;
     }
     let (_, web) = live.get(&format!("{list}&labelSelector=app%3Dweb")).await;
     assert_eq!(names(&web), ["one", "three"], "{web}");
