@@ -79,14 +79,18 @@ pub fn ok_page_json<T: JsonAnswer>(page: biz::Page<T>) -> Response {
 /// The envelope around data that is JSON already: the bytes [`Envelope`] serializes to (the
 /// keys in the same order), without serializing the objects again.
 fn enveloped(data: &impl JsonAnswer, metadata: Option<&ListMeta>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        bytes::Bytes::from(enveloped_bytes(data, metadata)),
-    )
-        .into_response()
+    json_response(bytes::Bytes::from(enveloped_bytes(data, metadata)))
+}
+
+/// A 200 whose body is JSON already. Built directly: `(headers, Bytes).into_response()`
+/// inserts `application/octet-stream` first and then replaces it, two header writes per GET.
+pub(crate) fn json_response(body: bytes::Bytes) -> Response {
+    let mut response = Response::new(axum::body::Body::from(body));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// The one place answers are spliced from JSON fragments; a test ties it to [`Envelope`]'s

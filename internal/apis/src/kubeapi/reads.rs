@@ -24,6 +24,7 @@ use super::status::Status;
 use super::websocket::Transport;
 use super::{Routed, Target};
 use crate::AppState;
+use crate::envelope::json_response;
 use biz::{
     BizError, DeploymentRecord, GenericRecord, IngressRecord, Kind, ListRequest, NamespaceRecord,
     OutputFormat, PodRecord, ReadAt, ReplicaSetRecord, Resource, Served, ServedBy, ServiceRecord,
@@ -390,17 +391,6 @@ fn wrong_cardinality(resource: &Resource, list: bool) -> Status {
 }
 
 /// A JSON answer already written.
-fn json_bytes(body: bytes::Bytes) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        body,
-    )
-        .into_response()
-}
-
 impl Answer {
     async fn serve<R: Kept>(
         self,
@@ -423,7 +413,7 @@ impl Answer {
                 .0;
             // A plain JSON object is the kept bytes as they are: nothing decoded.
             if self.media.shape == Shape::Plain && self.media.encoding == Encoding::Json {
-                return Ok(json_bytes(record.raw_json_alone().map_err(unreadable)?));
+                return Ok(json_response(record.raw_json_alone().map_err(unreadable)?));
             }
             let object = object_of(record.as_ref())?;
             let body = match self.media.shape {
