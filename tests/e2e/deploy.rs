@@ -904,11 +904,10 @@ async fn without_watch_on_pods_it_serves_unready_and_says_why_until_granted() {
     .await;
     assert!(body.contains("forbidden"), "{body}");
     assert!(body.contains("[+]informer-Deployment ok"), "{body}");
-    let logs = server.logs();
-    assert!(
-        logs.contains("forbidden by RBAC: cannot watch Pod (pods) in all namespaces"),
-        "the logs say why: {logs}"
-    );
+    // The logs say why.
+    server
+        .logged("forbidden by RBAC: cannot watch Pod (pods) in all namespaces")
+        .await;
 
     // Granted, the watch recovers without a restart: ready again, and changes show.
     let role = cleanup.roles.last().unwrap().clone();
@@ -1130,11 +1129,7 @@ async fn delegated_auth_serves_each_caller_what_its_rbac_allows() {
         ),
         "{body}"
     );
-    assert!(
-        reviews_only.logs().contains("RBAC is not followed"),
-        "{}",
-        reviews_only.logs()
-    );
+    reviews_only.logged("RBAC is not followed").await;
     let (status, body) = reviews_only
         .send_as(Some(&admin_token()), "GET", "/pods", None)
         .await;

@@ -600,15 +600,11 @@ async fn a_kind_rbac_refuses_is_named_not_served_and_the_rest_are_served() {
     assert_eq!(status, 200, "{nodes}");
     let (status, pods) = server.get(&format!("/pods?namespace={}", ns.name)).await;
     assert_eq!(status, 200, "{pods}");
+    let logs = server.logged("configmaps").await;
     assert_eq!(
-        server
-            .logs()
-            .lines()
-            .filter(|l| l.contains("configmaps"))
-            .count(),
+        logs.lines().filter(|l| l.contains("configmaps")).count(),
         1,
-        "logged once: {}",
-        server.logs()
+        "logged once: {logs}"
     );
 }
 

@@ -63,17 +63,6 @@ fn own_lines(stderr: &str) -> Vec<String> {
     own
 }
 
-/// The server's logs once its "serving" line is in (logged just before the "listening"
-/// line, but read from another pipe).
-async fn serving_logged(server: &Server) -> String {
-    let (logs, _) = crate::support::eventually(SOON, "the serving line", || async {
-        let logs = server.logs();
-        logs.contains("serving").then_some(logs)
-    })
-    .await;
-    logs
-}
-
 fn kubeconfig() -> &'static str {
     cluster().kubeconfig.to_str().unwrap()
 }
@@ -306,7 +295,9 @@ async fn log_format_json_writes_one_object_per_line_and_plain_does_not() {
     };
     let json_server = start("json");
     let plain_server = start("plain");
-    let logs = serving_logged(&json_server).await;
+    // The line itself, not another that says "serving" (a custom resource's, when another
+    // test's CRD is there), which may come first.
+    let logs = json_server.logged(r#""message":"serving""#).await;
     let lines: Vec<Value> = logs
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
@@ -318,7 +309,7 @@ async fn log_format_json_writes_one_object_per_line_and_plain_does_not() {
     assert_eq!(serving["level"], "INFO", "{serving}");
     assert_eq!(serving["fields"]["prefix"], "/k8sailor/v0", "{serving}");
 
-    let logs = serving_logged(&plain_server).await;
+    let logs = plain_server.logged("prefix=/k8sailor/v0").await;
     let serving = logs
         .lines()
         // Not "serving custom resource": other tests' CRDs may come and go meanwhile.
@@ -397,7 +388,7 @@ async fn flags_beat_the_environment_which_beats_the_file() {
         ],
     );
     assert_eq!(dashboard(&s).await, 404);
-    let logs = serving_logged(&s).await;
+    let logs = s.logged("serving").await;
     for line in logs.lines() {
         assert!(serde_json::from_str::<Value>(line).is_ok(), "{line:?}");
     }

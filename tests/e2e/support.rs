@@ -318,6 +318,26 @@ where
     }
 }
 
+/// Like [`eventually`], for a check that says what it saw each time the condition did not
+/// hold: on timeout the last of it is shown.
+pub async fn eventually_shown<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let start = Instant::now();
+    loop {
+        let seen = match check().await {
+            Ok(v) => return v,
+            Err(seen) => seen,
+        };
+        if start.elapsed() > timeout {
+            panic!("timed out after {timeout:?} waiting for {what}; last seen: {seen}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Whether `group` is a built-in one: other tests' custom resources come and go meanwhile.
 pub fn built_in_group(group: &str) -> bool {
     !group.contains('.') || group.ends_with(".k8s.io")
@@ -469,6 +489,21 @@ impl Server {
     /// What the server logged so far (stderr).
     pub fn logs(&self) -> String {
         self.logs.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The server's logs once they hold `line`: stderr is read by a thread of its own, so a
+    /// line written before the answer a test just had may not be read yet.
+    pub async fn logged(&self, line: &str) -> String {
+        let what = format!("{line:?} in the server's logs");
+        eventually_shown(SOON, &what, || async {
+            let logs = self.logs();
+            if logs.contains(line) {
+                Ok(logs)
+            } else {
+                Err(format!("\n{logs}"))
+            }
+        })
+        .await
     }
 
     pub fn signal(&self, signal: &str) {
