@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::support::{
     SOON, Server, TestNamespace, cleanup_in_background, cluster, decode_token, deployment,
-    encode_token, eventually, pod,
+    encode_token, eventually, eventually_shown, pod,
 };
 
 /// An object as (namespace, name).
@@ -436,8 +436,9 @@ impl World {
     }
 }
 
-/// Waits until k8sailor's cache shows every object of the test (the Deployments' pods
-/// included), so that lists can be compared with the apiserver's.
+/// Waits until k8sailor's cache shows every object of the test (the Deployments and their
+/// pods), so that lists can be compared with the apiserver's: each kind comes on a watch of
+/// its own, so pods in the cache say nothing of the Deployments.
 async fn settle(server: &Server, world: &World) {
     let admin_truth = |ns: String| async move {
         let client = cluster().client().await;
@@ -458,16 +459,24 @@ async fn settle(server: &Server, world: &World) {
     })
     .await;
     let everything = world.user("everything");
-    let want = world.union(everything, Kind::Pods, None).await;
-    eventually(SOON, "k8sailor's cache", || async {
-        let (status, body) = ask(server, "GET", "/pods", &everything.token).await;
-        let have: BTreeSet<Key> = keys_of(&body)
-            .into_iter()
-            .filter(|(ns, _)| world.mine().contains(ns))
-            .collect();
-        (status == 200 && have == want).then_some(())
-    })
-    .await;
+    for kind in [Kind::Pods, Kind::Deployments] {
+        let want = world.union(everything, kind, None).await;
+        let path = format!("/{}", kind.route());
+        let what = format!("k8sailor's cache of {}", kind.route());
+        eventually_shown(SOON, &what, || async {
+            let (status, body) = ask(server, "GET", &path, &everything.token).await;
+            let have: BTreeSet<Key> = keys_of(&body)
+                .into_iter()
+                .filter(|(ns, _)| world.mine().contains(ns))
+                .collect();
+            if status == 200 && have == want {
+                Ok(())
+            } else {
+                Err(format!("{status}: {have:?}, the apiserver's {want:?}"))
+            }
+        })
+        .await;
+    }
 }
 
 #[tokio::test]

@@ -10,10 +10,12 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use crate::support::{Server, TestNamespace, anonymous_kubeconfig, cluster, eventually, pod, repo};
+use crate::support::{
+    Server, TestNamespace, anonymous_kubeconfig, cluster, eventually_shown, pod, repo,
+};
 
 /// The informer program hack/test builds (tests/clientgo).
 fn program() -> PathBuf {
@@ -185,28 +187,66 @@ impl Setup {
     }
 }
 
-/// Until both programs hold the same stores, the apiserver's with the ConfigMaps `rounds`
-/// of [`Setup::change`] leave.
-async fn until_equal(ours: &mut Informers, theirs: &mut Informers, rounds: &[&str]) {
+/// What every informer of `ns` must end up holding: the apiserver's objects as it lists them
+/// now, as the program dumps its stores.
+async fn listed(ns: &TestNamespace) -> Value {
+    fn entries<K: kube::Resource>(items: &[K]) -> Value {
+        let mut entries: Vec<(String, Value)> = items
+            .iter()
+            .map(|o| {
+                let meta = o.meta();
+                let name = meta.name.clone().unwrap_or_default();
+                let entry = json!({"namespace": meta.namespace, "name": name,
+                    "resourceVersion": meta.resource_version});
+                (name, entry)
+            })
+            .collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        entries.into_iter().map(|(_, entry)| entry).collect()
+    }
+    let all = ListParams::default();
+    let configmaps = entries(&ns.api::<ConfigMap>().list(&all).await.unwrap().items);
+    let pods = entries(&ns.api::<Pod>().list(&all).await.unwrap().items);
+    json!({"pods": pods, "configmaps": configmaps, "configmaps-metadata": configmaps})
+}
+
+/// Until both programs hold the apiserver's objects, with the ConfigMaps `rounds` of
+/// [`Setup::change`] leave. Both must have caught up with every change: two programs equally
+/// behind (each informer's watch is its own) would be equal without being right.
+async fn until_equal(
+    ns: &TestNamespace,
+    ours: &mut Informers,
+    theirs: &mut Informers,
+    rounds: &[&str],
+) {
     // The controller-manager gives every namespace its kube-root-ca.crt.
     let mut expected: Vec<String> = ["cm-a", "cm-c", "kube-root-ca.crt"]
         .map(String::from)
         .to_vec();
     expected.extend(rounds.iter().map(|r| format!("cm-new-{r}")));
     expected.sort();
-    let mut last = Value::Null;
-    eventually(
+    let last = std::cell::RefCell::new(Value::Null);
+    eventually_shown(
         PATIENCE,
-        "the informers on k8sailor hold the apiserver's objects",
+        "the informers on k8sailor and on the apiserver to hold the apiserver's objects",
         || {
             let stores = json!({"k8sailor": ours.stores(), "apiserver": theirs.stores()});
-            let done = stores["k8sailor"] == stores["apiserver"]
-                && names(&stores["apiserver"], "configmaps") == expected;
-            if !done && stores != last {
-                eprintln!("not yet equal: {stores}");
-                last = stores;
+            let (last, expected) = (&last, &expected);
+            async move {
+                let mut stores = stores;
+                stores["listed"] = listed(ns).await;
+                let done = stores["k8sailor"] == stores["listed"]
+                    && stores["apiserver"] == stores["listed"]
+                    && names(&stores["listed"], "configmaps") == *expected;
+                if done {
+                    return Ok(());
+                }
+                if stores != *last.borrow() {
+                    eprintln!("not yet equal: {stores}");
+                    *last.borrow_mut() = stores.clone();
+                }
+                Err(stores.to_string())
             }
-            futures::future::ready(done.then_some(()))
         },
     )
     .await;
@@ -223,7 +263,7 @@ async fn informers_on_k8sailor_end_with_the_apiservers_objects() {
         s.change(round).await;
         let rounds = ["watchlist", "listwatch"];
         let done = rounds.iter().position(|r| *r == round).unwrap() + 1;
-        until_equal(&mut ours, &mut theirs, &rounds[..done]).await;
+        until_equal(&s.ns, &mut ours, &mut theirs, &rounds[..done]).await;
         let stores = ours.stores();
         assert_eq!(
             names(&stores, "configmaps-metadata"),
@@ -261,7 +301,7 @@ async fn a_resumed_watch_after_a_restart_misses_nothing() {
     let mut ours = Informers::start(&kubeconfig, &s.ns.name, true);
     let mut theirs = Informers::start(&s.apiserver_kubeconfig(), &s.ns.name, true);
     s.change("before").await;
-    until_equal(&mut ours, &mut theirs, &["before"]).await;
+    until_equal(&s.ns, &mut ours, &mut theirs, &["before"]).await;
     // Gone abruptly while objects change; back on the same port.
     server.child.kill().unwrap();
     server.child.wait().unwrap();
@@ -269,5 +309,11 @@ async fn a_resumed_watch_after_a_restart_misses_nothing() {
     let _server = start();
     drop(server);
     s.change("after").await;
-    until_equal(&mut ours, &mut theirs, &["before", "during", "after"]).await;
+    until_equal(
+        &s.ns,
+        &mut ours,
+        &mut theirs,
+        &["before", "during", "after"],
+    )
+    .await;
 }

@@ -10,7 +10,9 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::support::{SOON, Server, TestNamespace, deployment, eventually, names};
+use crate::support::{
+    SOON, Server, TestNamespace, deployment, eventually, eventually_shown, names,
+};
 use crate::watch::{Watch, summary};
 
 /// Checks one kind's generic reads over three objects the caller made in `ns` through `api`:
@@ -298,11 +300,18 @@ async fn services_and_ingresses_lead_to_a_deployments_pods() {
         .unwrap();
     for source in ["cache", "live"] {
         let server = Server::start(&["--namespace", &ns.name, "--source", source]);
-        let (pods, _) = eventually(SOON, "the Service's two pods", || async {
+        // The Service selects the pods by their labels, but their Deployment is found through
+        // their ReplicaSet, which the cache's watch of ReplicaSets may bring after the pods.
+        let what = format!("{source}: the Service's two pods, each of web");
+        let pods = eventually_shown(SOON, &what, || async {
             let (status, body) = server
                 .get(&format!("/services/web/pods?namespace={}", ns.name))
                 .await;
-            (status == 200 && names(&body).len() == 2).then_some(body)
+            let of_web = |pods: &[Value]| pods.iter().all(|p| p["deployment"] == "web");
+            match body["data"].as_array() {
+                Some(pods) if status == 200 && pods.len() == 2 && of_web(pods) => Ok(body),
+                _ => Err(format!("{status} {body}")),
+            }
         })
         .await;
         assert_eq!(pods["data"][0]["deployment"], "web", "{source}: {pods}");

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use crate::deploy::kubectl;
 use crate::resources::fixtures::{FIXTURES, Fixture, Which};
 use crate::resources::{Leftovers, apiserver_api};
-use crate::support::{SOON, Server, TestNamespace, cluster, eventually, repo};
+use crate::support::{SOON, Server, TestNamespace, cluster, eventually, eventually_shown, repo};
 
 /// kubectl with a kubeconfig of its own and a cache of its own, so no discovery cached for
 /// another server is read; shared by the tests of the Kubernetes API.
@@ -196,6 +196,9 @@ struct Setup {
 
 async fn setup(test: &str) -> Setup {
     let ns = TestNamespace::new(test).await;
+    // Before k8sailor starts, so that its first list holds them: `get configmaps` and
+    // `get serviceaccounts` print them.
+    ns.wait_for_defaults().await;
     let dir = repo()
         .join("target")
         .join(format!("e2e-kubeapi-{}", ns.name));
@@ -543,12 +546,28 @@ async fn errors_are_the_apiservers() {
 #[tokio::test]
 async fn api_resources_lists_exactly_what_is_served_as_the_apiserver_does() {
     let s = setup("kubeapi-discovery").await;
-    let (ok, ours, err) = s.k8sailor.run(&["api-resources", "--no-headers"]);
-    assert!(ok, "{err}");
-    let (ok, theirs, err) = s.apiserver.run(&["api-resources", "--no-headers"]);
-    assert!(ok, "{err}");
-    let theirs = normalized(&theirs);
-    let ours = normalized(&ours);
+    // Other tests' CRDs come and go meanwhile, each in the apiserver's discovery and in
+    // k8sailor's a moment apart: until every row of ours is the apiserver's.
+    let ours = eventually_shown(
+        SOON,
+        "k8sailor's api-resources among the apiserver's",
+        || {
+            let (ok, ours, err) = s.k8sailor.run(&["api-resources", "--no-headers"]);
+            assert!(ok, "{err}");
+            let (ok, theirs, err) = s.apiserver.run(&["api-resources", "--no-headers"]);
+            assert!(ok, "{err}");
+            let (ours, theirs) = (normalized(&ours), normalized(&theirs));
+            let not_theirs: Vec<&Vec<String>> =
+                ours.iter().filter(|row| !theirs.contains(row)).collect();
+            let answer = if not_theirs.is_empty() {
+                Ok(ours)
+            } else {
+                Err(format!("not the apiserver's: {not_theirs:?}"))
+            };
+            std::future::ready(answer)
+        },
+    )
+    .await;
     let names: Vec<&str> = ours.iter().map(|row| row[0].as_str()).collect();
     for served in [
         "configmaps",
@@ -563,9 +582,6 @@ async fn api_resources_lists_exactly_what_is_served_as_the_apiserver_does() {
     }
     // Secrets are kept as their metadata alone: their objects would not be the apiserver's.
     assert!(!names.contains(&"secrets"), "{names:?}");
-    for row in &ours {
-        assert!(theirs.contains(row), "{row:?} is not the apiserver's");
-    }
     // The version is the apiserver's.
     let (_, a, _) = s.apiserver.run(&["version", "-o", "json"]);
     let (_, k, _) = s.k8sailor.run(&["version", "-o", "json"]);

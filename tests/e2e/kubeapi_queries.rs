@@ -107,6 +107,9 @@ pub(crate) struct Setup {
 
 pub(crate) async fn setup(test: &str) -> Setup {
     let ns = TestNamespace::new(test).await;
+    // Its kube-root-ca.crt is among the ConfigMaps compared: made before ours, it is older
+    // than the last version below, which k8sailor is then waited for.
+    ns.wait_for_defaults().await;
     let mut last = None;
     for name in ["cm-a", "cm-b", "cm-c"] {
         let cm: ConfigMap = serde_json::from_value(json!({

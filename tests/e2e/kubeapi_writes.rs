@@ -145,8 +145,16 @@ async fn kubectl_writes_through_k8sailor_as_through_the_apiserver() {
     })
     .await;
 
-    // auth can-i: the SelfSubjectAccessReview is the caller's own, allowed and refused.
-    let (allowed, out, _) = as_writer.same(&["auth", "can-i", "create", "configmaps", "-n", n]);
+    // auth can-i: the SelfSubjectAccessReview is the caller's own, allowed and refused. The
+    // apiserver's RBAC sees the new binding a moment after it is made, and the two kubectl
+    // runs compared are asked a moment apart: once it does.
+    let can_i = ["auth", "can-i", "create", "configmaps", "-n", n];
+    eventually(SOON, "the apiserver to let the writer create", || async {
+        let (allowed, _, _) = as_writer.apiserver.run(&can_i);
+        allowed.then_some(())
+    })
+    .await;
+    let (allowed, out, _) = as_writer.same(&can_i);
     assert!(allowed && out.trim() == "yes", "{out}");
     let (allowed, out, _) = as_reader.same(&["auth", "can-i", "create", "configmaps", "-n", n]);
     assert!(!allowed && out.trim() == "no", "{out}");

@@ -733,16 +733,31 @@ fn printer_columns() -> Value {
     ])
 }
 
+/// Until the CRD is established and its objects are served: the apiserver serves them by
+/// what its own watch of CRDs shows, which may be a moment behind the condition read here
+/// (a create is a 404 until then).
 async fn wait_established(client: &Client, name: &str) {
     let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}");
-    eventually(SOON, "the CRD established", || async {
+    eventually(SOON, "the CRD established and served", || async {
         let request = http::Request::builder().uri(&path).body(Vec::new()).ok()?;
         let crd: Value = serde_json::from_str(&client.request_text(request).await.ok()?).ok()?;
         crd["status"]["conditions"]
             .as_array()?
             .iter()
             .any(|c| c["type"] == "Established" && c["status"] == "True")
-            .then_some(())
+            .then_some(())?;
+        let spec = &crd["spec"];
+        let objects = format!(
+            "/apis/{}/{}/{}",
+            spec["group"].as_str()?,
+            spec["versions"][0]["name"].as_str()?,
+            spec["names"]["plural"].as_str()?
+        );
+        let request = http::Request::builder()
+            .uri(objects)
+            .body(Vec::new())
+            .ok()?;
+        client.request_text(request).await.ok().map(drop)
     })
     .await;
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
 use kube::api::{DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
@@ -116,6 +116,25 @@ impl TestNamespace {
         K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
     {
         Api::namespaced(self.client.clone(), &self.name)
+    }
+
+    /// Waits until the controller-manager has given the namespace what it gives every new one,
+    /// its `kube-root-ca.crt` ConfigMap and its `default` ServiceAccount: they come a moment
+    /// after the namespace, so a test that compares the namespace's contents as k8sailor and
+    /// the apiserver show them at two moments must not begin before they are there.
+    pub async fn wait_for_defaults(&self) {
+        let config_maps = self.api::<ConfigMap>();
+        let accounts = self.api::<ServiceAccount>();
+        let what = format!(
+            "the kube-root-ca.crt and default of namespace {}",
+            self.name
+        );
+        eventually(SOON, &what, || async {
+            let config_map = config_maps.get_opt("kube-root-ca.crt").await.ok()?;
+            let account = accounts.get_opt("default").await.ok()?;
+            (config_map.is_some() && account.is_some()).then_some(())
+        })
+        .await;
     }
 }
 
