@@ -623,7 +623,7 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
         docs::OPENAPI_PATH,
         get(move || {
             let body = openapi.clone();
-            async move { ([(header::CONTENT_TYPE, "application/json")], body) }
+            async move { envelope::json_response(body) }
         })
         .fallback(edge::method_not_allowed),
     );

@@ -10,6 +10,7 @@ use k8sdao::OpenApiAnswer;
 
 use super::status::Status;
 use crate::AppState;
+use crate::envelope::json_response;
 use crate::watch::preference;
 
 /// Whether the client takes JSON: no `Accept`, or a range of it that matches with a quality
@@ -59,11 +60,7 @@ pub(super) async fn document(State(s): State<AppState>, headers: HeaderMap, uri:
             {
                 StatusCode::NOT_MODIFIED.into_response()
             } else {
-                (
-                    [(header::CONTENT_TYPE, "application/json")],
-                    document.body.clone(),
-                )
-                    .into_response()
+                json_response(document.body.clone())
             };
             let answer = response.headers_mut();
             if let Some(etag) = &document.etag {

@@ -390,7 +390,6 @@ fn wrong_cardinality(resource: &Resource, list: bool) -> Status {
     Status::new(axum::http::StatusCode::NOT_ACCEPTABLE, message)
 }
 
-/// A JSON answer already written.
 impl Answer {
     async fn serve<R: Kept>(
         self,
