@@ -1,13 +1,13 @@
 //! The read path against the real control plane: what a new user would try first.
 
-use std::time::{Duration, Instant};
-
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::support::{SOON, Server, TestNamespace, deployment, eventually, names, pod};
+use crate::support::{
+    SOON, Server, TestNamespace, deployment, eventually, eventually_shown, names, pod,
+};
 
 #[tokio::test]
 async fn a_deployment_appears_scales_lists_its_pods_and_disappears() {
@@ -219,26 +219,22 @@ async fn pod_output_is_the_object_as_kubectl_prints_it() {
 /// read does. The two must agree once the objects settle; on timeout the last two answers are
 /// shown.
 async fn same_answer(cache: &Server, live: &Server, path: &str) {
-    let start = Instant::now();
-    loop {
+    let what = format!("{path}: the cache's answer to be the live source's");
+    eventually_shown(SOON, &what, || async {
         let (cache_status, mut from_cache) = cache.get(path).await;
         let (live_status, mut from_live) = live.get(path).await;
         // List resourceVersions legitimately differ between a cache and a fresh LIST.
         from_cache.as_object_mut().unwrap().remove("metadata");
         from_live.as_object_mut().unwrap().remove("metadata");
         if (cache_status, live_status) == (200, 200) && from_cache == from_live {
-            return;
+            Ok(())
+        } else {
+            Err(format!(
+                "\ncache {cache_status} {from_cache}\nlive  {live_status} {from_live}"
+            ))
         }
-        if start.elapsed() > SOON {
-            assert_eq!(
-                (cache_status, &from_cache),
-                (live_status, &from_live),
-                "{path}: the cache (left) and the live source (right) still differ after {SOON:?}"
-            );
-            panic!("{path}: answered {cache_status} by both after {SOON:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
