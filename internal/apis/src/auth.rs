@@ -15,8 +15,7 @@ use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use axum::extract::rejection::RawPathParamsRejection;
-use axum::extract::{ConnectInfo, MatchedPath, RawPathParams, Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -25,6 +24,7 @@ use futures::StreamExt;
 use serde::Deserialize;
 
 use super::ApiError;
+use super::dispatch::RouteMatch;
 use super::fairness::Caller;
 use super::kinds::KindRoute;
 use biz::{
@@ -412,7 +412,6 @@ pub(super) fn client_address(request: &Request) -> IpAddr {
 /// once its caller may no longer see what it shows ([`until_revoked`]).
 pub(super) async fn check(
     State(auth): State<AuthLayer>,
-    params: Result<RawPathParams, RawPathParamsRejection>,
     mut request: Request,
     next: Next,
 ) -> Response {
@@ -420,29 +419,26 @@ pub(super) async fn check(
     if request.method() == Method::OPTIONS {
         return next.run(request).await;
     }
-    let params = match params {
-        Ok(params) => params,
-        Err(e) => {
-            return ApiError::new(
-                StatusCode::BAD_REQUEST,
-                format!("invalid path: {}", e.body_text()),
-            )
-            .into_response();
-        }
+    // Only the route table sends requests here, each with its match.
+    let Some(found) = request.extensions().get::<RouteMatch>().cloned() else {
+        return ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal error: a request reached the access check without its route",
+        )
+        .into_response();
     };
-    let template = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_default();
+    if let Err(reason) = found.values() {
+        return ApiError::new(StatusCode::BAD_REQUEST, format!("invalid path: {reason}"))
+            .into_response();
+    }
+    let template = found.template();
     let route = template
         .strip_prefix(auth.prefix.as_str())
-        .unwrap_or(&template);
-    let name = params.iter().find(|(k, _)| *k == "name").map(|(_, v)| v);
-    let requested = params
-        .iter()
-        .find(|(k, _)| *k == "resource")
-        .and_then(|(_, v)| auth.workloads.source().registry().resource(v));
+        .unwrap_or(template);
+    let name = found.param("name");
+    let requested = found
+        .param("resource")
+        .and_then(|resource| auth.workloads.source().registry().resource(resource));
     let query = match axum::extract::Query::<AccessQuery>::try_from_uri(request.uri()) {
         Ok(query) => query.0,
         Err(e) => {
@@ -708,7 +704,7 @@ mod tests {
     /// method its route does not take.
     #[test]
     fn every_route_has_its_rule_and_every_rule_its_route() {
-        let (_, openapi) = super::super::routes::api("").split_for_parts();
+        let openapi = super::super::routes::api("").take_openapi();
         let q = query(Some("shop"), None);
         for (path, item) in &openapi.paths.paths {
             let documented: Vec<Method> = [

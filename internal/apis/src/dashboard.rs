@@ -6,10 +6,9 @@
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{MethodRouter, get};
 
 use super::edge;
 
@@ -89,7 +88,9 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// The page's routes; `prefix` is the API's, as configured (`/k8sailor/v0`, or empty).
-pub fn routes<S: Clone + Send + Sync + 'static>(prefix: &str) -> Router<S> {
+pub fn routes<S: Clone + Send + Sync + 'static>(
+    prefix: &str,
+) -> Vec<(&'static str, MethodRouter<S>)> {
     // Relative to the page, so an ingress sub-path in front of the server is kept.
     let relative = prefix.trim_start_matches('/');
     let index = Asset::new(
@@ -117,13 +118,12 @@ pub fn routes<S: Clone + Send + Sync + 'static>(prefix: &str) -> Router<S> {
     ];
     assets
         .into_iter()
-        .fold(Router::new(), |router, (path, asset)| {
-            router.route(
-                path,
-                get(move |headers: HeaderMap| async move { asset.respond(&headers) })
-                    .fallback(edge::method_not_allowed),
-            )
+        .map(|(path, asset)| {
+            let route = get(move |headers: HeaderMap| async move { asset.respond(&headers) })
+                .fallback(edge::method_not_allowed);
+            (path, route)
         })
+        .collect()
 }
 
 /// The prefix goes into an HTML attribute: a configured value must not end the attribute.

@@ -342,7 +342,7 @@ pub(super) async fn method_not_allowed(method: Method, uri: Uri) -> Response {
     not_allowed_answer(&method, uri.path())
 }
 
-fn not_allowed_answer(method: &Method, path: &str) -> Response {
+pub(super) fn not_allowed_answer(method: &Method, path: &str) -> Response {
     // A preflight the CORS layer did not answer (no Origin, or none allowed): the original
     // answered every OPTIONS with 204, and clients that send a bare one expect it.
     if method == Method::OPTIONS {

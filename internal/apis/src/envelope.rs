@@ -3,14 +3,15 @@
 
 use std::time::Duration;
 
-use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
-use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::dispatch::RouteMatch;
 use biz::{BizError, Failure, JsonAnswer};
 use k8sdao::DaoError;
 
@@ -331,22 +332,56 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     }
 }
 
-/// `Path` whose rejection is a 400 envelope.
+/// A declared route's path parameters ([`RouteMatch`]), a 400 envelope when they are not
+/// valid: one `String`, or two as a tuple.
 pub struct ApiPath<T>(pub T);
 
-impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+/// What a route's parameters are read as, in the template's order.
+pub trait PathValues: Sized {
+    fn from_values(values: &[String]) -> Option<Self>;
+}
+
+impl PathValues for String {
+    fn from_values(values: &[String]) -> Option<String> {
+        match values {
+            [value] => Some(value.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl PathValues for (String, String) {
+    fn from_values(values: &[String]) -> Option<(String, String)> {
+        match values {
+            [first, second] => Some((first.clone(), second.clone())),
+            _ => None,
+        }
+    }
+}
+
+impl<S: Send + Sync, T: PathValues> FromRequestParts<S> for ApiPath<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        Path::<T>::from_request_parts(parts, state)
-            .await
-            .map(|Path(p)| ApiPath(p))
-            .map_err(|e: PathRejection| {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    format!("invalid path: {}", e.body_text()),
-                )
-            })
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let Some(found) = parts.extensions.get::<RouteMatch>() else {
+            return Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error: a route's parameters read outside the route table",
+            ));
+        };
+        let values = found.values().map_err(|reason| {
+            ApiError::new(StatusCode::BAD_REQUEST, format!("invalid path: {reason}"))
+        })?;
+        T::from_values(values).map(ApiPath).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!(
+                    "internal error: the route {} has {} parameters where its handler reads another number",
+                    found.template(),
+                    values.len()
+                ),
+            )
+        })
     }
 }
 

@@ -20,7 +20,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, HttpBody};
-use axum::extract::{ConnectInfo, MatchedPath, Request};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -29,6 +29,7 @@ use serde::Deserialize;
 use tower::{Layer, Service};
 
 use super::ApiError;
+use super::dispatch::RouteMatch;
 
 /// The bounds shared among identities, from the settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -495,8 +496,8 @@ impl ShareRule for EnvelopeShares {
         // A log is a stream too, as long as its pods log: it holds a watch's place.
         let log = request
             .extensions()
-            .get::<MatchedPath>()
-            .is_some_and(|route| super::logs::is_log_route(route.as_str()));
+            .get::<RouteMatch>()
+            .is_some_and(|route| super::logs::is_log_route(route.template()));
         if watch || log {
             Held::Watches
         } else {

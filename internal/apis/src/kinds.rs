@@ -17,9 +17,10 @@ use utoipa::openapi::{
     Content, Ref, RefOr, Required, ResponseBuilder, Responses, ResponsesBuilder,
 };
 use utoipa::{IntoParams, PartialSchema, ToSchema};
-use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
+use utoipa_axum::router::UtoipaMethodRouter;
 
 use super::AppState;
+use super::dispatch::Declared;
 use super::envelope::{ApiError, ApiPath, ApiQuery, ok, ok_json, ok_page_json};
 use super::routes::{
     ListParams, ObjectParams, OutputParams, list_request, off_the_workers, printed,
@@ -41,8 +42,8 @@ pub(super) const SERVED: &[Kind] = &[
 ];
 
 /// The generic routes of every kind in [`SERVED`].
-pub(super) fn routes(mount: &str) -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
+pub(super) fn routes(mount: &str) -> Declared<AppState> {
+    Declared::new()
         .merge(kind_routes::<ReplicaSetRecord>(mount))
         .merge(kind_routes::<ServiceRecord>(mount))
         .merge(kind_routes::<IngressRecord>(mount))
@@ -52,8 +53,8 @@ pub(super) fn routes(mount: &str) -> OpenApiRouter<AppState> {
 /// The routes of every resource served by a generic record: looked up in the registry on
 /// each request, so a resource added while the server runs is served at once and a removed
 /// one is 404.
-pub(super) fn resource_routes(mount: &str) -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
+pub(super) fn resource_routes(mount: &str) -> Declared<AppState> {
+    Declared::new()
         .route(&format!("{mount}/resources"), get(resources))
         .route(
             &format!("{mount}/{{resource}}"),
@@ -263,7 +264,7 @@ async fn output<R: Typed<Object: Serialize + Namespaced> + Served>(
     Ok(printed(output))
 }
 
-fn kind_routes<R>(mount: &str) -> OpenApiRouter<AppState>
+fn kind_routes<R>(mount: &str) -> Declared<AppState>
 where
     R: Served + Typed<Dto: ToSchema, Object: Serialize + Namespaced>,
 {
@@ -309,7 +310,7 @@ where
         paths(&output_path, output_operation::<R>()),
         output_route,
     );
-    OpenApiRouter::new()
+    Declared::new()
         .routes(list_doc)
         .routes(get_doc)
         .routes(output_doc)

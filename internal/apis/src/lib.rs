@@ -4,6 +4,7 @@
 mod auth;
 mod cors;
 mod dashboard;
+mod dispatch;
 mod docs;
 mod edge;
 mod envelope;
@@ -27,7 +28,7 @@ use axum::Router;
 use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{MethodRouter, get};
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -42,6 +43,7 @@ use utoipa_axum::routes;
 
 pub use auth::AuthMode;
 pub use cors::{AllowedOrigins, OriginError};
+use dispatch::RouteMatch;
 pub use edge::{BodyLimits, MAX_QUERY_BYTES};
 pub use envelope::{ApiError, Envelope};
 use fairness::ShareLayer;
@@ -82,6 +84,8 @@ pub enum SetupError {
     OpenApi(String),
     #[error("auth delegated needs a Kubernetes client to review requests with")]
     NoReviewer,
+    #[error("the route table refused a template")]
+    Routes(#[source] matchit::InsertError),
 }
 
 /// Cancelled when the server closes the connection a request came on (to make room for
@@ -432,10 +436,14 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let route = match request.extensions().get::<MatchedPath>() {
-            Some(matched) => Template::Matched(matched.clone()),
-            None => kubeapi::Paths::template(request.uri().path())
-                .map_or(Template::Unmatched, Template::Beside),
+        let extensions = request.extensions();
+        let route = if let Some(found) = extensions.get::<RouteMatch>() {
+            Template::Declared(found.route().clone())
+        } else if let Some(matched) = extensions.get::<MatchedPath>() {
+            Template::Matched(matched.clone())
+        } else {
+            kubeapi::Paths::template(request.uri().path())
+                .map_or(Template::Unmatched, Template::Beside)
         };
         let method = request.method().clone();
         let started = Instant::now();
@@ -454,9 +462,10 @@ where
     }
 }
 
-/// The route template a request is counted under: the router's match, or that of the paths
-/// served beside the router.
+/// The route template a request is counted under: the route table's match, axum's router's,
+/// or that of the Kubernetes API's paths.
 enum Template {
+    Declared(Arc<dispatch::Route>),
     Matched(MatchedPath),
     Beside(&'static str),
     Unmatched,
@@ -510,6 +519,18 @@ impl<F> Timed<F> {
     /// The answer marked stale (API answers only) and counted under its route.
     fn finish(&self, mut response: Response) -> Response {
         let p = &self.per;
+        if self.method == axum::http::Method::HEAD {
+            // GET's answer without its body, as axum's router makes it of what its routes
+            // answer: the refusals of the layers outside a route too (auth's, the share's).
+            if let Some(length) = http_body::Body::size_hint(response.body()).exact()
+                && !response.headers().contains_key(header::CONTENT_LENGTH)
+            {
+                response
+                    .headers_mut()
+                    .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+            }
+            *response.body_mut() = axum::body::Body::empty();
+        }
         if p.mark_stale {
             let source = p.state.workloads.source();
             if source.any_disconnected()
@@ -522,6 +543,7 @@ impl<F> Timed<F> {
         }
         p.state.metrics.observe(
             match &self.route {
+                Template::Declared(route) => route.template(),
                 Template::Matched(matched) => matched.as_str(),
                 Template::Beside(template) => template,
                 Template::Unmatched => "unmatched",
@@ -566,6 +588,7 @@ pub fn health_router(state: AppState, opts: &HttpOptions) -> App {
     App::new(
         Routes {
             router: app,
+            original: None,
             kube_paths: None,
             mount_under_kube: None,
         },
@@ -591,27 +614,14 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
         PerRequestLayer::new(state.clone(), opts.request_timeout, mark_stale, share)
     };
     let mount = mount_point(&opts.prefix)?;
-    let envelope_shares = ShareLayer::new(state.fairness.clone(), fairness::EnvelopeShares);
-    let api = routes::api(mount).merge(logs::routes(opts.logs, mount));
-    // The share inside auth, so a request is counted against the user it authenticated as;
-    // the per-request layer outermost, so refusals are timed and counted like any answer.
-    let api = match opts.auth {
-        AuthMode::None => api.route_layer(per_request_layer(true, Some(envelope_shares))),
-        AuthMode::Delegated => {
-            let layer = auth::AuthLayer {
-                reviewer: state.reviewer.clone().ok_or(SetupError::NoReviewer)?,
-                prefix: mount.to_string(),
-                scope: state.workloads.source().scope().map(str::to_string),
-                workloads: state.workloads.clone(),
-            };
-            api.route_layer(envelope_shares)
-                .route_layer(axum::middleware::from_fn_with_state(layer, auth::check))
-                .route_layer(per_request_layer(true, None))
-        }
-    };
-    let (app, mut openapi) = api
-        .merge(probes().route_layer(per_request_layer(false, None)))
+    // axum's router serves the probes, the OpenAPI document, the Kubernetes API's discovery
+    // and the dashboard; the route table leaves the paths of their templates to it.
+    let (beside, mut openapi) = probes()
+        .route_layer(per_request_layer(false, None))
         .split_for_parts();
+    let mut beside_templates: Vec<String> = openapi.paths.paths.keys().cloned().collect();
+    let mut original = routes::api(mount).merge(logs::routes(opts.logs, mount));
+    openapi.merge(original.take_openapi());
     let templates = routes::RouteTemplates::new(openapi.paths.paths.keys().map(String::as_str));
     docs::describe(&mut openapi);
     let openapi = bytes::Bytes::from(
@@ -619,7 +629,7 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
             .to_pretty_json()
             .map_err(|e| SetupError::OpenApi(e.to_string()))?,
     );
-    let app = app.route(
+    let beside = beside.route(
         docs::OPENAPI_PATH,
         get(move || {
             let body = openapi.clone();
@@ -627,11 +637,12 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
         })
         .fallback(edge::method_not_allowed),
     );
+    beside_templates.push(docs::OPENAPI_PATH.to_string());
     // The Kubernetes API, at the root; its reads are authorized as the apiserver would, and
     // each caller's share counted inside the check, against the user it authenticated as.
     let status_shares =
         ShareLayer::new(state.fairness.clone(), kubeapi::StatusShares(state.clone()));
-    let kube = kubeapi::routes();
+    let kube = served_beside(kubeapi::routes(), &mut beside_templates);
     let kube_paths = kubeapi::Paths {
         state: state.clone(),
         auth: opts.auth,
@@ -659,24 +670,61 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
             )
         }
     };
-    let app = app.merge(kube);
-    // Outside the API router, so no token is asked for the page: it holds no data.
-    let app = if opts.dashboard {
-        app.merge(dashboard::routes(mount).route_layer(per_request_layer(false, None)))
+    let beside = beside.merge(kube);
+    // Outside the API's routes, so no token is asked for the page: it holds no data.
+    let beside = if opts.dashboard {
+        beside.merge(
+            served_beside(dashboard::routes(mount), &mut beside_templates)
+                .route_layer(per_request_layer(false, None)),
+        )
     } else {
-        app
+        beside
     };
-    let app = app
-        .with_state(state)
-        .fallback_service(axum::handler::Handler::with_state(
-            routes::no_route,
-            templates,
-        ));
+    let beside =
+        beside
+            .with_state(state.clone())
+            .fallback_service(axum::handler::Handler::with_state(
+                routes::no_route,
+                templates,
+            ));
+    // The original API: its route table, and what is done around each of its requests once
+    // around the table. The share inside auth, so a request is counted against the user it
+    // authenticated as; the per-request layer outermost, so refusals are timed and counted
+    // like any answer.
+    let (table, dispatch) = original
+        .into_table(
+            state.clone(),
+            mount,
+            beside_templates.iter().map(String::as_str),
+        )
+        .map_err(SetupError::Routes)?;
+    let envelope_shares = ShareLayer::new(state.fairness.clone(), fairness::EnvelopeShares);
+    let layered = match opts.auth {
+        AuthMode::None => {
+            BoxCloneSyncService::new(per_request_layer(true, Some(envelope_shares)).layer(dispatch))
+        }
+        AuthMode::Delegated => {
+            let layer = auth::AuthLayer {
+                reviewer: state.reviewer.clone().ok_or(SetupError::NoReviewer)?,
+                prefix: mount.to_string(),
+                scope: state.workloads.source().scope().map(str::to_string),
+                workloads: state.workloads.clone(),
+            };
+            BoxCloneSyncService::new(
+                ServiceBuilder::new()
+                    .layer(per_request_layer(true, None))
+                    .layer(axum::middleware::from_fn_with_state(layer, auth::check))
+                    .layer(envelope_shares)
+                    .service(dispatch),
+            )
+        }
+    };
     Ok(App::new(
         Routes {
-            router: app,
+            router: beside,
+            original: Some(OriginalRoutes { table, layered }),
             kube_paths: Some(kube_paths),
-            // A prefix under /api/ (`/api/sailor`) keeps its own paths in the router.
+            // A prefix under /api/ (`/api/sailor`) keeps its own paths in the table.
             mount_under_kube: kubeapi::Paths::template(mount).map(|_| mount.to_string()),
         },
         opts,
@@ -685,18 +733,39 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
     ))
 }
 
-/// The router, and the Kubernetes API's paths under `/api/` and `/apis/` served beside it
-/// ([`kubeapi::Paths`]).
+/// `routes` for axum's router, their templates added to `templates`.
+fn served_beside<S: Clone + Send + Sync + 'static>(
+    routes: Vec<(&'static str, MethodRouter<S>)>,
+    templates: &mut Vec<String>,
+) -> Router<S> {
+    routes
+        .into_iter()
+        .fold(Router::new(), |router, (path, route)| {
+            templates.push(path.to_string());
+            router.route(path, route)
+        })
+}
+
+/// The original API's route table, and the layers around every request it finds.
+#[derive(Clone)]
+struct OriginalRoutes {
+    table: dispatch::Table,
+    layered: BoxCloneSyncService<Request, Response, Infallible>,
+}
+
+/// Where a request goes: the Kubernetes API's paths under `/api/` and `/apis/`
+/// ([`kubeapi::Paths`]), the original API's route table, or axum's router for the rest.
 #[derive(Clone)]
 struct Routes {
     router: Router,
+    original: Option<OriginalRoutes>,
     kube_paths: Option<BoxCloneSyncService<Request, Response, Infallible>>,
-    /// The prefix, when it is itself under `/api/` or `/apis/`: its paths are the router's.
+    /// The prefix, when it is itself under `/api/` or `/apis/`: its paths are the table's.
     mount_under_kube: Option<String>,
 }
 
 impl Routes {
-    /// Whether `path` is the Kubernetes API's, not the router's (the kube paths serve it).
+    /// Whether `path` is the Kubernetes API's, not the table's (the kube paths serve it).
     fn is_kube_path(&self, path: &str) -> bool {
         kubeapi::Paths::template(path).is_some()
             && !self.mount_under_kube.as_deref().is_some_and(|mount| {
@@ -718,15 +787,27 @@ impl Service<Request> for Routes {
         if let Some(kube_paths) = &mut self.kube_paths {
             std::task::ready!(kube_paths.poll_ready(cx))?;
         }
+        if let Some(original) = &mut self.original {
+            std::task::ready!(original.layered.poll_ready(cx))?;
+        }
         Service::<Request>::poll_ready(&mut self.router, cx)
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
-        let kube = self.is_kube_path(request.uri().path());
-        match &mut self.kube_paths {
-            Some(kube_paths) if kube => futures::future::Either::Right(kube_paths.call(request)),
-            _ => futures::future::Either::Left(self.router.call(request)),
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        use futures::future::Either::{Left, Right};
+        let path = request.uri().path();
+        if self.is_kube_path(path)
+            && let Some(kube_paths) = &mut self.kube_paths
+        {
+            return Right(kube_paths.call(request));
         }
+        if let Some(original) = &mut self.original
+            && let Some(found) = original.table.find(path)
+        {
+            request.extensions_mut().insert(found);
+            return Right(original.layered.call(request));
+        }
+        Left(self.router.call(request))
     }
 }
 

@@ -25,7 +25,6 @@ use confk8s::Access;
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use utoipa::IntoParams;
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use axum::routing::get;
@@ -37,6 +36,7 @@ use utoipa::openapi::{Content, Required, ResponseBuilder, ResponsesBuilder};
 use utoipa_axum::router::UtoipaMethodRouter;
 
 use super::auth::access;
+use super::dispatch::Declared;
 use super::envelope::{ApiError, ApiPath, ApiQuery, ErrorEnvelope};
 use super::routes::mounted;
 use super::{AppState, watch};
@@ -55,15 +55,15 @@ pub struct LogLimits {
 
 /// The log routes: a pod's, a label selector's, and one per kind whose objects run pods
 /// (its catalog row's `pods`); `limits` bound what each merged log may follow.
-pub(super) fn routes(limits: LogLimits, mount: &str) -> OpenApiRouter<AppState> {
-    let router: OpenApiRouter<AppState> = OpenApiRouter::new()
+pub(super) fn routes(limits: LogLimits, mount: &str) -> Declared<AppState> {
+    let declared = Declared::new()
         .routes(mounted(mount, routes!(pod_log)))
         .routes(mounted(mount, routes!(selected_pods_log)));
     workloads()
-        .fold(router, |router, (row, ownership)| {
-            router.routes(mounted(mount, workload_route(row, ownership)))
+        .fold(declared, |declared, (row, ownership)| {
+            declared.routes(mounted(mount, workload_route(row, ownership)))
         })
-        .layer(Extension(limits))
+        .with_extension(limits)
 }
 
 /// The kinds whose objects run pods, and how they own them: each has a merged log at

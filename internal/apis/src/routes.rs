@@ -6,11 +6,11 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
-use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
+use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
+use super::dispatch::Declared;
 use super::docs::{DeploymentDoc, KubernetesObjectDoc, PodDoc};
-use super::edge::enveloped_405;
 use super::envelope::{
     ApiError, ApiJson, ApiPath, ApiQuery, Envelope, ErrorEnvelope, ok, ok_json, ok_page_json,
 };
@@ -20,36 +20,31 @@ use biz::{
     ListRequest, OutputFormat, ReadAt, ServiceDto, Typed, Visibility,
 };
 
-/// Every API route: each is registered together with its OpenAPI description.
-pub fn api(mount: &str) -> OpenApiRouter<AppState> {
-    enveloped_405(
-        OpenApiRouter::new()
-            .routes(mounted(mount, routes!(ping)))
-            .routes(mounted(mount, routes!(list_deployments)))
-            .routes(mounted(mount, routes!(get_deployment, create_deployment, delete_deployment)))
-            .routes(mounted(mount, routes!(deployment_output)))
-            .routes(mounted(mount, routes!(scale_deployment)))
-            .routes(mounted(mount, routes!(pods_of_deployment)))
-            .routes(mounted(mount, routes!(services_of_deployment)))
-            .routes(mounted(mount, routes!(ingresses_of_deployment)))
-            .routes(mounted(mount, routes!(pods_of_service)))
-            .routes(mounted(mount, routes!(list_pods)))
-            .routes(mounted(mount, routes!(get_pod, delete_pod)))
-            .routes(mounted(mount, routes!(pod_output)))
-            .routes(mounted(mount, routes!(latest_pod_event)))
-            .routes(mounted(mount, routes!(pod_events)))
-            // Beside the generic GET of their path.
-            .routes(mounted(mount, routes!(create_service)))
-            .routes(mounted(mount, routes!(create_ingress)))
-            .merge(kinds::routes(mount))
-            .merge(kinds::resource_routes(mount)),
-        mount,
-    )
+/// Every API route: each is declared together with its OpenAPI description.
+pub(super) fn api(mount: &str) -> Declared<AppState> {
+    Declared::new()
+        .routes(mounted(mount, routes!(ping)))
+        .routes(mounted(mount, routes!(list_deployments)))
+        .routes(mounted(mount, routes!(get_deployment, create_deployment, delete_deployment)))
+        .routes(mounted(mount, routes!(deployment_output)))
+        .routes(mounted(mount, routes!(scale_deployment)))
+        .routes(mounted(mount, routes!(pods_of_deployment)))
+        .routes(mounted(mount, routes!(services_of_deployment)))
+        .routes(mounted(mount, routes!(ingresses_of_deployment)))
+        .routes(mounted(mount, routes!(pods_of_service)))
+        .routes(mounted(mount, routes!(list_pods)))
+        .routes(mounted(mount, routes!(get_pod, delete_pod)))
+        .routes(mounted(mount, routes!(pod_output)))
+        .routes(mounted(mount, routes!(latest_pod_event)))
+        .routes(mounted(mount, routes!(pod_events)))
+        // Beside the generic GET of their path.
+        .routes(mounted(mount, routes!(create_service)))
+        .routes(mounted(mount, routes!(create_ingress)))
+        .merge(kinds::routes(mount))
+        .merge(kinds::resource_routes(mount))
 }
 
-/// `routes` under `mount`, in the router and its OpenAPI description alike: what `nest`
-/// does, without the layer `nest` puts around each route to cut the prefix from every
-/// request's URI again (a new URI formatted and parsed per request).
+/// `routes` under `mount`, in the route table and its OpenAPI description alike.
 pub(super) fn mounted(
     mount: &str,
     (schemas, mut paths, router): UtoipaMethodRouter<AppState>,

@@ -1375,6 +1375,7 @@ async fn a_panicking_handler_is_a_500_in_the_envelope() {
     let opts = options(&["http://spa.example"]);
     let routes = Routes {
         router: routes,
+        original: None,
         kube_paths: None,
         mount_under_kube: None,
     };

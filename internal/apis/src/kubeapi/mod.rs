@@ -18,11 +18,10 @@ mod review;
 mod status;
 mod websocket;
 
-use axum::Router;
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{MethodRouter, get};
 
 use super::AppState;
 use crate::auth::AuthMode;
@@ -38,18 +37,19 @@ pub(super) use websocket::asks_websocket;
 
 /// The routes of the Kubernetes API besides the paths under `/api/` and `/apis/`, which
 /// [`Paths`] serves.
-pub(super) fn routes() -> Router<AppState> {
+pub(super) fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
     let refused = || async { Status::method_not_allowed() };
-    Router::new()
-        .route("/version", get(discovery::version).fallback(refused))
-        .route("/api", get(discovery::core_versions).fallback(refused))
-        .route("/apis", get(discovery::groups).fallback(refused))
-        .route("/openapi/v2", get(openapi::document).fallback(refused))
-        .route("/openapi/v3", get(openapi::document).fallback(refused))
-        .route(
+    vec![
+        ("/version", get(discovery::version).fallback(refused)),
+        ("/api", get(discovery::core_versions).fallback(refused)),
+        ("/apis", get(discovery::groups).fallback(refused)),
+        ("/openapi/v2", get(openapi::document).fallback(refused)),
+        ("/openapi/v3", get(openapi::document).fallback(refused)),
+        (
             "/openapi/v3/{*path}",
             get(openapi::document).fallback(refused),
-        )
+        ),
+    ]
 }
 
 /// The query parameters that make a request a stream.

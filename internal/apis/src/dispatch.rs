@@ -1,0 +1,357 @@
+//! The original API's routes, found by a path table of our own rather than by axum's router,
+//! as [`super::kubeapi::Paths`] finds the Kubernetes API's. axum's router decodes every path
+//! parameter into a new string and inserts it, inserts the matched path, and a route layer
+//! boxes each route again around the route it wraps, so that a request clones two boxed
+//! services: together about a tenth of a GET's instructions (bench/analysis.md). Here the
+//! table is matchit, as in axum, a match is one extension read by everything after it (the
+//! access rules, the fair share, the metrics, [`super::envelope::ApiPath`]), the layers around
+//! every request are one stack around the whole table, and each connection calls its own copy
+//! of a route in place.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::extract::Request;
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::MethodRouter;
+use futures::future::BoxFuture;
+use percent_encoding::percent_decode_str;
+use tower::Service;
+use utoipa::openapi::{Components, OpenApi};
+use utoipa_axum::router::UtoipaMethodRouter;
+
+use super::edge::not_allowed_answer;
+use super::envelope::ApiError;
+
+/// Routes declared with their OpenAPI description, as `OpenApiRouter` keeps them, each
+/// route's `MethodRouter` kept by its template for the [`Table`] instead of handed to an axum
+/// router.
+pub(super) struct Declared<S> {
+    routes: Vec<(String, MethodRouter<S>)>,
+    openapi: OpenApi,
+}
+
+impl<S: Clone + Send + Sync + 'static> Declared<S> {
+    pub(super) fn new() -> Declared<S> {
+        Declared {
+            routes: Vec::new(),
+            openapi: OpenApi::default(),
+        }
+    }
+
+    /// A route with its description (utoipa's `routes!`), as `OpenApiRouter::routes` adds it.
+    pub(super) fn routes(mut self, (schemas, paths, router): UtoipaMethodRouter<S>) -> Declared<S> {
+        for template in paths.paths.keys() {
+            self = self.route(template, router.clone());
+        }
+        let mut described = OpenApi::default();
+        described.paths = paths;
+        described.components = Some(Components::new());
+        if let Some(components) = described.components.as_mut() {
+            components.schemas.extend(schemas);
+        }
+        self.openapi.merge(described);
+        self
+    }
+
+    /// A route without a description; on a template declared before, beside its methods.
+    pub(super) fn route(mut self, template: &str, router: MethodRouter<S>) -> Declared<S> {
+        match self.routes.iter_mut().find(|(t, _)| t == template) {
+            Some((_, declared)) => {
+                *declared = std::mem::replace(declared, MethodRouter::new()).merge(router);
+            }
+            None => self.routes.push((template.to_string(), router)),
+        }
+        self
+    }
+
+    pub(super) fn merge(mut self, other: Declared<S>) -> Declared<S> {
+        for (template, router) in other.routes {
+            self = self.route(&template, router);
+        }
+        self.openapi.merge(other.openapi);
+        self
+    }
+
+    /// Each route with `value` among its requests' extensions.
+    pub(super) fn with_extension<T: Clone + Send + Sync + 'static>(self, value: T) -> Declared<S> {
+        Declared {
+            routes: (self.routes.into_iter())
+                .map(|(template, router)| (template, router.layer(axum::Extension(value.clone()))))
+                .collect(),
+            openapi: self.openapi,
+        }
+    }
+
+    /// The routes' description, taken: the table is built without it.
+    pub(super) fn take_openapi(&mut self) -> OpenApi {
+        std::mem::take(&mut self.openapi)
+    }
+
+    /// The table of these routes under `mount`, given their state, beside the templates an
+    /// axum router serves (`elsewhere`): a path they match is left to it, as axum's router
+    /// prefers a fixed segment to a parameter. Each route answers a method it does not take
+    /// with the enveloped 405 (and `Allow`), naming its path as under the mount.
+    pub(super) fn into_table<'a>(
+        self,
+        state: S,
+        mount: &str,
+        elsewhere: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(Table, Dispatch), matchit::InsertError> {
+        let mut paths = matchit::Router::new();
+        let mut routes = Vec::with_capacity(self.routes.len());
+        let mount: Arc<str> = mount.into();
+        for (index, (template, router)) in self.routes.into_iter().enumerate() {
+            let names = param_names(&template);
+            paths.insert(
+                template.clone(),
+                Target::Declared(Arc::new(Route {
+                    template,
+                    names,
+                    index,
+                })),
+            )?;
+            let mount = mount.clone();
+            let not_allowed = move |method: Method, uri: axum::http::Uri| {
+                let mount = mount.clone();
+                async move {
+                    let path = uri.path();
+                    not_allowed_answer(&method, path.strip_prefix(&*mount).unwrap_or(path))
+                }
+            };
+            routes.push(router.fallback(not_allowed).with_state(state.clone()));
+        }
+        for template in elsewhere {
+            // A template served by both is the table's: axum's router would refuse it twice.
+            match paths.insert(template, Target::Elsewhere) {
+                Ok(()) | Err(matchit::InsertError::Conflict { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((
+            Table(Arc::new(paths)),
+            Dispatch {
+                routes: routes.into(),
+                ready: Vec::new(),
+            },
+        ))
+    }
+}
+
+/// The parameters' names of a matchit template (`/pods/{name}`), in order.
+fn param_names(template: &str) -> Box<[String]> {
+    template
+        .split('/')
+        .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
+        .map(|name| name.trim_start_matches('*').to_string())
+        .collect()
+}
+
+enum Target {
+    Declared(Arc<Route>),
+    /// A template of the axum router beside the table.
+    Elsewhere,
+}
+
+/// A declared route: its template (under the mount) and its parameters' names.
+#[derive(Debug)]
+pub(super) struct Route {
+    template: String,
+    names: Box<[String]>,
+    /// Its place among the [`Dispatch`]'s routes.
+    index: usize,
+}
+
+impl Route {
+    /// The template, under the mount (`/k8sailor/v0/pods/{name}`).
+    pub(super) fn template(&self) -> &str {
+        &self.template
+    }
+}
+
+/// The templates of the declared routes, shared by every connection.
+#[derive(Clone)]
+pub(super) struct Table(Arc<matchit::Router<Target>>);
+
+impl Table {
+    /// The declared route `path` names, with its parameters; None for a path the table does
+    /// not serve (or leaves to the axum router).
+    pub(super) fn find(&self, path: &str) -> Option<RouteMatch> {
+        let found = self.0.at(path).ok()?;
+        let Target::Declared(route) = found.value else {
+            return None;
+        };
+        let mut values = Vec::with_capacity(route.names.len());
+        let mut invalid = None;
+        for (name, raw) in found.params.iter() {
+            // Most names have nothing escaped: a plain copy then, not a decode.
+            let value = if raw.contains('%') {
+                match percent_decode_str(raw).decode_utf8() {
+                    Ok(value) => value.into_owned(),
+                    Err(_) => {
+                        invalid.get_or_insert_with(|| {
+                            format!("`{name}` is not UTF-8 once percent-decoded: {raw}")
+                        });
+                        String::new()
+                    }
+                }
+            } else {
+                raw.to_string()
+            };
+            values.push(value);
+        }
+        Some(RouteMatch {
+            route: route.clone(),
+            values,
+            invalid,
+        })
+    }
+}
+
+/// The declared route a request was found at, among its extensions: what the access rules,
+/// the fair share, the metrics and [`super::envelope::ApiPath`] read.
+#[derive(Clone, Debug)]
+pub(super) struct RouteMatch {
+    route: Arc<Route>,
+    /// The parameters' values, percent-decoded, in the template's order.
+    values: Vec<String>,
+    /// Why a value could not be decoded: the request is a 400.
+    invalid: Option<String>,
+}
+
+impl RouteMatch {
+    pub(super) fn template(&self) -> &str {
+        &self.route.template
+    }
+
+    pub(super) fn route(&self) -> &Arc<Route> {
+        &self.route
+    }
+
+    /// The parameters' values in the template's order, or why they are not valid.
+    pub(super) fn values(&self) -> Result<&[String], &str> {
+        match &self.invalid {
+            Some(reason) => Err(reason),
+            None => Ok(&self.values),
+        }
+    }
+
+    pub(super) fn param(&self, name: &str) -> Option<&str> {
+        let at = self.route.names.iter().position(|n| n == name)?;
+        self.values.get(at).map(String::as_str)
+    }
+}
+
+/// The innermost service: the route a request was found at ([`RouteMatch`]), called.
+pub(super) struct Dispatch {
+    routes: Arc<[MethodRouter]>,
+    /// This connection's copies of the routes it called: a `MethodRouter` is called through
+    /// `&mut`, and cloning one per request clones each of its methods.
+    ready: Vec<Option<MethodRouter>>,
+}
+
+impl Clone for Dispatch {
+    fn clone(&self) -> Dispatch {
+        Dispatch {
+            routes: self.routes.clone(),
+            ready: Vec::new(),
+        }
+    }
+}
+
+impl Service<Request> for Dispatch {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let Some(index) = (request.extensions().get::<RouteMatch>()).map(|m| m.route.index) else {
+            // Only the table sends requests here, each with its match.
+            let refusal = ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error: a request reached the routes without its match",
+            );
+            return Box::pin(std::future::ready(Ok(refusal.into_response())));
+        };
+        if self.ready.len() <= index {
+            self.ready.resize_with(self.routes.len(), || None);
+        }
+        let route = self.ready[index].get_or_insert_with(|| self.routes[index].clone());
+        Box::pin(route.call(request))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::routing::get;
+
+    use super::*;
+
+    fn table(templates: &[&str], elsewhere: &[&str]) -> Table {
+        let declared = templates
+            .iter()
+            .fold(Declared::<()>::new(), |declared, template| {
+                declared.route(template, get(|| async { "" }))
+            });
+        let (table, _) = declared
+            .into_table((), "/v0", elsewhere.iter().copied())
+            .expect("templates insert");
+        table
+    }
+
+    #[test]
+    fn a_match_carries_its_template_and_decoded_values() {
+        let table = table(
+            &["/v0/pods", "/v0/pods/{name}", "/v0/{resource}/{name}"],
+            &[],
+        );
+        let found = table.find("/v0/pods/web-1").expect("matches");
+        assert_eq!(found.template(), "/v0/pods/{name}");
+        assert_eq!(found.values(), Ok(&["web-1".to_string()][..]));
+        assert_eq!(found.param("name"), Some("web-1"));
+
+        let found = table.find("/v0/configmaps/a%20b").expect("matches");
+        assert_eq!(found.template(), "/v0/{resource}/{name}");
+        assert_eq!(found.param("resource"), Some("configmaps"));
+        assert_eq!(found.param("name"), Some("a b"));
+
+        assert!(table.find("/v0/pods/").is_none());
+        assert!(table.find("/other").is_none());
+    }
+
+    #[test]
+    fn a_value_that_is_not_utf8_makes_the_match_invalid() {
+        let table = table(&["/v0/pods/{name}"], &[]);
+        let found = table.find("/v0/pods/%FF%FE").expect("matches");
+        let reason = found.values().expect_err("not UTF-8");
+        assert!(reason.contains("`name`"), "{reason}");
+    }
+
+    #[test]
+    fn the_other_routers_fixed_templates_win_over_parameters() {
+        let table = table(
+            &["/{resource}", "/{resource}/{name}"],
+            &["/livez", "/openapi/v3/{*path}"],
+        );
+        assert!(table.find("/livez").is_none());
+        assert!(table.find("/openapi/v3/apis").is_none());
+        assert_eq!(
+            table.find("/pods").expect("matches").template(),
+            "/{resource}"
+        );
+    }
+
+    #[test]
+    fn a_template_declared_twice_keeps_both_methods() {
+        let declared = Declared::<()>::new()
+            .route("/v0/services/{name}", get(|| async { "" }))
+            .route("/v0/services/{name}", axum::routing::post(|| async { "" }));
+        assert_eq!(declared.routes.len(), 1);
+    }
+}
