@@ -427,7 +427,7 @@ pub(super) async fn check(
         )
         .into_response();
     };
-    if let Err(reason) = found.values() {
+    if let Some(reason) = found.invalid() {
         return ApiError::new(StatusCode::BAD_REQUEST, format!("invalid path: {reason}"))
             .into_response();
     }

@@ -9,6 +9,7 @@
 //! of a route in place.
 
 use std::convert::Infallible;
+use std::future::Ready;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -16,7 +17,8 @@ use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
-use futures::future::BoxFuture;
+use axum::routing::future::RouteFuture;
+use futures::future::Either;
 use percent_encoding::percent_decode_str;
 use tower::Service;
 use utoipa::openapi::{Components, OpenApi};
@@ -99,20 +101,25 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
         state: S,
         mount: &str,
         elsewhere: impl IntoIterator<Item = &'a str>,
-    ) -> Result<(Table, Dispatch), matchit::InsertError> {
+    ) -> Result<(Table, Dispatch), TableError> {
         let mut paths = matchit::Router::new();
         let mut routes = Vec::with_capacity(self.routes.len());
         let mount: Arc<str> = mount.into();
         for (index, (template, router)) in self.routes.into_iter().enumerate() {
             let names = param_names(&template);
-            paths.insert(
-                template.clone(),
-                Target::Declared(Arc::new(Route {
-                    template,
-                    names,
-                    index,
-                })),
-            )?;
+            if names.len() > MAX_PARAMS {
+                return Err(TableError::Params(template));
+            }
+            paths
+                .insert(
+                    template.clone(),
+                    Target::Declared(Arc::new(Route {
+                        template,
+                        names,
+                        index,
+                    })),
+                )
+                .map_err(TableError::Insert)?;
             let mount = mount.clone();
             let not_allowed = move |method: Method, uri: axum::http::Uri| {
                 let mount = mount.clone();
@@ -127,7 +134,7 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
             // A template served by both is the table's: axum's router would refuse it twice.
             match paths.insert(template, Target::Elsewhere) {
                 Ok(()) | Err(matchit::InsertError::Conflict { .. }) => {}
-                Err(e) => return Err(e),
+                Err(e) => return Err(TableError::Insert(e)),
             }
         }
         Ok((
@@ -139,6 +146,19 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
         ))
     }
 }
+
+/// Why the declared routes make no table.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("matchit refused a template")]
+    Insert(#[source] matchit::InsertError),
+    #[error("the route {0} has more than {MAX_PARAMS} parameters")]
+    Params(String),
+}
+
+/// The most parameters a route's template has (`/{resource}/{name}/output`): a match keeps
+/// their values in place.
+const MAX_PARAMS: usize = 2;
 
 /// The parameters' names of a matchit template (`/pods/{name}`), in order.
 fn param_names(template: &str) -> Box<[String]> {
@@ -183,13 +203,13 @@ impl Table {
         let Target::Declared(route) = found.value else {
             return None;
         };
-        let mut values = Vec::with_capacity(route.names.len());
+        let mut values: [String; MAX_PARAMS] = Default::default();
         let mut invalid = None;
-        for (name, raw) in found.params.iter() {
+        for ((name, raw), value) in found.params.iter().zip(&mut values) {
             // Most names have nothing escaped: a plain copy then, not a decode.
-            let value = if raw.contains('%') {
+            *value = if raw.contains('%') {
                 match percent_decode_str(raw).decode_utf8() {
-                    Ok(value) => value.into_owned(),
+                    Ok(decoded) => decoded.into_owned(),
                     Err(_) => {
                         invalid.get_or_insert_with(|| {
                             format!("`{name}` is not UTF-8 once percent-decoded: {raw}")
@@ -200,7 +220,6 @@ impl Table {
             } else {
                 raw.to_string()
             };
-            values.push(value);
         }
         Some(RouteMatch {
             route: route.clone(),
@@ -215,8 +234,9 @@ impl Table {
 #[derive(Clone, Debug)]
 pub(super) struct RouteMatch {
     route: Arc<Route>,
-    /// The parameters' values, percent-decoded, in the template's order.
-    values: Vec<String>,
+    /// The parameters' values, percent-decoded, in the template's order (the first
+    /// `route.names.len()`), until the handler takes them.
+    values: [String; MAX_PARAMS],
     /// Why a value could not be decoded: the request is a 400.
     invalid: Option<String>,
 }
@@ -230,17 +250,24 @@ impl RouteMatch {
         &self.route
     }
 
-    /// The parameters' values in the template's order, or why they are not valid.
-    pub(super) fn values(&self) -> Result<&[String], &str> {
-        match &self.invalid {
-            Some(reason) => Err(reason),
-            None => Ok(&self.values),
-        }
+    /// Why the parameters are not valid, if they are not.
+    pub(super) fn invalid(&self) -> Option<&str> {
+        self.invalid.as_deref()
     }
 
     pub(super) fn param(&self, name: &str) -> Option<&str> {
         let at = self.route.names.iter().position(|n| n == name)?;
         self.values.get(at).map(String::as_str)
+    }
+
+    /// The parameters' values in the template's order, taken, or why they are not valid: the
+    /// handler's, which reads them once (no copy made).
+    pub(super) fn take_values(&mut self) -> Result<impl Iterator<Item = String> + '_, &str> {
+        if let Some(reason) = &self.invalid {
+            return Err(reason);
+        }
+        let count = self.route.names.len();
+        Ok(self.values.iter_mut().take(count).map(std::mem::take))
     }
 }
 
@@ -264,7 +291,7 @@ impl Clone for Dispatch {
 impl Service<Request> for Dispatch {
     type Response = Response;
     type Error = Infallible;
-    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+    type Future = Either<RouteFuture<Infallible>, Ready<Result<Response, Infallible>>>;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
@@ -277,13 +304,13 @@ impl Service<Request> for Dispatch {
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal error: a request reached the routes without its match",
             );
-            return Box::pin(std::future::ready(Ok(refusal.into_response())));
+            return Either::Right(std::future::ready(Ok(refusal.into_response())));
         };
         if self.ready.len() <= index {
             self.ready.resize_with(self.routes.len(), || None);
         }
         let route = self.ready[index].get_or_insert_with(|| self.routes[index].clone());
-        Box::pin(route.call(request))
+        Either::Left(route.call(request))
     }
 }
 
@@ -313,13 +340,15 @@ mod tests {
         );
         let found = table.find("/v0/pods/web-1").expect("matches");
         assert_eq!(found.template(), "/v0/pods/{name}");
-        assert_eq!(found.values(), Ok(&["web-1".to_string()][..]));
+        assert_eq!(found.invalid(), None);
         assert_eq!(found.param("name"), Some("web-1"));
 
-        let found = table.find("/v0/configmaps/a%20b").expect("matches");
+        let mut found = table.find("/v0/configmaps/a%20b").expect("matches");
         assert_eq!(found.template(), "/v0/{resource}/{name}");
         assert_eq!(found.param("resource"), Some("configmaps"));
         assert_eq!(found.param("name"), Some("a b"));
+        let taken: Vec<String> = found.take_values().expect("valid").collect();
+        assert_eq!(taken, ["configmaps", "a b"]);
 
         assert!(table.find("/v0/pods/").is_none());
         assert!(table.find("/other").is_none());
@@ -329,7 +358,7 @@ mod tests {
     fn a_value_that_is_not_utf8_makes_the_match_invalid() {
         let table = table(&["/v0/pods/{name}"], &[]);
         let found = table.find("/v0/pods/%FF%FE").expect("matches");
-        let reason = found.values().expect_err("not UTF-8");
+        let reason = found.invalid().expect("not UTF-8");
         assert!(reason.contains("`name`"), "{reason}");
     }
 

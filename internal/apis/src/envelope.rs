@@ -338,24 +338,20 @@ pub struct ApiPath<T>(pub T);
 
 /// What a route's parameters are read as, in the template's order.
 pub trait PathValues: Sized {
-    fn from_values(values: &[String]) -> Option<Self>;
+    fn from_values(values: impl Iterator<Item = String>) -> Option<Self>;
 }
 
 impl PathValues for String {
-    fn from_values(values: &[String]) -> Option<String> {
-        match values {
-            [value] => Some(value.clone()),
-            _ => None,
-        }
+    fn from_values(mut values: impl Iterator<Item = String>) -> Option<String> {
+        let value = values.next()?;
+        values.next().is_none().then_some(value)
     }
 }
 
 impl PathValues for (String, String) {
-    fn from_values(values: &[String]) -> Option<(String, String)> {
-        match values {
-            [first, second] => Some((first.clone(), second.clone())),
-            _ => None,
-        }
+    fn from_values(mut values: impl Iterator<Item = String>) -> Option<(String, String)> {
+        let pair = (values.next()?, values.next()?);
+        values.next().is_none().then_some(pair)
     }
 }
 
@@ -363,25 +359,25 @@ impl<S: Send + Sync, T: PathValues> FromRequestParts<S> for ApiPath<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        let Some(found) = parts.extensions.get::<RouteMatch>() else {
+        let Some(found) = parts.extensions.get_mut::<RouteMatch>() else {
             return Err(ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal error: a route's parameters read outside the route table",
             ));
         };
-        let values = found.values().map_err(|reason| {
+        let values = found.take_values().map_err(|reason| {
             ApiError::new(StatusCode::BAD_REQUEST, format!("invalid path: {reason}"))
         })?;
-        T::from_values(values).map(ApiPath).ok_or_else(|| {
-            ApiError::new(
+        match T::from_values(values) {
+            Some(values) => Ok(ApiPath(values)),
+            None => Err(ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!(
-                    "internal error: the route {} has {} parameters where its handler reads another number",
-                    found.template(),
-                    values.len()
+                    "internal error: the route {} has another number of parameters than its handler reads",
+                    found.template()
                 ),
-            )
-        })
+            )),
+        }
     }
 }
 

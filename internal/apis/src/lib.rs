@@ -84,8 +84,8 @@ pub enum SetupError {
     OpenApi(String),
     #[error("auth delegated needs a Kubernetes client to review requests with")]
     NoReviewer,
-    #[error("the route table refused a template")]
-    Routes(#[source] matchit::InsertError),
+    #[error("cannot build the route table")]
+    Routes(#[source] dispatch::TableError),
 }
 
 /// Cancelled when the server closes the connection a request came on (to make room for
@@ -701,7 +701,7 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
     let envelope_shares = ShareLayer::new(state.fairness.clone(), fairness::EnvelopeShares);
     let layered = match opts.auth {
         AuthMode::None => {
-            BoxCloneSyncService::new(per_request_layer(true, Some(envelope_shares)).layer(dispatch))
+            OriginalLayers::Open(per_request_layer(true, Some(envelope_shares)).layer(dispatch))
         }
         AuthMode::Delegated => {
             let layer = auth::AuthLayer {
@@ -710,13 +710,13 @@ pub fn router(state: AppState, opts: &HttpOptions) -> Result<App, SetupError> {
                 scope: state.workloads.source().scope().map(str::to_string),
                 workloads: state.workloads.clone(),
             };
-            BoxCloneSyncService::new(
+            OriginalLayers::Delegated(BoxCloneSyncService::new(
                 ServiceBuilder::new()
                     .layer(per_request_layer(true, None))
                     .layer(axum::middleware::from_fn_with_state(layer, auth::check))
                     .layer(envelope_shares)
                     .service(dispatch),
-            )
+            ))
         }
     };
     Ok(App::new(
@@ -750,8 +750,18 @@ fn served_beside<S: Clone + Send + Sync + 'static>(
 #[derive(Clone)]
 struct OriginalRoutes {
     table: dispatch::Table,
-    layered: BoxCloneSyncService<Request, Response, Infallible>,
+    layered: OriginalLayers,
 }
+
+/// The layers around the table's requests: without auth as they are, so that a GET makes no
+/// box for them; boxed with delegated auth's check among them.
+#[derive(Clone)]
+enum OriginalLayers {
+    Open(PerRequestService<dispatch::Dispatch>),
+    Delegated(BoxCloneSyncService<Request, Response, Infallible>),
+}
+
+type OpenFuture = Timed<fairness::Counted<<dispatch::Dispatch as Service<Request>>::Future>>;
 
 /// Where a request goes: the Kubernetes API's paths under `/api/` and `/apis/`
 /// ([`kubeapi::Paths`]), the original API's route table, or axum's router for the rest.
@@ -780,15 +790,17 @@ impl Service<Request> for Routes {
     type Error = Infallible;
     type Future = futures::future::Either<
         axum::routing::future::RouteFuture<Infallible>,
-        BoxFuture<'static, Result<Response, Infallible>>,
+        futures::future::Either<BoxFuture<'static, Result<Response, Infallible>>, OpenFuture>,
     >;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         if let Some(kube_paths) = &mut self.kube_paths {
             std::task::ready!(kube_paths.poll_ready(cx))?;
         }
-        if let Some(original) = &mut self.original {
-            std::task::ready!(original.layered.poll_ready(cx))?;
+        match self.original.as_mut().map(|original| &mut original.layered) {
+            Some(OriginalLayers::Open(layered)) => std::task::ready!(layered.poll_ready(cx))?,
+            Some(OriginalLayers::Delegated(layered)) => std::task::ready!(layered.poll_ready(cx))?,
+            None => {}
         }
         Service::<Request>::poll_ready(&mut self.router, cx)
     }
@@ -799,13 +811,16 @@ impl Service<Request> for Routes {
         if self.is_kube_path(path)
             && let Some(kube_paths) = &mut self.kube_paths
         {
-            return Right(kube_paths.call(request));
+            return Right(Left(kube_paths.call(request)));
         }
         if let Some(original) = &mut self.original
             && let Some(found) = original.table.find(path)
         {
             request.extensions_mut().insert(found);
-            return Right(original.layered.call(request));
+            return Right(match &mut original.layered {
+                OriginalLayers::Open(layered) => Right(layered.call(request)),
+                OriginalLayers::Delegated(layered) => Left(layered.call(request)),
+            });
         }
         Left(self.router.call(request))
     }
