@@ -48,12 +48,11 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
         for template in paths.paths.keys() {
             self = self.route(template, router.clone());
         }
+        let mut components = Components::new();
+        components.schemas.extend(schemas);
         let mut described = OpenApi::default();
         described.paths = paths;
-        described.components = Some(Components::new());
-        if let Some(components) = described.components.as_mut() {
-            components.schemas.extend(schemas);
-        }
+        described.components = Some(components);
         self.openapi.merge(described);
         self
     }
@@ -131,11 +130,9 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
             routes.push(router.fallback(not_allowed).with_state(state.clone()));
         }
         for template in elsewhere {
-            // A template served by both is the table's: axum's router would refuse it twice.
-            match paths.insert(template, Target::Elsewhere) {
-                Ok(()) | Err(matchit::InsertError::Conflict { .. }) => {}
-                Err(e) => return Err(TableError::Insert(e)),
-            }
+            paths
+                .insert(template, Target::Elsewhere)
+                .map_err(TableError::Insert)?;
         }
         Ok((
             Table(Arc::new(paths)),
