@@ -373,11 +373,42 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_template_declared_twice_keeps_both_methods() {
-        let declared = Declared::<()>::new()
-            .route("/v0/services/{name}", get(|| async { "" }))
-            .route("/v0/services/{name}", axum::routing::post(|| async { "" }));
-        assert_eq!(declared.routes.len(), 1);
+    #[tokio::test]
+    async fn a_template_declared_twice_answers_both_methods_and_refuses_others() {
+        let (table, mut dispatch) = Declared::<()>::new()
+            .route("/v0/services/{name}", get(|| async { "get" }))
+            .route(
+                "/v0/services/{name}",
+                axum::routing::post(|| async { "post" }),
+            )
+            .into_table((), "/v0", [])
+            .expect("templates insert");
+        for (method, status, allow) in [
+            (Method::GET, StatusCode::OK, None),
+            (Method::POST, StatusCode::OK, None),
+            (
+                Method::PUT,
+                StatusCode::METHOD_NOT_ALLOWED,
+                Some("GET,HEAD,POST"),
+            ),
+        ] {
+            let path = "/v0/services/web";
+            let mut request = Request::builder()
+                .method(method.clone())
+                .uri(path)
+                .body(axum::body::Body::empty())
+                .expect("a request");
+            request
+                .extensions_mut()
+                .insert(table.find(path).expect("matches"));
+            let response = dispatch.call(request).await.expect("infallible");
+            assert_eq!(response.status(), status, "{method}");
+            let allowed = response.headers().get(axum::http::header::ALLOW);
+            assert_eq!(
+                allowed.map(|a| a.to_str().expect("ASCII")),
+                allow,
+                "{method}"
+            );
+        }
     }
 }

@@ -317,23 +317,13 @@ where
 
 /// The routes, each answering the methods it does not take in the envelope (axum still adds
 /// the `Allow` header). Set once every route is in, whichever handlers share a path, and
-/// before the layers, so 405s are timed and counted. A 405 names the path under `mount`,
-/// as the routes are written.
+/// before the layers, so 405s are timed and counted. (The original API's routes get theirs,
+/// named under the mount, in `dispatch::Declared::into_table`.)
 pub(super) fn enveloped_405<S: Clone + Send + Sync + 'static>(
     routes: OpenApiRouter<S>,
-    mount: &str,
 ) -> OpenApiRouter<S> {
     let (router, openapi) = routes.split_for_parts();
-    let mount: Arc<str> = mount.into();
-    let mut routes = OpenApiRouter::from(router.method_not_allowed_fallback(
-        move |method: Method, uri: Uri| {
-            let mount = mount.clone();
-            async move {
-                let path = uri.path();
-                not_allowed_answer(&method, path.strip_prefix(&*mount).unwrap_or(path))
-            }
-        },
-    ));
+    let mut routes = OpenApiRouter::from(router.method_not_allowed_fallback(method_not_allowed));
     *routes.get_openapi_mut() = openapi;
     routes
 }

@@ -563,7 +563,6 @@ fn probes() -> OpenApiRouter<AppState> {
             .routes(routes!(health::livez))
             .routes(routes!(health::readyz))
             .routes(routes!(metrics::serve)),
-        "",
     )
 }
 
