@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -115,57 +115,126 @@ struct OverShare {
     share: usize,
 }
 
-/// How much of one bound each identity holds.
-#[derive(Debug)]
-struct Ledger<K> {
-    bound: usize,
-    /// Hashed with foldhash (seeded per process): taken and given back on every request.
-    held: HashMap<K, usize, foldhash::fast::RandomState>,
+/// What one identity holds, shared by its connections (each keeps the slot of the identity
+/// it last served) and its permits: taken and given back on every request without a lock.
+#[derive(Debug, Default)]
+struct Slot {
+    requests: AtomicUsize,
+    watches: AtomicUsize,
 }
 
-impl<K: Clone + Eq + std::hash::Hash> Ledger<K> {
+impl Slot {
+    fn of(&self, held: Held) -> &AtomicUsize {
+        match held {
+            Held::Requests => &self.requests,
+            Held::Watches => &self.watches,
+        }
+    }
+}
+
+/// One bound divided among the identities holding any of it.
+#[derive(Debug)]
+struct Bound {
+    bound: usize,
+    /// Identities holding any: a slot's count going from 0 to 1 adds one, back to 0 takes
+    /// one away. Signed: for an instant, two threads may count one identity's two steps here
+    /// in the other order.
+    holders: AtomicIsize,
+    refused: AtomicU64,
+}
+
+impl Bound {
     fn new(bound: usize) -> Self {
-        Ledger {
+        Bound {
             bound,
-            held: HashMap::default(),
+            holders: AtomicIsize::new(0),
+            refused: AtomicU64::new(0),
         }
     }
 
     /// The share of each of `holders` identities: the bound divided among them, rounded up,
     /// at least one.
-    fn share_among(&self, holders: usize) -> usize {
-        self.bound.div_ceil(holders.max(1)).max(1)
+    fn share_among(&self, holders: isize) -> usize {
+        self.bound.div_ceil(holders.max(1).unsigned_abs()).max(1)
     }
 
-    /// One more for `who`, unless it already holds its share, counted as if it held one: one
-    /// holding none (most requests find their identity so) may always take one.
-    fn take(&mut self, who: &K) -> Result<(), OverShare> {
-        let share = self.share_among(self.held.len());
-        match self.held.get_mut(who) {
-            Some(held) if *held >= share => Err(OverShare { held: *held, share }),
-            Some(held) => {
-                *held += 1;
-                Ok(())
+    /// One more in `held`, unless its identity already holds its share, counted as if it
+    /// held one: one holding none (most requests find their identity so) may always take one.
+    fn take(&self, held: &AtomicUsize) -> Result<(), OverShare> {
+        let mut before = held.load(Ordering::Acquire);
+        loop {
+            if before > 0 {
+                let share = self.share_among(self.holders.load(Ordering::Acquire));
+                if before >= share {
+                    return Err(OverShare {
+                        held: before,
+                        share,
+                    });
+                }
             }
-            None => {
-                self.held.insert(who.clone(), 1);
-                Ok(())
+            match held.compare_exchange_weak(
+                before,
+                before + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(now) => before = now,
             }
         }
+        if before == 0 {
+            self.holders.fetch_add(1, Ordering::AcqRel);
+        }
+        Ok(())
     }
 
-    fn give_back(&mut self, who: &K) {
-        if let Some(held) = self.held.get_mut(who) {
-            *held -= 1;
-            if *held == 0 {
-                self.held.remove(who);
-            }
+    /// One taken with [`Bound::take`] given back.
+    fn give_back(&self, held: &AtomicUsize) {
+        if held.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.holders.fetch_sub(1, Ordering::AcqRel);
         }
     }
 
     /// The identities holding any, and the share each has now.
     fn figures(&self) -> (usize, usize) {
-        (self.held.len(), self.share_among(self.held.len()))
+        let holders = self.holders.load(Ordering::Acquire).max(0);
+        (holders.unsigned_abs(), self.share_among(holders))
+    }
+}
+
+/// Each identity's slot, for as long as a connection or a permit keeps it.
+#[derive(Debug)]
+struct Slots {
+    /// Hashed with foldhash (seeded per process).
+    by_identity: HashMap<Identity, Weak<Slot>, foldhash::fast::RandomState>,
+    /// The slots no one keeps are swept once the map has grown to this many, so it holds
+    /// at most about twice the identities kept, at a sweep's cost spread over as many
+    /// identities as it finds.
+    sweep_at: usize,
+}
+
+/// The fewest entries a sweep of [`Slots`] waits for.
+const MIN_SWEEP: usize = 64;
+
+impl Slots {
+    fn new() -> Self {
+        Slots {
+            by_identity: HashMap::default(),
+            sweep_at: MIN_SWEEP,
+        }
+    }
+
+    fn of(&mut self, who: &Identity) -> Arc<Slot> {
+        if let Some(slot) = self.by_identity.get(who).and_then(Weak::upgrade) {
+            return slot;
+        }
+        if self.by_identity.len() >= self.sweep_at {
+            self.by_identity.retain(|_, slot| slot.strong_count() > 0);
+            self.sweep_at = (self.by_identity.len() * 2).max(MIN_SWEEP);
+        }
+        let slot = Arc::new(Slot::default());
+        self.by_identity.insert(who.clone(), Arc::downgrade(&slot));
+        slot
     }
 }
 
@@ -182,10 +251,9 @@ pub struct ConnectionCounts {
 #[derive(Debug)]
 pub struct Fairness {
     shares: FairShares,
-    requests: Mutex<Ledger<Identity>>,
-    watches: Mutex<Ledger<Identity>>,
-    refused_requests: AtomicU64,
-    refused_watches: AtomicU64,
+    requests: Bound,
+    watches: Bound,
+    slots: Mutex<Slots>,
     /// Shared with the connection layer of the API's listener.
     pub connections: Arc<ConnectionCounts>,
 }
@@ -194,12 +262,12 @@ pub struct Fairness {
 pub(super) struct Permit {
     fairness: Arc<Fairness>,
     held: Held,
-    who: Identity,
+    slot: Arc<Slot>,
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        self.fairness.ledger(self.held).give_back(&self.who);
+        (self.fairness.bound(self.held)).give_back(self.slot.of(self.held));
     }
 }
 
@@ -207,10 +275,9 @@ impl Fairness {
     pub fn new(shares: FairShares) -> Fairness {
         Fairness {
             shares,
-            requests: Mutex::new(Ledger::new(shares.max_requests_in_flight)),
-            watches: Mutex::new(Ledger::new(shares.max_watches)),
-            refused_requests: AtomicU64::new(0),
-            refused_watches: AtomicU64::new(0),
+            requests: Bound::new(shares.max_requests_in_flight),
+            watches: Bound::new(shares.max_watches),
+            slots: Mutex::new(Slots::new()),
             connections: Arc::default(),
         }
     }
@@ -219,32 +286,33 @@ impl Fairness {
         self.shares
     }
 
-    fn ledger(&self, held: Held) -> MutexGuard<'_, Ledger<Identity>> {
+    fn bound(&self, held: Held) -> &Bound {
         match held {
             Held::Requests => &self.requests,
             Held::Watches => &self.watches,
         }
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
     }
 
-    fn refusals(&self, held: Held) -> &AtomicU64 {
-        match held {
-            Held::Requests => &self.refused_requests,
-            Held::Watches => &self.refused_watches,
-        }
+    /// `who`'s slot: the one a connection or permit keeps, else a new one.
+    fn slot(&self, who: &Identity) -> Arc<Slot> {
+        (self.slots.lock().unwrap_or_else(|e| e.into_inner())).of(who)
     }
 
-    fn take(self: &Arc<Self>, held: Held, who: Identity) -> Result<Permit, Refused> {
-        let taken = self.ledger(held).take(&who);
-        match taken {
+    fn take(
+        self: &Arc<Self>,
+        held: Held,
+        who: &Identity,
+        slot: &Arc<Slot>,
+    ) -> Result<Permit, Refused> {
+        let bound = self.bound(held);
+        match bound.take(slot.of(held)) {
             Ok(()) => Ok(Permit {
                 fairness: self.clone(),
                 held,
-                who,
+                slot: slot.clone(),
             }),
             Err(over) => {
-                self.refusals(held).fetch_add(1, Ordering::Relaxed);
+                bound.refused.fetch_add(1, Ordering::Relaxed);
                 let what = match held {
                     Held::Requests => "requests in progress",
                     Held::Watches => "open watches",
@@ -279,13 +347,13 @@ impl Fairness {
         ]
         .into_iter()
         .map(|(held, bound)| {
-            let (holders, share) = self.ledger(held).figures();
+            let (holders, share) = self.bound(held).figures();
             ShareFigures {
                 name: held.as_str(),
                 bound,
                 holders,
                 share,
-                refused: self.refusals(held).load(Ordering::Relaxed),
+                refused: self.bound(held).refused.load(Ordering::Relaxed),
             }
         })
         .collect()
@@ -369,7 +437,7 @@ impl<S> Layer<S> for ShareLayer {
 
     fn layer(&self, inner: S) -> Share<S> {
         Share {
-            layer: self.clone(),
+            counter: self.counter(),
             inner,
         }
     }
@@ -377,20 +445,48 @@ impl<S> Layer<S> for ShareLayer {
 
 #[derive(Clone)]
 pub(super) struct Share<S> {
-    layer: ShareLayer,
+    counter: ShareCounter,
     inner: S,
 }
 
 impl ShareLayer {
+    /// A counter for one connection's requests.
+    pub(super) fn counter(&self) -> ShareCounter {
+        ShareCounter {
+            layer: self.clone(),
+            known: None,
+        }
+    }
+}
+
+/// Counts one connection's requests: the share's layer, and the slot of the identity the
+/// connection last served. Its requests nearly always come from one identity, so its slot
+/// is looked up again (under the lock of every identity's slots) only when another comes.
+#[derive(Clone)]
+pub(super) struct ShareCounter {
+    layer: ShareLayer,
+    known: Option<(Identity, Arc<Slot>)>,
+}
+
+impl ShareCounter {
     /// Counts `request` against its identity's share and has `inner` answer it, or refuses
     /// it: what [`Share`] does, and the per-request layer where nothing runs between them.
-    pub(super) fn count<S>(&self, mut request: Request, inner: &mut S) -> Counted<S::Future>
+    pub(super) fn count<S>(&mut self, mut request: Request, inner: &mut S) -> Counted<S::Future>
     where
         S: Service<Request, Response = Response, Error = Infallible>,
     {
-        let ShareLayer { fairness, rule } = self;
+        let ShareLayer { fairness, rule } = &self.layer;
         let held = rule.held(&request);
-        let permit = match fairness.take(held, Identity::of(&request)) {
+        let who = Identity::of(&request);
+        let (who, slot) = match &self.known {
+            Some((known, slot)) if *known == who => (known, slot),
+            _ => {
+                let slot = fairness.slot(&who);
+                let (who, slot) = self.known.insert((who, slot));
+                (&*who, &*slot)
+            }
+        };
+        let permit = match fairness.take(held, who, slot) {
             Ok(permit) => permit,
             Err(refused) => return Counted::Refused(std::future::ready(Ok(rule.refused(refused)))),
         };
@@ -426,7 +522,7 @@ where
     }
 
     fn call(&mut self, request: Request) -> Counted<S::Future> {
-        self.layer.count(request, &mut self.inner)
+        self.counter.count(request, &mut self.inner)
     }
 }
 
@@ -511,12 +607,14 @@ impl ShareRule for EnvelopeShares {
 }
 
 /// Whether `query` has `word` anywhere in it: a plain scan, where `str::contains` prepares a
-/// searcher that costs more than a short query's whole scan (every request asks this).
+/// searcher that costs more than a short query's whole scan (every request asks this). Only
+/// where its first byte is found is the rest compared.
 pub(super) fn spells(query: &str, word: &str) -> bool {
-    query
-        .as_bytes()
-        .windows(word.len())
-        .any(|window| window == word.as_bytes())
+    let (query, word) = (query.as_bytes(), word.as_bytes());
+    let Some(&first) = word.first() else {
+        return true;
+    };
+    (0..query.len()).any(|at| query[at] == first && query[at..].starts_with(word))
 }
 
 /// Whether `request` may switch its connection to another protocol (WebSocket, SPDY): an
@@ -583,9 +681,36 @@ mod tests {
             ("", false),
             ("namespace=ns", false),
             ("watc=h", false),
+            ("wwatch", true),
+            ("watcwatch", true),
+            ("wat&watc", false),
         ] {
             assert_eq!(spells(query, "watch"), spelled, "{query}");
             assert_eq!(spells(query, "watch"), query.contains("watch"), "{query}");
+        }
+    }
+
+    /// A bound and named identities' slots, taken from and given back to by name.
+    struct Ledger {
+        bound: Bound,
+        slots: HashMap<&'static str, Slot>,
+    }
+
+    impl Ledger {
+        fn new(bound: usize) -> Self {
+            Ledger {
+                bound: Bound::new(bound),
+                slots: HashMap::new(),
+            }
+        }
+
+        fn take(&mut self, who: &'static str) -> Result<(), OverShare> {
+            let slot = self.slots.entry(who).or_default();
+            self.bound.take(&slot.requests)
+        }
+
+        fn give_back(&mut self, who: &'static str) {
+            self.bound.give_back(&self.slots[who].requests);
         }
     }
 
@@ -593,60 +718,111 @@ mod tests {
     fn alone_an_identity_may_hold_the_whole_bound() {
         let mut ledger = Ledger::new(4);
         for _ in 0..4 {
-            ledger.take(&"hog").unwrap();
+            ledger.take("hog").unwrap();
         }
-        assert_eq!(ledger.take(&"hog"), Err(OverShare { held: 4, share: 4 }));
-        assert_eq!(ledger.figures(), (1, 4));
+        assert_eq!(ledger.take("hog"), Err(OverShare { held: 4, share: 4 }));
+        assert_eq!(ledger.bound.figures(), (1, 4));
     }
 
     #[test]
     fn another_identity_is_served_as_if_the_hog_were_not_there() {
         let mut ledger = Ledger::new(4);
         for _ in 0..4 {
-            ledger.take(&"hog").unwrap();
+            ledger.take("hog").unwrap();
         }
         // The newcomer's share is half the bound whatever the hog holds.
-        ledger.take(&"quiet").unwrap();
-        ledger.take(&"quiet").unwrap();
-        assert_eq!(ledger.take(&"quiet"), Err(OverShare { held: 2, share: 2 }));
+        ledger.take("quiet").unwrap();
+        ledger.take("quiet").unwrap();
+        assert_eq!(ledger.take("quiet"), Err(OverShare { held: 2, share: 2 }));
         // The hog is past its share now, and stays refused until it is back under it.
-        assert_eq!(ledger.take(&"hog"), Err(OverShare { held: 4, share: 2 }));
-        ledger.give_back(&"hog");
-        ledger.give_back(&"hog");
-        assert_eq!(ledger.take(&"hog"), Err(OverShare { held: 2, share: 2 }));
-        ledger.give_back(&"hog");
-        ledger.take(&"hog").unwrap();
-        assert_eq!(ledger.figures(), (2, 2));
+        assert_eq!(ledger.take("hog"), Err(OverShare { held: 4, share: 2 }));
+        ledger.give_back("hog");
+        ledger.give_back("hog");
+        assert_eq!(ledger.take("hog"), Err(OverShare { held: 2, share: 2 }));
+        ledger.give_back("hog");
+        ledger.take("hog").unwrap();
+        assert_eq!(ledger.bound.figures(), (2, 2));
     }
 
     #[test]
     fn shares_round_up_and_never_fall_to_zero() {
         let mut ledger = Ledger::new(3);
         for who in ["a", "b"] {
-            ledger.take(&who).unwrap();
+            ledger.take(who).unwrap();
         }
         // Three holders of 3: one each; a fourth still gets one.
-        ledger.take(&"c").unwrap();
-        assert_eq!(ledger.take(&"a"), Err(OverShare { held: 1, share: 1 }));
-        ledger.take(&"d").unwrap();
-        assert_eq!(ledger.figures(), (4, 1));
+        ledger.take("c").unwrap();
+        assert_eq!(ledger.take("a"), Err(OverShare { held: 1, share: 1 }));
+        ledger.take("d").unwrap();
+        assert_eq!(ledger.bound.figures(), (4, 1));
         // Two holders of 3: two each (rounded up).
-        ledger.give_back(&"c");
-        ledger.give_back(&"d");
-        ledger.take(&"a").unwrap();
-        assert_eq!(ledger.take(&"a"), Err(OverShare { held: 2, share: 2 }));
+        ledger.give_back("c");
+        ledger.give_back("d");
+        ledger.take("a").unwrap();
+        assert_eq!(ledger.take("a"), Err(OverShare { held: 2, share: 2 }));
     }
 
     #[test]
-    fn an_identity_that_gives_everything_back_is_forgotten() {
+    fn an_identity_that_gives_everything_back_no_longer_holds() {
         let mut ledger = Ledger::new(10);
-        ledger.take(&"a").unwrap();
-        ledger.take(&"a").unwrap();
-        ledger.give_back(&"a");
-        ledger.give_back(&"a");
-        ledger.give_back(&"a");
-        assert!(ledger.held.is_empty());
-        assert_eq!(ledger.figures(), (0, 10));
+        ledger.take("a").unwrap();
+        ledger.take("a").unwrap();
+        ledger.take("b").unwrap();
+        ledger.give_back("a");
+        ledger.give_back("a");
+        assert_eq!(ledger.bound.figures(), (1, 10));
+        ledger.give_back("b");
+        assert_eq!(ledger.bound.figures(), (0, 10));
+    }
+
+    #[test]
+    fn many_threads_taking_and_giving_back_leave_nothing_held() {
+        let bound = Arc::new(Bound::new(8));
+        let slots: Arc<[Slot; 3]> = Arc::default();
+        let threads: Vec<_> = (0..6)
+            .map(|t| {
+                let (bound, slots) = (bound.clone(), slots.clone());
+                std::thread::spawn(move || {
+                    let slot = &slots[t % 3].requests;
+                    for _ in 0..20_000 {
+                        if bound.take(slot).is_ok() {
+                            bound.give_back(slot);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(bound.figures(), (0, 8));
+        assert!(
+            slots
+                .iter()
+                .all(|slot| slot.requests.load(Ordering::Acquire) == 0)
+        );
+    }
+
+    #[test]
+    fn a_slot_lives_while_kept_and_the_forgotten_are_swept() {
+        let mut slots = Slots::new();
+        let kept = slots.of(&Identity::User("kept".into()));
+        assert!(Arc::ptr_eq(
+            &kept,
+            &slots.of(&Identity::User("kept".into()))
+        ));
+        // Identities that came and went: their entries stay until the map doubles, then go.
+        for n in 0..10 * MIN_SWEEP {
+            drop(slots.of(&Identity::User(format!("gone {n}"))));
+        }
+        assert!(slots.by_identity.len() <= 2 * MIN_SWEEP);
+        assert!(Arc::ptr_eq(
+            &kept,
+            &slots.of(&Identity::User("kept".into()))
+        ));
+        // A slot no one keeps is a new one next time, holding nothing.
+        let gone = slots.of(&Identity::User("gone 0".into()));
+        assert_eq!(gone.requests.load(Ordering::Acquire), 0);
     }
 
     #[test]
@@ -656,17 +832,28 @@ mod tests {
             max_watches: 2,
             ..FairShares::default()
         }));
-        let who = || Identity::Address([127, 0, 0, 2].into());
-        let first = fairness.take(Held::Watches, who()).ok().unwrap();
-        let _second = fairness.take(Held::Watches, who()).ok().unwrap();
-        let refused =
-            ApiError::from(fairness.take(Held::Watches, who()).err().unwrap()).into_response();
+        let who = Identity::Address([127, 0, 0, 2].into());
+        let slot = fairness.slot(&who);
+        let first = fairness.take(Held::Watches, &who, &slot).ok().unwrap();
+        let _second = fairness.take(Held::Watches, &who, &slot).ok().unwrap();
+        let refused = fairness.take(Held::Watches, &who, &slot).err().unwrap();
+        assert!(
+            refused
+                .message
+                .starts_with("client 127.0.0.2 holds 2 open watches, its share of 2"),
+            "{}",
+            refused.message
+        );
+        let refused = ApiError::from(refused).into_response();
         assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(refused.headers()["retry-after"], "1");
         // Requests are another bound: a watch hog may still read.
-        let _request = fairness.take(Held::Requests, who()).ok().unwrap();
+        let _request = fairness.take(Held::Requests, &who, &slot).ok().unwrap();
+        // Permits keep the slot: the connection's copy gone, it still counts.
+        drop(slot);
         drop(first);
-        let _again = fairness.take(Held::Watches, who()).ok().unwrap();
+        let slot = fairness.slot(&who);
+        let _again = fairness.take(Held::Watches, &who, &slot).ok().unwrap();
         let figures = |name, bound, holders, share, refused| ShareFigures {
             name,
             bound,

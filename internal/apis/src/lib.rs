@@ -310,10 +310,68 @@ fn varies_by_encoding(headers: &HeaderMap) -> bool {
 pub const STALE_HEADER: &str = "k8sailor-stale-seconds";
 
 /// The served application: the routes behind the edge (the Host check and CORS) and the
-/// layers every request meets. Cloned per request: one reference count and one boxed stack
-/// of plain services, none of them per route.
+/// layers every request meets. Each connection keeps its own, called in place.
 #[derive(Clone)]
-pub struct App(edge::Edge<BoxCloneSyncService<Request, Response, Infallible>>);
+pub struct App(edge::Edge<Served>);
+
+/// The routes with the body bounds, gzip when it is on, and the request log when debug
+/// logging is: a type per choice rather than one box, so that a GET's answer is not moved
+/// into a box of its own on every request. With the request log (debug only) it is boxed.
+#[derive(Clone)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per connection, made once: boxing gzip's would add a pointer to follow on every request"
+)]
+enum Served {
+    Plain(edge::Bounded<Routes>),
+    Gzip(Gzip<edge::Bounded<Routes>>),
+    Logged(BoxCloneSyncService<Request, Response, Infallible>),
+}
+
+type BoundedFuture = <edge::Bounded<Routes> as Service<Request>>::Future;
+
+/// The answer of [`Served`]: a type of its own, since [`App`]'s future names it.
+pub struct ServedFuture(Answering);
+
+enum Answering {
+    Plain(BoundedFuture),
+    Gzip(GzipFuture<BoundedFuture>),
+    Logged(BoxFuture<'static, Result<Response, Infallible>>),
+}
+
+impl Service<Request> for Served {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = ServedFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        match self {
+            Served::Plain(served) => served.poll_ready(cx),
+            Served::Gzip(served) => served.poll_ready(cx),
+            Served::Logged(served) => served.poll_ready(cx),
+        }
+    }
+
+    fn call(&mut self, request: Request) -> ServedFuture {
+        ServedFuture(match self {
+            Served::Plain(served) => Answering::Plain(served.call(request)),
+            Served::Gzip(served) => Answering::Gzip(served.call(request)),
+            Served::Logged(served) => Answering::Logged(served.call(request)),
+        })
+    }
+}
+
+impl Future for ServedFuture {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.get_mut().0 {
+            Answering::Plain(answer) => Pin::new(answer).poll(cx),
+            Answering::Gzip(answer) => Pin::new(answer).poll(cx),
+            Answering::Logged(answer) => answer.as_mut().poll(cx),
+        }
+    }
+}
 
 impl App {
     /// `routes` with the body bounds, gzip, the optional request log and the edge around
@@ -322,7 +380,7 @@ impl App {
     fn new(routes: Routes, opts: &HttpOptions, compression: bool, cors: Option<cors::Cors>) -> App {
         let bounded = edge::Bounded::new(routes, opts.body);
         let served = if compression {
-            BoxCloneSyncService::new(Gzip {
+            Served::Gzip(Gzip {
                 compressing: CompressionLayer::new()
                     .quality(COMPRESSION)
                     .compress_when(Compressible)
@@ -330,11 +388,11 @@ impl App {
                 plain: bounded,
             })
         } else {
-            BoxCloneSyncService::new(bounded)
+            Served::Plain(bounded)
         };
         // The request log line is a debug event: with debug off the layer would only cost time.
         let served = if tracing::enabled!(target: "tower_http::trace::on_response", Level::DEBUG) {
-            BoxCloneSyncService::new(
+            Served::Logged(BoxCloneSyncService::new(
                 ServiceBuilder::new()
                     .map_response(IntoResponse::into_response)
                     .layer(
@@ -343,7 +401,7 @@ impl App {
                             .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
                     )
                     .service(served),
-            )
+            ))
         } else {
             served
         };
@@ -361,7 +419,7 @@ impl App {
 impl Service<Request> for App {
     type Response = Response;
     type Error = Infallible;
-    type Future = edge::EdgeFuture<BoxFuture<'static, Result<Response, Infallible>>>;
+    type Future = edge::EdgeFuture<ServedFuture>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.0.poll_ready(cx)
@@ -411,6 +469,7 @@ impl<S> Layer<S> for PerRequestLayer {
     fn layer(&self, inner: S) -> PerRequestService<S> {
         PerRequestService {
             per: self.0.clone(),
+            share: self.0.share.as_ref().map(ShareLayer::counter),
             inner,
         }
     }
@@ -419,6 +478,7 @@ impl<S> Layer<S> for PerRequestLayer {
 #[derive(Clone)]
 struct PerRequestService<S> {
     per: Arc<PerRequest>,
+    share: Option<fairness::ShareCounter>,
     inner: S,
 }
 
@@ -447,7 +507,7 @@ where
         };
         let method = request.method().clone();
         let started = Instant::now();
-        let answer = match &self.per.share {
+        let answer = match &mut self.share {
             Some(share) => share.count(request, &mut self.inner),
             None => fairness::Counted::Uncounted(self.inner.call(request)),
         };

@@ -659,20 +659,20 @@ impl Source {
     }
 
     /// The namespace to query: [`namespace_of_list`], refused when it is not the served one.
-    fn scoped(&self, namespace: Option<&str>) -> Result<Option<String>, DaoError> {
+    fn scoped<'a>(&'a self, namespace: Option<&'a str>) -> Result<Option<&'a str>, DaoError> {
         let ns = namespace_of_list(namespace, self.scope.as_deref());
         match (&self.scope, ns) {
             (Some(served), Some(ns)) if ns != served => Err(DaoError::NamespaceNotServed {
                 namespace: ns.to_string(),
                 served: served.clone(),
             }),
-            (_, ns) => Ok(ns.map(str::to_string)),
+            (_, ns) => Ok(ns),
         }
     }
 
     fn scoped_query(&self, q: &ListQuery) -> Result<ListQuery, DaoError> {
         Ok(ListQuery {
-            namespace: self.scoped(q.namespace.as_deref())?,
+            namespace: self.scoped(q.namespace.as_deref())?.map(str::to_string),
             labels: q.labels.clone(),
             fields: q.fields.clone(),
             visible: q.visible.clone(),
