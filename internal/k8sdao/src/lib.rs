@@ -680,11 +680,14 @@ impl Source {
     }
 }
 
+/// Calls the backend's `$method`. The live one's future is boxed: it holds a request to the
+/// apiserver, kilobytes that every caller's future would otherwise carry and move on every
+/// read, the cache's included (a box is nothing beside a round trip).
 macro_rules! dispatch {
     ($self:ident, $method:ident $(::<$r:ty>)? ( $($arg:expr),* )) => {
         match &$self.backend {
             Backend::Cache(s) => s.$method$(::<$r>)?($($arg),*).await,
-            Backend::Live(s) => s.$method$(::<$r>)?($($arg),*).await,
+            Backend::Live(s) => Box::pin(s.$method$(::<$r>)?($($arg),*)).await,
             #[cfg(any(test, feature = "fixtures"))]
             Backend::Fake(s) => s.$method$(::<$r>)?($($arg),*).await,
         }

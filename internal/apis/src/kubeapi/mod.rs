@@ -214,8 +214,9 @@ async fn answer(s: AppState, auth: AuthMode, request: Request) -> Response {
         return reads::read(s, routed, parts).await;
     }
     match auth {
+        // Boxed, as the writes relayed below: kept out of the future every read makes.
         AuthMode::None if review::is_self_review(&parts.method, routed.target.as_ref()) => {
-            review::answer(&s, Request::from_parts(parts, body)).await
+            Box::pin(review::answer(&s, Request::from_parts(parts, body))).await
         }
         // A session runs a command or opens a port as its caller (RBAC's `create`, whichever
         // method asks): a write, refused as writes are.
@@ -226,7 +227,7 @@ async fn answer(s: AppState, auth: AuthMode, request: Request) -> Response {
         AuthMode::None => Status::method_not_allowed().into_response(),
         AuthMode::Delegated => {
             let written = relay::written(&s, routed.target.as_ref());
-            relay::forward(s, written, Request::from_parts(parts, body)).await
+            Box::pin(relay::forward(s, written, Request::from_parts(parts, body))).await
         }
     }
 }

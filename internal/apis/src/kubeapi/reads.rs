@@ -428,6 +428,18 @@ impl Answer {
             };
             return encoded(self.media.encoding, &body);
         }
+        // Boxed: a list's and a watch's state is kilobytes, and a GET's future, made and moved
+        // on every request, would be as large.
+        Box::pin(self.serve_collection::<R>(s, namespace, include)).await
+    }
+
+    /// A list or a watch of the collection in `namespace` (every namespace if None).
+    async fn serve_collection<R: Kept>(
+        self,
+        s: AppState,
+        namespace: Option<&str>,
+        include: IncludeObject,
+    ) -> Result<Response, Status> {
         let limit = number(self.query.limit.as_deref(), "limit")?;
         let req = ListRequest {
             namespace: namespace.map(str::to_string),
@@ -441,9 +453,7 @@ impl Answer {
             visibility: Default::default(),
         };
         if flag(self.query.watch.as_deref(), "watch")? {
-            // Boxed, as the list below: a GET's future would be as large as theirs, and is
-            // moved as it is made.
-            return Box::pin(self.watch::<R>(s, req, include)).await;
+            return self.watch::<R>(s, req, include).await;
         }
         if self.media.shape == Shape::Metadata {
             return Err(wrong_cardinality(&self.resource, true));
@@ -474,7 +484,7 @@ impl Answer {
             }
         };
         let resource = self.resource.clone();
-        let (answer, large) = Box::pin(self.list_answer::<R>(&s, &req, include)).await?;
+        let (answer, large) = self.list_answer::<R>(&s, &req, include).await?;
         if let Some((ticket, state)) = ticket {
             let unchanged = s.workloads.source().stamp(&resource) == Some(state);
             ticket.finish(&answer, large && unchanged, Instant::now());
