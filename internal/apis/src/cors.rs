@@ -4,6 +4,7 @@
 //! any port: the original web client runs on another loopback port, and a page from anywhere
 //! else must not drive the API from the operator's browser.
 
+use axum::http::header::Entry;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
@@ -238,8 +239,7 @@ impl Allowance {
     pub(super) fn apply(self, response: &mut Response) {
         let headers = response.headers_mut();
         if let Some(vary) = self.vary {
-            // A Vary the answer already has is kept: caches must vary by both.
-            headers.append(header::VARY, vary);
+            vary_also_by(headers, vary);
         }
         if let Some(origin) = self.origin {
             headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
@@ -250,6 +250,32 @@ impl Allowance {
                 HeaderValue::from_static("true"),
             );
         }
+    }
+}
+
+/// `vary` added to the answer's `Vary`: a `Vary` it already has is kept (caches must vary
+/// by both), in one field listing both where it has one field (as gzip's `Accept-Encoding`),
+/// since a second field is kept in a list of the map's own, made for each answer.
+fn vary_also_by(headers: &mut HeaderMap, vary: HeaderValue) {
+    match headers.entry(header::VARY) {
+        Entry::Vacant(field) => {
+            field.insert(vary);
+        }
+        Entry::Occupied(mut field) if field.iter().count() == 1 => {
+            let listed = field.get();
+            let both = if listed == header::ACCEPT_ENCODING.as_str() && vary == "origin" {
+                Ok(HeaderValue::from_static("accept-encoding, origin"))
+            } else {
+                HeaderValue::from_bytes(&[listed.as_bytes(), b", ", vary.as_bytes()].concat())
+            };
+            match both {
+                Ok(both) => {
+                    field.insert(both);
+                }
+                Err(_) => field.append(vary),
+            }
+        }
+        Entry::Occupied(mut field) => field.append(vary),
     }
 }
 
@@ -280,6 +306,32 @@ mod tests {
                     .allow_credentials(AllowCredentials::predicate(allowed))
             }
         }
+    }
+
+    #[test]
+    fn vary_lists_what_the_answer_varies_by_in_one_field() {
+        let listed = |headers: &HeaderMap| {
+            (headers.get_all(header::VARY).iter())
+                .map(|v| v.to_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        };
+        let origin = || HeaderValue::from_static("origin");
+        let mut headers = HeaderMap::new();
+        vary_also_by(&mut headers, origin());
+        assert_eq!(listed(&headers), ["origin"]);
+        let mut headers = HeaderMap::new();
+        headers.insert(header::VARY, HeaderValue::from(header::ACCEPT_ENCODING));
+        vary_also_by(&mut headers, origin());
+        assert_eq!(listed(&headers), ["accept-encoding, origin"]);
+        let mut headers = HeaderMap::new();
+        headers.insert(header::VARY, HeaderValue::from_static("accept"));
+        vary_also_by(&mut headers, origin());
+        assert_eq!(listed(&headers), ["accept, origin"]);
+        let mut headers = HeaderMap::new();
+        headers.append(header::VARY, HeaderValue::from_static("accept"));
+        headers.append(header::VARY, HeaderValue::from_static("cookie"));
+        vary_also_by(&mut headers, origin());
+        assert_eq!(listed(&headers), ["accept", "cookie", "origin"]);
     }
 
     #[tokio::test]
@@ -332,10 +384,20 @@ mod tests {
                         response
                     };
                     let case = format!("{configured:?} {method} {origin:?}");
+                    // A `Vary` of two fields is the one field that lists both.
                     let sorted = |headers: &HeaderMap| {
                         let mut all: Vec<(String, Vec<u8>)> = headers
                             .iter()
-                            .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
+                            .flat_map(|(n, v)| {
+                                let listed = if n == header::VARY {
+                                    v.as_bytes().split(|&b| b == b',').collect()
+                                } else {
+                                    vec![v.as_bytes()]
+                                };
+                                listed
+                                    .into_iter()
+                                    .map(move |v| (n.to_string(), v.trim_ascii().to_vec()))
+                            })
                             .collect();
                         all.sort();
                         all

@@ -583,11 +583,10 @@ pub(super) struct EnvelopeShares;
 
 impl ShareRule for EnvelopeShares {
     fn held(&self, request: &Request) -> Held {
-        // An invalid `watch` is the handler's 400; here it is no watch. A query that neither
-        // spells `watch` nor encodes any character cannot name it: most requests are told so
-        // without decoding their query.
+        // An invalid `watch` is the handler's 400; here it is no watch. Most requests are told
+        // so without decoding their query.
         let query = request.uri().query().unwrap_or("");
-        let watch = (spells(query, "watch") || query.contains('%'))
+        let watch = may_name(query, &["watch"])
             && axum::extract::Query::<WatchQuery>::try_from_uri(request.uri())
                 .ok()
                 .and_then(|q| super::watch::is_watch(q.0.watch.as_deref()).ok())
@@ -609,15 +608,19 @@ impl ShareRule for EnvelopeShares {
     }
 }
 
-/// Whether `query` has `word` anywhere in it: a plain scan, where `str::contains` prepares a
-/// searcher that costs more than a short query's whole scan (every request asks this). Only
-/// where its first byte is found is the rest compared.
-pub(super) fn spells(query: &str, word: &str) -> bool {
-    let (query, word) = (query.as_bytes(), word.as_bytes());
-    let Some(&first) = word.first() else {
-        return true;
-    };
-    (0..query.len()).any(|at| query[at] == first && query[at..].starts_with(word))
+/// Whether `query` may name one of `words`: it spells one anywhere in it, or encodes a
+/// character (`%`), which could spell one once decoded. One plain scan, where `str::contains`
+/// prepares a searcher per word that costs more than a short query's whole scan (every
+/// request asks this). Only where a word's first byte is found is the rest compared.
+pub(super) fn may_name(query: &str, words: &[&str]) -> bool {
+    let query = query.as_bytes();
+    (0..query.len()).any(|at| {
+        query[at] == b'%'
+            || words.iter().any(|word| {
+                let word = word.as_bytes();
+                word.first() == Some(&query[at]) && query[at..].starts_with(word)
+            })
+    })
 }
 
 /// Whether `request` may switch its connection to another protocol (WebSocket, SPDY): an
@@ -675,8 +678,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_query_spells_a_word_anywhere_in_it() {
-        for (query, spelled) in [
+    fn a_query_may_name_a_word_it_spells_or_encodes() {
+        for (query, named) in [
             ("watch=true", true),
             ("namespace=ns&watch=1", true),
             ("labelSelector=watchful", true),
@@ -687,10 +690,20 @@ mod tests {
             ("wwatch", true),
             ("watcwatch", true),
             ("wat&watc", false),
+            ("w%61tch=1", true),
+            ("namespace=n%73", true),
+            ("follow=true", true),
+            ("fol=low", false),
         ] {
-            assert_eq!(spells(query, "watch"), spelled, "{query}");
-            assert_eq!(spells(query, "watch"), query.contains("watch"), "{query}");
+            assert_eq!(may_name(query, &["watch", "follow"]), named, "{query}");
+            assert_eq!(
+                may_name(query, &["watch", "follow"]),
+                query.contains("watch") || query.contains("follow") || query.contains('%'),
+                "{query}"
+            );
         }
+        assert!(!may_name("follow=1", &["watch"]));
+        assert!(may_name("%", &[]));
     }
 
     /// A bound and named identities' slots, taken from and given back to by name.

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get};
 use futures::future::BoxFuture;
@@ -205,10 +205,24 @@ struct Compressible;
 
 impl Predicate for Compressible {
     fn should_compress<B: http_body::Body>(&self, response: &Response<B>) -> bool {
+        let headers = response.headers();
+        Compressible::compresses(
+            response,
+            headers.get(header::CONTENT_LENGTH),
+            headers.get(header::CONTENT_TYPE),
+        )
+    }
+}
+
+impl Compressible {
+    /// [`Compressible`]'s rule, given the answer's `Content-Length` and `Content-Type`.
+    fn compresses<B: http_body::Body>(
+        response: &Response<B>,
+        content_length: Option<&HeaderValue>,
+        content_type: Option<&HeaderValue>,
+    ) -> bool {
         let size = response.body().size_hint().exact().or_else(|| {
-            response
-                .headers()
-                .get(header::CONTENT_LENGTH)
+            content_length
                 .and_then(|h| h.to_str().ok())
                 .and_then(|value| value.parse().ok())
         });
@@ -217,14 +231,33 @@ impl Predicate for Compressible {
         {
             return false;
         }
-        let content_type = response
-            .headers()
-            .get(header::CONTENT_TYPE)
+        let content_type = content_type
             .and_then(|h| h.to_str().ok())
             .unwrap_or_default();
         !UNCOMPRESSED_TYPES.iter().any(|(prefix, but)| {
             content_type.starts_with(prefix) && !but.is_some_and(|b| content_type.starts_with(b))
         })
+    }
+
+    /// Whether tower-http would tell `response` `Vary: Accept-Encoding` had it been asked to
+    /// compress it: one it would compress (neither encoded nor a range already) that does
+    /// not say so yet. The headers are read in one walk: a lookup by name hashes it, and
+    /// four lookups cost more than a walk over an answer's few headers.
+    fn would_vary(response: &Response) -> bool {
+        let (mut content_length, mut content_type) = (None, None);
+        for (name, value) in response.headers() {
+            if name == header::CONTENT_ENCODING
+                || name == header::CONTENT_RANGE
+                || (name == header::VARY && names_encoding(value))
+            {
+                return false;
+            } else if name == header::CONTENT_TYPE {
+                content_type = Some(value);
+            } else if name == header::CONTENT_LENGTH {
+                content_length = Some(value);
+            }
+        }
+        Compressible::compresses(response, content_length, content_type)
     }
 }
 
@@ -280,11 +313,7 @@ where
                 .poll(cx)
                 .map_ok(IntoResponse::into_response),
             GzipFuture::Identity(answer) => Pin::new(answer).poll(cx).map_ok(|mut response| {
-                // What tower-http adds to an answer it would compress, had it been asked to.
-                let compressible = !response.headers().contains_key(header::CONTENT_ENCODING)
-                    && !response.headers().contains_key(header::CONTENT_RANGE)
-                    && Compressible.should_compress(&response);
-                if compressible && !varies_by_encoding(response.headers()) {
+                if Compressible::would_vary(&response) {
                     response
                         .headers_mut()
                         .append(header::VARY, HeaderValue::from(header::ACCEPT_ENCODING));
@@ -295,15 +324,12 @@ where
     }
 }
 
-/// Whether a `Vary` header names `Accept-Encoding` already.
-fn varies_by_encoding(headers: &HeaderMap) -> bool {
+/// Whether a `Vary` value names `Accept-Encoding`.
+fn names_encoding(vary: &HeaderValue) -> bool {
     let name = b"accept-encoding";
-    headers.get_all(header::VARY).iter().any(|value| {
-        value
-            .as_bytes()
-            .windows(name.len())
-            .any(|w| w.eq_ignore_ascii_case(name))
-    })
+    vary.as_bytes()
+        .windows(name.len())
+        .any(|w| w.eq_ignore_ascii_case(name))
 }
 
 /// Tells API clients how old the data is while a watch is failing.

@@ -67,12 +67,9 @@ pub(super) struct StatusShares(pub AppState);
 impl fairness::ShareRule for StatusShares {
     fn held(&self, request: &Request) -> Held {
         // An invalid query or flag is the handler's 400 (or the apiserver's); here, no stream.
-        // A query that spells neither flag and encodes no character cannot name one: most
-        // requests are told so without decoding their query.
+        // Most requests are told so without decoding their query.
         let query = request.uri().query().unwrap_or("");
-        let may_stream = fairness::spells(query, "watch")
-            || fairness::spells(query, "follow")
-            || query.contains('%');
+        let may_stream = fairness::may_name(query, &["watch", "follow"]);
         let (watch, follow) = match may_stream
             .then(|| axum::extract::Query::<StreamQuery>::try_from_uri(request.uri()))
         {
