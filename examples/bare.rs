@@ -1,7 +1,7 @@
 //! The machine's limit for a GET (issue 22): an axum handler answering fixed bytes, with
-//! k8sailor's allocator and runtime and nothing else. `bench/run` gives it the exact bytes
-//! k8sailor answers a GET with and loads both side by side, so the ratio is what k8sailor's
-//! own per-request work costs.
+//! k8sailor's allocator, runtime and socket options and nothing else. `bench/run` gives it
+//! the exact bytes k8sailor answers a GET with and loads both side by side, so the ratio is
+//! what k8sailor's own per-request work costs.
 //!
 //! ```text
 //! bare --listen 127.0.0.1:0 --body FILE [--content-type TYPE]
@@ -14,6 +14,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::http::HeaderValue;
 use axum::http::header::CONTENT_TYPE;
+use axum::serve::ListenerExt;
 use clap::Parser;
 
 #[global_allocator]
@@ -48,6 +49,10 @@ fn main() -> std::io::Result<()> {
         });
         let listener = tokio::net::TcpListener::bind(args.listen).await?;
         println!("bare listening on http://{}", listener.local_addr()?);
+        // Sockets as k8sailor sets them: answers are not held back for a coalesced write.
+        let listener = listener.tap_io(|stream| {
+            let _ = stream.set_nodelay(true);
+        });
         axum::serve(listener, app).await
     })
 }
