@@ -82,6 +82,18 @@ impl Identity {
     }
 }
 
+impl Identity {
+    /// Whether `request` counts against this identity, as [`Identity::of`] would tell,
+    /// without copying a user's name to compare it.
+    fn is_of(&self, request: &Request) -> bool {
+        match (self, request.extensions().get::<Caller>()) {
+            (Identity::User(user), Some(caller)) => *user == caller.user,
+            (_, Some(_)) | (Identity::User(_), None) => false,
+            (known, None) => *known == Identity::of(request),
+        }
+    }
+}
+
 impl std::fmt::Display for Identity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -480,10 +492,10 @@ impl ShareCounter {
     {
         let ShareLayer { fairness, rule } = &self.layer;
         let held = rule.held(&request);
-        let who = Identity::of(&request);
         let (who, slot) = match &self.known {
-            Some((known, slot)) if *known == who => (known, slot),
+            Some((known, slot)) if known.is_of(&request) => (known, slot),
             _ => {
+                let who = Identity::of(&request);
                 let slot = fairness.slot(&who);
                 let (who, slot) = self.known.insert((who, slot));
                 (&*who, &*slot)
@@ -909,6 +921,25 @@ mod tests {
             Identity::of(&request(None, Some(v4)))
         );
         assert_eq!(Identity::of(&request(None, None)), Identity::Unknown);
+        let requests = [
+            request(Some("alice"), Some(v4)),
+            request(Some("alice"), None),
+            request(Some("bob"), Some(v4)),
+            request(None, Some(v4)),
+            request(None, Some(mapped)),
+            request(None, Some("127.0.0.3:5000".parse().unwrap())),
+            request(None, None),
+        ];
+        for known in &requests {
+            let known = Identity::of(known);
+            for asked in &requests {
+                assert_eq!(
+                    known.is_of(asked),
+                    known == Identity::of(asked),
+                    "{known} of {asked:?}"
+                );
+            }
+        }
     }
 
     #[test]
