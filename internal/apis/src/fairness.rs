@@ -80,9 +80,7 @@ impl Identity {
             None => Identity::Unknown,
         }
     }
-}
 
-impl Identity {
     /// Whether `request` counts against this identity, as [`Identity::of`] would tell,
     /// without copying a user's name to compare it.
     fn is_of(&self, request: &Request) -> bool {
