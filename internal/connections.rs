@@ -132,10 +132,14 @@ pub(crate) fn ensure_file_descriptors(max_connections: usize) {
 #[cfg(not(unix))]
 pub(crate) fn ensure_file_descriptors(_max_connections: usize) {}
 
+/// Where a connection is, and since when. A phase begun while the connection's task polls it
+/// (`since: None`) is stamped when that poll ends, by [`Connection::deadline`]: a request on a
+/// kept-alive connection begins two phases (its headers, then the idle time after its
+/// answer) and reading the clock for each cost more than the rest of the bookkeeping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
-    Headers { since: Instant },
-    Idle { since: Instant },
+    Headers { since: Option<Instant> },
+    Idle { since: Option<Instant> },
     Busy,
 }
 
@@ -152,6 +156,19 @@ struct Inner {
     multiplexed: bool,
     /// Switched to another protocol: hyper is done with it, a handler has it.
     switched: bool,
+}
+
+impl Inner {
+    /// Since when the connection has waited without a request in progress, a phase begun in
+    /// this poll stamped now; None while busy.
+    fn waiting_since(&mut self) -> Option<Instant> {
+        match &mut self.phase {
+            Phase::Headers { since } | Phase::Idle { since } => {
+                Some(*since.get_or_insert_with(Instant::now))
+            }
+            Phase::Busy => None,
+        }
+    }
 }
 
 /// One connection, as its task, the registry and the reads see it.
@@ -174,7 +191,7 @@ impl Connection {
             peer,
             inner: Mutex::new(Inner {
                 phase: Phase::Headers {
-                    since: Instant::now(),
+                    since: Some(Instant::now()),
                 },
                 in_flight: 0,
                 write_blocked_since: None,
@@ -203,16 +220,14 @@ impl Connection {
         if let Phase::Idle { .. } = inner.phase
             && !inner.multiplexed
         {
-            inner.phase = Phase::Headers {
-                since: Instant::now(),
-            };
+            inner.phase = Phase::Headers { since: None };
         }
     }
 
     /// The TLS handshake is done: the request's headers get their own deadline from now.
     fn handshaken(&self) {
         self.lock().phase = Phase::Headers {
-            since: Instant::now(),
+            since: Some(Instant::now()),
         };
     }
 
@@ -247,9 +262,7 @@ impl Connection {
             if let Phase::Idle { .. } = inner.phase
                 && !inner.multiplexed
             {
-                inner.phase = Phase::Idle {
-                    since: Instant::now(),
-                };
+                inner.phase = Phase::Idle { since: None };
             }
         } else if inner.write_blocked_since.is_none() {
             inner.write_blocked_since = Some(Instant::now());
@@ -260,12 +273,15 @@ impl Connection {
     /// it asked for is idle in the other direction: it gets `idleTimeout` too, so a busy
     /// connection is bounded by its reader, while a stream with nothing to send is not.
     fn deadline(&self, limits: &ConnectionLimits) -> Option<Instant> {
-        let inner = self.lock();
-        let phase = match inner.phase {
-            Phase::Headers { since } => Some(since + limits.header_read_timeout),
-            Phase::Idle { since } => Some(since + limits.idle_timeout),
+        let mut inner = self.lock();
+        let timeout = match inner.phase {
+            Phase::Headers { .. } => Some(limits.header_read_timeout),
+            Phase::Idle { .. } => Some(limits.idle_timeout),
             Phase::Busy => None,
         };
+        let phase = timeout
+            .zip(inner.waiting_since())
+            .map(|(timeout, since)| since + timeout);
         let unread = inner.write_blocked_since.map(|t| t + limits.idle_timeout);
         match (phase, unread) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -275,10 +291,7 @@ impl Connection {
 
     /// Since when it has waited without a request in progress; None while busy.
     fn waiting_since(&self) -> Option<Instant> {
-        match self.lock().phase {
-            Phase::Headers { since } | Phase::Idle { since } => Some(since),
-            Phase::Busy => None,
-        }
+        self.lock().waiting_since()
     }
 }
 
@@ -290,9 +303,7 @@ impl Drop for InFlight {
         let mut inner = self.0.lock();
         inner.in_flight = inner.in_flight.saturating_sub(1);
         if inner.in_flight == 0 {
-            inner.phase = Phase::Idle {
-                since: Instant::now(),
-            };
+            inner.phase = Phase::Idle { since: None };
         }
     }
 }
@@ -790,6 +801,11 @@ mod tests {
         c.wrote(true);
         assert_eq!(c.deadline(&LIMITS), None, "progress clears it");
         drop(_request);
+        assert_eq!(
+            c.deadline(&LIMITS),
+            Some(Instant::now() + LIMITS.idle_timeout),
+            "idle once the answer is sent, from the end of that poll"
+        );
         tokio::time::advance(Duration::from_secs(80)).await;
         c.wrote(true);
         assert_eq!(
@@ -819,6 +835,7 @@ mod tests {
         );
         drop(watch);
         let idle = Instant::now();
+        assert_eq!(c.deadline(&LIMITS), Some(idle + LIMITS.idle_timeout));
         tokio::time::advance(Duration::from_secs(30)).await;
         // A keep-alive ping and its answer.
         c.wrote(true);
