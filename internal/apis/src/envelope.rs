@@ -250,14 +250,39 @@ mod plain_query {
         if query.bytes().any(|b| b == b'%' || b == b'+') {
             return None;
         }
-        let pairs = query
-            .split('&')
-            .filter(|pair| !pair.is_empty())
-            .map(|pair| match pair.split_once('=') {
-                Some((key, value)) => (key, Part(value)),
-                None => (pair, Part("")),
-            });
-        Some(T::deserialize(MapDeserializer::new(pairs)))
+        Some(T::deserialize(MapDeserializer::new(Pairs(query))))
+    }
+
+    /// The query's `key=value` pairs (empty ones skipped), found by a plain scan of its
+    /// bytes: `str::split` and `split_once` set up a searcher each that costs more than a
+    /// short query's whole scan.
+    struct Pairs<'de>(&'de str);
+
+    impl<'de> Iterator for Pairs<'de> {
+        type Item = (&'de str, Part<'de>);
+
+        fn next(&mut self) -> Option<Self::Item> {
+            loop {
+                if self.0.is_empty() {
+                    return None;
+                }
+                let (pair, rest) = split_at(self.0, b'&');
+                self.0 = rest;
+                if !pair.is_empty() {
+                    let (key, value) = split_at(pair, b'=');
+                    return Some((key, Part(value)));
+                }
+            }
+        }
+    }
+
+    /// `text` before and after the first `separator` (an ASCII byte, so both are text);
+    /// all of it and nothing when there is none.
+    fn split_at(text: &str, separator: u8) -> (&str, &str) {
+        match text.bytes().position(|b| b == separator) {
+            Some(at) => (&text[..at], &text[at + 1..]),
+            None => (text, ""),
+        }
     }
 
     /// A value: text, or what it spells for a number or a flag, as `serde_urlencoded`'s.
@@ -404,6 +429,10 @@ mod tests {
             "namespace=",
             "namespace",
             "&&namespace=ns&",
+            "&",
+            "=x&namespace=ns",
+            "namespace=a=b",
+            "namespace=é&limit=5",
             "namespace=a&namespace=b",
             "limit=5",
             "limit=",

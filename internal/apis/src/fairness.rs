@@ -72,9 +72,14 @@ enum Identity {
 
 impl Identity {
     fn of(request: &Request) -> Identity {
-        if let Some(caller) = request.extensions().get::<Caller>() {
-            return Identity::User(caller.user.clone());
+        match request.extensions().get::<Caller>() {
+            Some(caller) => Identity::User(caller.user.clone()),
+            None => Identity::of_client(request),
         }
+    }
+
+    /// The identity of a request without a [`Caller`]: its client's address.
+    fn of_client(request: &Request) -> Identity {
         match request.extensions().get::<ConnectInfo<SocketAddr>>() {
             Some(ConnectInfo(peer)) => Identity::Address(peer.ip().to_canonical()),
             None => Identity::Unknown,
@@ -87,7 +92,7 @@ impl Identity {
         match (self, request.extensions().get::<Caller>()) {
             (Identity::User(user), Some(caller)) => *user == caller.user,
             (_, Some(_)) | (Identity::User(_), None) => false,
-            (known, None) => *known == Identity::of(request),
+            (known, None) => *known == Identity::of_client(request),
         }
     }
 }
