@@ -29,9 +29,9 @@ fn is_name(s: &str) -> bool {
 /// `a..b` and `a-.b` are rejected like the apiserver does.
 /// Object names of most kinds (Deployments, Pods) follow this rule.
 pub fn is_dns1123_subdomain(s: &str) -> bool {
-    // Every GET checks its name so. A pass classing each byte from a table, then the rules
-    // on dots only when there is one: most names have none, and for them a dash may stand
-    // anywhere but at the ends.
+    // Every GET checks its name so: the classes of its bytes, then the rules on dots only
+    // when there is one (most names have none, and for them a dash may stand anywhere but at
+    // the ends).
     let b = s.as_bytes();
     let (Some(&first), Some(&last)) = (b.first(), b.last()) else {
         return false;
@@ -39,21 +39,14 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
     if b.len() > PREFIX_MAX {
         return false;
     }
-    let mut seen = 0;
-    for &c in b {
-        let class = SUBDOMAIN_CLASS[usize::from(c)];
-        if class == 0 {
-            return false;
-        }
-        seen |= class;
-    }
-    let alnum = |c: u8| SUBDOMAIN_CLASS[usize::from(c)] == ALNUM;
-    alnum(first)
-        && alnum(last)
+    let seen = classes_of(b);
+    seen & NOT_ALLOWED == 0
+        && is_alnum(first)
+        && is_alnum(last)
         && (seen & DOT == 0
             || b.windows(2).all(|pair| match (pair[0], pair[1]) {
-                (b'.', next) => alnum(next),
-                (previous, b'.') => alnum(previous),
+                (b'.', next) => is_alnum(next),
+                (previous, b'.') => is_alnum(previous),
                 _ => true,
             }))
 }
@@ -61,8 +54,9 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
 const ALNUM: u8 = 1;
 const DASH: u8 = 2;
 const DOT: u8 = 4;
+const NOT_ALLOWED: u8 = 8;
 
-/// The class of each byte in a DNS-1123 subdomain; 0: not allowed there.
+/// The class of each byte in a DNS-1123 subdomain.
 const SUBDOMAIN_CLASS: [u8; 256] = {
     let mut table = [0; 256];
     let mut c = 0;
@@ -71,16 +65,37 @@ const SUBDOMAIN_CLASS: [u8; 256] = {
             b'a'..=b'z' | b'0'..=b'9' => ALNUM,
             b'-' => DASH,
             b'.' => DOT,
-            _ => 0,
+            _ => NOT_ALLOWED,
         };
         c += 1;
     }
     table
 };
 
+/// The classes of the bytes of `b`, together: a fold without a branch per byte, which the
+/// compiler can unroll (a loop that stops at the first byte not allowed cannot), for names
+/// whose length was bounded first.
+fn classes_of(b: &[u8]) -> u8 {
+    b.iter()
+        .fold(0, |seen, &c| seen | SUBDOMAIN_CLASS[usize::from(c)])
+}
+
+fn is_alnum(c: u8) -> bool {
+    SUBDOMAIN_CLASS[usize::from(c)] == ALNUM
+}
+
 /// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 bytes: the rule for namespace names.
 pub fn is_dns1123_label(s: &str) -> bool {
-    s.len() <= NAME_MAX && is_label_part(s)
+    let b = s.as_bytes();
+    match (b.first(), b.last()) {
+        (Some(&first), Some(&last)) => {
+            b.len() <= NAME_MAX
+                && classes_of(b) & (DOT | NOT_ALLOWED) == 0
+                && is_alnum(first)
+                && is_alnum(last)
+        }
+        _ => false,
+    }
 }
 
 /// `[a-z]([-a-z0-9]*[a-z0-9])?`, at most 63 bytes: the rule for Service names (they become
@@ -101,19 +116,6 @@ pub fn is_port_name(s: &str) -> bool {
         && !s.starts_with('-')
         && !s.ends_with('-')
         && !s.contains("--")
-}
-
-fn is_label_part(label: &str) -> bool {
-    let lower_alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    let b = label.as_bytes();
-    match (b.first(), b.last()) {
-        (Some(first), Some(last)) => {
-            lower_alnum(first)
-                && lower_alnum(last)
-                && b.iter().all(|c| lower_alnum(c) || *c == b'-')
-        }
-        _ => false,
-    }
 }
 
 /// A label value: empty, or a name part.
@@ -328,9 +330,24 @@ mod name_tests {
         }
     }
 
+    /// `[a-z0-9]([-a-z0-9]*[a-z0-9])?` read as written, without a length limit.
+    fn is_label_part(label: &str) -> bool {
+        let lower_alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+        let b = label.as_bytes();
+        match (b.first(), b.last()) {
+            (Some(first), Some(last)) => {
+                lower_alnum(first)
+                    && lower_alnum(last)
+                    && b.iter().all(|c| lower_alnum(c) || *c == b'-')
+            }
+            _ => false,
+        }
+    }
+
     #[test]
-    fn a_subdomain_is_dot_separated_label_parts() {
-        // Every string of up to 5 bytes over these, against the rule read as written.
+    fn labels_and_subdomains_are_the_rules_read_as_written() {
+        // Every string of up to 5 bytes over these, and each byte between two letters,
+        // against the rules read as written.
         let alphabet = [b'a', b'9', b'-', b'.', b'A', b'_'];
         let mut strings = vec![String::new()];
         for _ in 0..5 {
@@ -341,9 +358,11 @@ mod name_tests {
                 .collect();
             strings.extend(longer);
         }
+        strings.extend((0..=u8::MAX).map(|b| format!("a{}a", char::from(b))));
         for s in &strings {
-            let reference = !s.is_empty() && s.split('.').all(is_label_part);
-            assert_eq!(is_dns1123_subdomain(s), reference, "{s:?}");
+            let subdomain = !s.is_empty() && s.split('.').all(is_label_part);
+            assert_eq!(is_dns1123_subdomain(s), subdomain, "{s:?}");
+            assert_eq!(is_dns1123_label(s), is_label_part(s), "{s:?}");
         }
     }
 
