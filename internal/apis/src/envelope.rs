@@ -266,10 +266,10 @@ mod plain_query {
                 if self.0.is_empty() {
                     return None;
                 }
-                let (pair, rest) = split_at(self.0, b'&');
+                let (pair, rest) = split_at_first(self.0, b'&');
                 self.0 = rest;
                 if !pair.is_empty() {
-                    let (key, value) = split_at(pair, b'=');
+                    let (key, value) = split_at_first(pair, b'=');
                     return Some((key, Part(value)));
                 }
             }
@@ -278,7 +278,7 @@ mod plain_query {
 
     /// `text` before and after the first `separator` (an ASCII byte, so both are text);
     /// all of it and nothing when there is none.
-    fn split_at(text: &str, separator: u8) -> (&str, &str) {
+    fn split_at_first(text: &str, separator: u8) -> (&str, &str) {
         match text.bytes().position(|b| b == separator) {
             Some(at) => (&text[..at], &text[at + 1..]),
             None => (text, ""),

@@ -346,8 +346,9 @@ mod name_tests {
 
     #[test]
     fn labels_and_subdomains_are_the_rules_read_as_written() {
-        // Every string of up to 5 bytes over these, and each byte between two letters,
-        // against the rules read as written.
+        // Every string of up to 5 bytes over these, and each character up to U+00FF between
+        // two letters (every ASCII byte, and beyond it two-byte UTF-8), against the rules read
+        // as written.
         let alphabet = [b'a', b'9', b'-', b'.', b'A', b'_'];
         let mut strings = vec![String::new()];
         for _ in 0..5 {
