@@ -21,7 +21,8 @@ use axum::routing::future::RouteFuture;
 use futures::future::Either;
 use percent_encoding::percent_decode_str;
 use tower::Service;
-use utoipa::openapi::{Components, OpenApi};
+use utoipa::openapi::path::{Operation, ParameterIn};
+use utoipa::openapi::{Components, OpenApi, RefOr};
 use utoipa_axum::router::UtoipaMethodRouter;
 
 use super::edge::not_allowed_answer;
@@ -33,6 +34,8 @@ use super::envelope::ApiError;
 pub(super) struct Declared<S> {
     routes: Vec<(String, MethodRouter<S>)>,
     openapi: OpenApi,
+    /// The templates whose description declares a GET, and whether it takes `watch`.
+    described_gets: Vec<(String, bool)>,
 }
 
 impl<S: Clone + Send + Sync + 'static> Declared<S> {
@@ -40,12 +43,17 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
         Declared {
             routes: Vec::new(),
             openapi: OpenApi::default(),
+            described_gets: Vec::new(),
         }
     }
 
     /// A route with its description (utoipa's `routes!`), as `OpenApiRouter::routes` adds it.
     pub(super) fn routes(mut self, (schemas, paths, router): UtoipaMethodRouter<S>) -> Declared<S> {
-        for template in paths.paths.keys() {
+        for (template, item) in &paths.paths {
+            if let Some(get) = &item.get {
+                self.described_gets
+                    .push((template.clone(), takes_watch(get)));
+            }
             self = self.route(template, router.clone());
         }
         let mut components = Components::new();
@@ -73,6 +81,7 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
             self = self.route(&template, router);
         }
         self.openapi.merge(other.openapi);
+        self.described_gets.extend(other.described_gets);
         self
     }
 
@@ -83,6 +92,7 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
                 .map(|(template, router)| (template, router.layer(axum::Extension(value.clone()))))
                 .collect(),
             openapi: self.openapi,
+            described_gets: self.described_gets,
         }
     }
 
@@ -109,6 +119,16 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
             if names.len() > MAX_PARAMS {
                 return Err(TableError::Params(template));
             }
+            let streams = if super::logs::is_log_route(&template) {
+                Streams::Always
+            } else {
+                // A GET declared without `watch` never streams; the query of any other
+                // request tells.
+                match self.described_gets.iter().find(|(t, _)| *t == template) {
+                    Some((_, false)) => Streams::Never,
+                    _ => Streams::WhenWatching,
+                }
+            };
             paths
                 .insert(
                     template.clone(),
@@ -116,6 +136,7 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
                         template,
                         names,
                         index,
+                        streams,
                     })),
                 )
                 .map_err(TableError::Insert)?;
@@ -157,6 +178,20 @@ pub enum TableError {
 /// their values in place.
 const MAX_PARAMS: usize = 2;
 
+/// Whether a described operation declares the query parameter `watch`.
+fn takes_watch(operation: &Operation) -> bool {
+    operation
+        .parameters
+        .iter()
+        .flatten()
+        .any(|parameter| match parameter {
+            RefOr::T(parameter) => {
+                parameter.name == "watch" && matches!(parameter.parameter_in, ParameterIn::Query)
+            }
+            RefOr::Ref(_) => false,
+        })
+}
+
 /// The parameters' names of a matchit template (`/pods/{name}`), in order.
 fn param_names(template: &str) -> Box<[String]> {
     template
@@ -179,12 +214,31 @@ pub(super) struct Route {
     names: Box<[String]>,
     /// Its place among the [`Dispatch`]'s routes.
     index: usize,
+    streams: Streams,
+}
+
+/// Whether a route's answer is a stream, which holds a watch's place in the fair share
+/// rather than a request's: known from its declaration, so that most requests are told so
+/// without their query being read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Streams {
+    /// A GET declared without `watch`.
+    Never,
+    /// When the request asks to watch: a GET declared with `watch`, or any route whose
+    /// description does not say.
+    WhenWatching,
+    /// A log's, as long as its pods log.
+    Always,
 }
 
 impl Route {
     /// The template, under the mount (`/k8sailor/v0/pods/{name}`).
     pub(super) fn template(&self) -> &str {
         &self.template
+    }
+
+    pub(super) fn streams(&self) -> Streams {
+        self.streams
     }
 }
 

@@ -29,7 +29,7 @@ use serde::Deserialize;
 use tower::{Layer, Service};
 
 use super::ApiError;
-use super::dispatch::RouteMatch;
+use super::dispatch::{RouteMatch, Streams};
 
 /// The bounds shared among identities, from the settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -598,20 +598,24 @@ pub(super) struct EnvelopeShares;
 
 impl ShareRule for EnvelopeShares {
     fn held(&self, request: &Request) -> Held {
-        // An invalid `watch` is the handler's 400; here it is no watch. Most requests are told
-        // so without decoding their query.
-        let query = request.uri().query().unwrap_or("");
-        let watch = may_name(query, &["watch"])
-            && axum::extract::Query::<WatchQuery>::try_from_uri(request.uri())
-                .ok()
-                .and_then(|q| super::watch::is_watch(q.0.watch.as_deref()).ok())
-                .unwrap_or(false);
-        // A log is a stream too, as long as its pods log: it holds a watch's place.
-        let log = request
-            .extensions()
-            .get::<RouteMatch>()
-            .is_some_and(|route| super::logs::is_log_route(route.template()));
-        if watch || log {
+        // Only the table's requests come here, each with its match; without one, the query
+        // alone tells.
+        let streams = (request.extensions().get::<RouteMatch>())
+            .map_or(Streams::WhenWatching, |found| found.route().streams());
+        let stream = match streams {
+            Streams::Never => false,
+            Streams::Always => true,
+            // An invalid `watch` is the handler's 400; here it is no watch. Most requests
+            // are told so without decoding their query.
+            Streams::WhenWatching => {
+                may_name(request.uri().query().unwrap_or(""), &["watch"])
+                    && axum::extract::Query::<WatchQuery>::try_from_uri(request.uri())
+                        .ok()
+                        .and_then(|q| super::watch::is_watch(q.0.watch.as_deref()).ok())
+                        .unwrap_or(false)
+            }
+        };
+        if stream {
             Held::Watches
         } else {
             Held::Requests

@@ -2035,3 +2035,46 @@ async fn a_websocket_watch_holds_a_watchs_place_until_its_socket_closes() {
     }
     assert_eq!(answered, Some(StatusCode::SWITCHING_PROTOCOLS));
 }
+
+/// Which of the original API's routes hold a stream's place in the fair share follows from
+/// their declarations: a list whose GET takes `watch` when asked to watch, a log always, an
+/// object whose GET is described without `watch` never (whatever its query says), and a
+/// route without a description as its query says.
+#[test]
+fn a_routes_stream_is_known_from_its_declaration() {
+    use dispatch::Streams;
+    let state = AppState::new(
+        Arc::new(Workloads::new(small_cluster())),
+        None,
+        FairShares::default(),
+        KEEP_ALIVE,
+        crate::DEFAULT_KEPT_ANSWER_BYTES,
+    );
+    let mount = "/k8sailor/v0";
+    let mut declared = routes::api(mount).merge(logs::routes(options(&[]).logs, mount));
+    let _ = declared.take_openapi();
+    let (table, _) = declared
+        .into_table(state, mount, std::iter::empty())
+        .expect("the routes make a table");
+    let streams = |path: &str| {
+        let found = table.find(path).expect(path);
+        found.route().streams()
+    };
+    for list in ["pods", "deployments", "services", "events", "configmaps"] {
+        assert_eq!(
+            streams(&format!("{mount}/{list}")),
+            Streams::WhenWatching,
+            "{list}"
+        );
+    }
+    assert_eq!(streams(&format!("{mount}/pods/web-1")), Streams::Never);
+    assert_eq!(streams(&format!("{mount}/deployments/web")), Streams::Never);
+    assert_eq!(
+        streams(&format!("{mount}/pods/web-1/logs")),
+        Streams::Always
+    );
+    assert_eq!(
+        streams(&format!("{mount}/configmaps/web")),
+        Streams::WhenWatching
+    );
+}
