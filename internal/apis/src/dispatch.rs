@@ -27,6 +27,7 @@ use utoipa_axum::router::UtoipaMethodRouter;
 
 use super::edge::not_allowed_answer;
 use super::envelope::ApiError;
+use super::metrics::RouteSeries;
 
 /// Routes declared with their OpenAPI description, as `OpenApiRouter` keeps them, each
 /// route's `MethodRouter` kept by its template for the [`Table`] instead of handed to an axum
@@ -137,6 +138,7 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
                         names,
                         index,
                         streams,
+                        series: RouteSeries::default(),
                     })),
                 )
                 .map_err(TableError::Insert)?;
@@ -215,6 +217,8 @@ pub(super) struct Route {
     /// Its place among the [`Dispatch`]'s routes.
     index: usize,
     streams: Streams,
+    /// Its requests' metrics handles.
+    series: RouteSeries,
 }
 
 /// Whether a route's answer is a stream, which holds a watch's place in the fair share
@@ -239,6 +243,10 @@ impl Route {
 
     pub(super) fn streams(&self) -> Streams {
         self.streams
+    }
+
+    pub(super) fn series(&self) -> &RouteSeries {
+        &self.series
     }
 }
 

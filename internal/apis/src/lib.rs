@@ -465,6 +465,10 @@ struct PerRequest {
     /// The fair share, counted here when nothing (delegated auth) must run between it and
     /// this layer: each route layer is one more boxed service cloned, whole, per request.
     share: Option<ShareLayer>,
+    /// The metrics handles of the Kubernetes API's paths' templates, as the route table's
+    /// routes keep theirs.
+    core_series: metrics::RouteSeries,
+    groups_series: metrics::RouteSeries,
 }
 
 /// Everything done around each routed request, in one layer rather than one per concern: the
@@ -485,6 +489,8 @@ impl PerRequestLayer {
             timeout,
             mark_stale,
             share,
+            core_series: metrics::RouteSeries::default(),
+            groups_series: metrics::RouteSeries::default(),
         }))
     }
 }
@@ -553,7 +559,7 @@ where
 enum Template {
     Declared(Arc<dispatch::Route>),
     Matched(MatchedPath),
-    Beside(&'static str),
+    Beside(kubeapi::PathsTemplate),
     Unmatched,
 }
 
@@ -627,17 +633,26 @@ impl<F> Timed<F> {
                     .insert(STALE_HEADER, HeaderValue::from(age));
             }
         }
-        p.state.metrics.observe(
-            match &self.route {
-                Template::Declared(route) => route.template(),
-                Template::Matched(matched) => matched.as_str(),
-                Template::Beside(template) => template,
-                Template::Unmatched => "unmatched",
-            },
+        let (method, code, seconds) = (
             &self.method,
             response.status().as_u16(),
             self.started.elapsed().as_secs_f64(),
         );
+        let metrics = &p.state.metrics;
+        match &self.route {
+            Template::Declared(route) => {
+                metrics.observe_in(route.series(), route.template(), method, code, seconds)
+            }
+            Template::Matched(matched) => metrics.observe(matched.as_str(), method, code, seconds),
+            Template::Beside(template) => {
+                let series = match template {
+                    kubeapi::PathsTemplate::Core => &p.core_series,
+                    kubeapi::PathsTemplate::Groups => &p.groups_series,
+                };
+                metrics.observe_in(series, template.as_str(), method, code, seconds)
+            }
+            Template::Unmatched => metrics.observe("unmatched", method, code, seconds),
+        }
         response
     }
 }

@@ -75,6 +75,11 @@ type HandlesByRoute = HashMap<
     foldhash::fast::RandomState,
 >;
 
+/// One route's handles by method and code, kept with the route: a route's requests have a
+/// few of them (bounded by the methods labelled and the codes answered), found by a scan.
+#[derive(Debug, Default)]
+pub(super) struct RouteSeries(RwLock<Vec<(&'static str, u16, RouteHandles)>>);
+
 /// HTTP allows any token as a method: a client inventing methods must not invent series.
 fn method_label(method: &Method) -> &'static str {
     match *method {
@@ -541,7 +546,47 @@ impl Metrics {
                 return;
             }
         }
-        let (duration, requests) = (
+        let (duration, requests) = self.handles_of(route, method, code);
+        duration.observe(seconds);
+        requests.inc();
+    }
+
+    /// [`Metrics::observe`] for a route that keeps its own handles (`series`): found among
+    /// the few its requests have had, without its template hashed.
+    pub(super) fn observe_in(
+        &self,
+        series: &RouteSeries,
+        route: &str,
+        method: &Method,
+        code: u16,
+        seconds: f64,
+    ) {
+        let method = method_label(method);
+        let count = |(duration, requests): &RouteHandles| {
+            duration.observe(seconds);
+            requests.inc();
+        };
+        {
+            let known = series.0.read().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, _, handles)) = known.iter().find(|(m, c, _)| *c == code && *m == method)
+            {
+                return count(handles);
+            }
+        }
+        let mut known = series.0.write().unwrap_or_else(|e| e.into_inner());
+        match known.iter().find(|(m, c, _)| *c == code && *m == method) {
+            Some((_, _, handles)) => count(handles),
+            None => {
+                let handles = self.handles_of(route, method, code);
+                count(&handles);
+                known.push((method, code, handles));
+            }
+        }
+    }
+
+    /// The handles of one series, made (and kept in the map) on its first request.
+    fn handles_of(&self, route: &str, method: &'static str, code: u16) -> RouteHandles {
+        let handles = (
             self.durations
                 .get_or_create(&RouteLabels {
                     route: route.to_string(),
@@ -556,14 +601,13 @@ impl Metrics {
                 })
                 .clone(),
         );
-        duration.observe(seconds);
-        requests.inc();
         self.handles
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .entry(route.to_string())
             .or_default()
-            .insert((method, code), (duration, requests));
+            .insert((method, code), handles.clone());
+        handles
     }
 
     pub fn render(&self) -> Result<String, std::fmt::Error> {

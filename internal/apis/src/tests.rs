@@ -688,6 +688,9 @@ async fn metrics_count_requests_by_route_template() {
         "/k8sailor/v0/pods/bare?namespace=ns-a",
         "/k8sailor/v0/pods/nope?namespace=ns-a",
         "/nowhere",
+        "/api/v1/namespaces/ns-a/pods/bare",
+        "/api/v1/namespaces/ns-a/pods/bare",
+        "/apis/apps/v1/deployments",
     ] {
         call(app.clone(), Request::get(uri).body(Body::empty()).unwrap()).await;
     }
@@ -712,6 +715,8 @@ async fn metrics_count_requests_by_route_template() {
     for needle in [
         r#"k8sailor_http_requests_total{route="/k8sailor/v0/pods/{name}",method="GET",code="200"} 1"#,
         r#"k8sailor_http_requests_total{route="/k8sailor/v0/pods/{name}",method="GET",code="404"} 1"#,
+        r#"k8sailor_http_requests_total{route="/api/{*path}",method="GET",code="200"} 2"#,
+        r#"k8sailor_http_requests_total{route="/apis/{*path}",method="GET",code="200"} 1"#,
         "k8sailor_http_request_duration_seconds_bucket",
         "k8sailor_build_info{version=",
     ] {

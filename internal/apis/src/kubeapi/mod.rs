@@ -172,13 +172,29 @@ pub(super) struct Paths {
 impl Paths {
     /// Whether `path` is one of these, and under which route template its requests are
     /// counted.
-    pub fn template(path: &str) -> Option<&'static str> {
+    pub fn template(path: &str) -> Option<PathsTemplate> {
         if path.starts_with("/api/") {
-            Some("/api/{*path}")
+            Some(PathsTemplate::Core)
         } else if path.starts_with("/apis/") {
-            Some("/apis/{*path}")
+            Some(PathsTemplate::Groups)
         } else {
             None
+        }
+    }
+}
+
+/// The route templates the Kubernetes API's paths are counted under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathsTemplate {
+    Core,
+    Groups,
+}
+
+impl PathsTemplate {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PathsTemplate::Core => "/api/{*path}",
+            PathsTemplate::Groups => "/apis/{*path}",
         }
     }
 }
