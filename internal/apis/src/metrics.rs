@@ -549,6 +549,12 @@ impl Metrics {
         let (duration, requests) = self.handles_of(route, method, code);
         duration.observe(seconds);
         requests.inc();
+        self.handles
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(route.to_string())
+            .or_default()
+            .insert((method, code), (duration, requests));
     }
 
     /// [`Metrics::observe`] for a route that keeps its own handles (`series`): found among
@@ -566,15 +572,16 @@ impl Metrics {
             duration.observe(seconds);
             requests.inc();
         };
+        let of_request = |(m, c, _): &&(&str, u16, RouteHandles)| *c == code && *m == method;
         {
             let known = series.0.read().unwrap_or_else(|e| e.into_inner());
-            if let Some((_, _, handles)) = known.iter().find(|(m, c, _)| *c == code && *m == method)
-            {
+            if let Some((_, _, handles)) = known.iter().find(of_request) {
                 return count(handles);
             }
         }
+        // Looked for again under the write lock: two first requests push one series once.
         let mut known = series.0.write().unwrap_or_else(|e| e.into_inner());
-        match known.iter().find(|(m, c, _)| *c == code && *m == method) {
+        match known.iter().find(of_request) {
             Some((_, _, handles)) => count(handles),
             None => {
                 let handles = self.handles_of(route, method, code);
@@ -584,9 +591,9 @@ impl Metrics {
         }
     }
 
-    /// The handles of one series, made (and kept in the map) on its first request.
+    /// The handles of one series, made on its first request.
     fn handles_of(&self, route: &str, method: &'static str, code: u16) -> RouteHandles {
-        let handles = (
+        (
             self.durations
                 .get_or_create(&RouteLabels {
                     route: route.to_string(),
@@ -600,14 +607,7 @@ impl Metrics {
                     code: code.to_string(),
                 })
                 .clone(),
-        );
-        self.handles
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(route.to_string())
-            .or_default()
-            .insert((method, code), handles.clone());
-        handles
+        )
     }
 
     pub fn render(&self) -> Result<String, std::fmt::Error> {
