@@ -112,7 +112,7 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
         mount: &str,
         elsewhere: impl IntoIterator<Item = &'a str>,
     ) -> Result<(Table, Dispatch), TableError> {
-        let mut paths = matchit::Router::new();
+        let mut targets = Vec::with_capacity(self.routes.len());
         let mut routes = Vec::with_capacity(self.routes.len());
         let mount: Arc<str> = mount.into();
         for (index, (template, router)) in self.routes.into_iter().enumerate() {
@@ -130,18 +130,16 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
                     _ => Streams::WhenWatching,
                 }
             };
-            paths
-                .insert(
-                    template.clone(),
-                    Target::Declared(Arc::new(Route {
-                        template,
-                        names,
-                        index,
-                        streams,
-                        series: RouteSeries::default(),
-                    })),
-                )
-                .map_err(TableError::Insert)?;
+            targets.push((
+                template.clone(),
+                Target::Declared(Arc::new(Route {
+                    template,
+                    names,
+                    index,
+                    streams,
+                    series: RouteSeries::default(),
+                })),
+            ));
             let mount = mount.clone();
             let not_allowed = move |method: Method, uri: axum::http::Uri| {
                 let mount = mount.clone();
@@ -152,13 +150,24 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
             };
             routes.push(router.fallback(not_allowed).with_state(state.clone()));
         }
-        for template in elsewhere {
-            paths
-                .insert(template, Target::Elsewhere)
+        targets.extend(
+            elsewhere
+                .into_iter()
+                .map(|t| (t.to_string(), Target::Elsewhere)),
+        );
+        let templates: Vec<&str> = targets.iter().map(|(t, _)| t.as_str()).collect();
+        let layer_of = layers(&templates);
+        let mut paths: Vec<matchit::Router<Target>> = Vec::new();
+        for ((template, target), layer) in targets.into_iter().zip(layer_of) {
+            if paths.len() <= layer {
+                paths.resize_with(layer + 1, matchit::Router::new);
+            }
+            paths[layer]
+                .insert(template, target)
                 .map_err(TableError::Insert)?;
         }
         Ok((
-            Table(Arc::new(paths)),
+            Table(paths.into()),
             Dispatch {
                 routes: routes.into(),
                 ready: Vec::new(),
@@ -250,15 +259,54 @@ impl Route {
     }
 }
 
-/// The templates of the declared routes, shared by every connection.
+/// The templates of the declared routes, shared by every connection, in [`layers`]: a path
+/// is looked up in each in turn, and the first that has it answers.
 #[derive(Clone)]
-pub(super) struct Table(Arc<matchit::Router<Target>>);
+pub(super) struct Table(Arc<[matchit::Router<Target>]>);
+
+/// Each template's layer: a template goes below every template that matchit prefers to it
+/// where they first differ (a fixed segment where it has a parameter), so that no layer has
+/// a fixed segment and a parameter side by side. There matchit would note the parameter to
+/// come back to, in a `Vec` of its own made for each lookup (an allocation per request).
+/// Looking the layers up in order finds what one router of them all would: a match in a
+/// layer is preferred to every match in the layers below, which it precedes where they first
+/// differ, and no match above it is preferred to it.
+fn layers(all: &[&str]) -> Vec<usize> {
+    let is_param = |segment: &str| segment.starts_with('{');
+    // Whether matchit prefers `fixed` to `param`: where they first differ, `fixed` has a
+    // fixed segment and `param` a parameter.
+    let precedes = |fixed: &str, param: &str| {
+        fixed
+            .split('/')
+            .zip(param.split('/'))
+            .find(|(f, p)| f != p)
+            .is_some_and(|(f, p)| !is_param(f) && is_param(p))
+    };
+    let mut layer = vec![None; all.len()];
+    let mut depth = 0;
+    while layer.iter().any(Option::is_none) {
+        let below: Vec<bool> = (all.iter().enumerate())
+            .map(|(i, template)| {
+                layer[i].is_some()
+                    || (all.iter().enumerate())
+                        .any(|(j, other)| layer[j].is_none() && precedes(other, template))
+            })
+            .collect();
+        for (i, below) in below.into_iter().enumerate() {
+            if !below {
+                layer[i] = Some(depth);
+            }
+        }
+        depth += 1;
+    }
+    layer.into_iter().flatten().collect()
+}
 
 impl Table {
     /// The declared route `path` names, with its parameters; None for a path the table does
     /// not serve (or leaves to the axum router).
     pub(super) fn find(&self, path: &str) -> Option<RouteMatch> {
-        let found = self.0.at(path).ok()?;
+        let found = self.0.iter().find_map(|layer| layer.at(path).ok())?;
         let Target::Declared(route) = found.value else {
             return None;
         };
@@ -411,6 +459,53 @@ mod tests {
 
         assert!(table.find("/v0/pods/").is_none());
         assert!(table.find("/other").is_none());
+    }
+
+    /// Fixed segments and parameters side by side at two depths.
+    const SIDE_BY_SIDE: [&str; 7] = [
+        "/v0/pods",
+        "/v0/pods/logs",
+        "/v0/pods/{name}",
+        "/v0/pods/{name}/logs",
+        "/v0/{resource}",
+        "/v0/{resource}/{name}",
+        "/v0/{resource}/{name}/output",
+    ];
+
+    #[test]
+    fn a_template_goes_below_those_matchit_prefers_to_it() {
+        let templates = [&SIDE_BY_SIDE[..], &["/v0/deployments/{name}", "/livez"]].concat();
+        assert_eq!(layers(&templates), [0, 0, 1, 1, 2, 2, 2, 0, 0]);
+    }
+
+    #[test]
+    fn the_layers_find_what_one_router_finds() {
+        let templates = SIDE_BY_SIDE;
+        let table = table(&templates, &["/v0/openapi.json"]);
+        let mut one = matchit::Router::new();
+        for template in templates.iter().chain(&["/v0/openapi.json"]) {
+            one.insert(*template, *template).expect("inserts");
+        }
+        for path in [
+            "/v0/pods",
+            "/v0/pods/logs",
+            "/v0/pods/logs/logs",
+            "/v0/pods/web/logs",
+            "/v0/pods/web",
+            "/v0/pods/web/output",
+            "/v0/configmaps",
+            "/v0/configmaps/web",
+            "/v0/configmaps/web/output",
+            "/v0/configmaps/web/logs",
+            "/v0/openapi.json",
+            "/v0/openapi.json/x",
+            "/other",
+        ] {
+            let expected = one.at(path).ok().map(|found| *found.value);
+            let expected = expected.filter(|t| *t != "/v0/openapi.json");
+            let found = table.find(path);
+            assert_eq!(found.as_ref().map(RouteMatch::template), expected, "{path}");
+        }
     }
 
     #[test]
