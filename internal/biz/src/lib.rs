@@ -638,12 +638,7 @@ impl<S: WorkloadSource> Workloads<S> {
 
     /// One pod as answered, its Deployment looked up.
     async fn pod_view(&self, record: Arc<PodRecord>) -> Result<PodView, BizError> {
-        let deployment = self
-            .source
-            .deployments_of_pods(std::slice::from_ref(&record))
-            .await?
-            .pop()
-            .ok_or_else(|| BizError::Internal("deployment lookup lost the pod".into()))?;
+        let deployment = self.source.deployment_of_pod(&record).await?;
         Ok(PodView { record, deployment })
     }
 

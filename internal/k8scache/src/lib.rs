@@ -592,6 +592,11 @@ impl Caches {
             .collect()
     }
 
+    /// The name of the Deployment controlling the pod, through its ReplicaSet.
+    pub fn deployment_of_pod(&self, pod: &PodRecord) -> Option<String> {
+        deployment_of(&self.replicasets.read().index, pod).map(|o| o.name.clone())
+    }
+
     /// Whether the Deployment with `uid` controls the pod, through its ReplicaSet.
     pub fn controls(&self, uid: &str, pod: &PodRecord) -> bool {
         deployment_of(&self.replicasets.read().index, pod).is_some_and(|o| o.uid == uid)
@@ -709,11 +714,13 @@ mod tests {
             .pods
             .get(&ObjectKey::new("ns", "web2-xyz-1"))
             .unwrap();
+        assert_eq!(caches.deployment_of_pod(&pod).as_deref(), Some("web2"));
         assert_eq!(
             caches.deployments_of_pods(&[pod]),
             [Some("web2".to_string())]
         );
         let bare = caches.pods.get(&ObjectKey::new("ns", "bare")).unwrap();
+        assert_eq!(caches.deployment_of_pod(&bare), None);
         assert_eq!(caches.deployments_of_pods(&[bare]), [None]);
     }
 

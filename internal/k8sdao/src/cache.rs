@@ -479,6 +479,10 @@ impl WorkloadSource for CacheSource {
         Ok(self.caches.deployments_of_pods(pods))
     }
 
+    async fn deployment_of_pod(&self, pod: &Arc<PodRecord>) -> Result<Option<String>, DaoError> {
+        Ok(self.caches.deployment_of_pod(pod))
+    }
+
     async fn watch_pods_of_deployment(
         &self,
         namespace: &str,

@@ -299,6 +299,17 @@ pub trait WorkloadSource: Send + Sync {
         &self,
         pods: &[Arc<PodRecord>],
     ) -> impl Future<Output = Result<Vec<Option<String>>, DaoError>> + Send;
+    /// The name of the Deployment controlling one pod, if any: a source that can tell it
+    /// without a list of one (the cache) says so.
+    fn deployment_of_pod(
+        &self,
+        pod: &Arc<PodRecord>,
+    ) -> impl Future<Output = Result<Option<String>, DaoError>> + Send {
+        async move {
+            let mut deployments = self.deployments_of_pods(std::slice::from_ref(pod)).await?;
+            Ok(deployments.pop().flatten())
+        }
+    }
     /// The Pods the Deployment controls (as [`WorkloadSource::pods_of_deployment`]), then
     /// each change to that set; NotFound if the Deployment is absent when the watch begins.
     fn watch_pods_of_deployment(
@@ -760,6 +771,10 @@ impl WorkloadSource for Source {
         pods: &[Arc<PodRecord>],
     ) -> Result<Vec<Option<String>>, DaoError> {
         dispatch!(self, deployments_of_pods(pods))
+    }
+
+    async fn deployment_of_pod(&self, pod: &Arc<PodRecord>) -> Result<Option<String>, DaoError> {
+        dispatch!(self, deployment_of_pod(pod))
     }
 
     async fn watch_pods_of_deployment(
