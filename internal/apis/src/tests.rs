@@ -2082,4 +2082,22 @@ fn a_routes_stream_is_known_from_its_declaration() {
         streams(&format!("{mount}/configmaps/web")),
         Streams::WhenWatching
     );
+
+    // What the fair share makes of it: an object's GET that asks to watch holds a request's
+    // place, as it answers once; a list's, a watch's; a log always a watch's.
+    use fairness::{EnvelopeShares, Held, ShareRule};
+    let held = |path: &str, query: &str| {
+        let mut request = Request::get(format!("{path}{query}"))
+            .body(Body::empty())
+            .unwrap();
+        request
+            .extensions_mut()
+            .insert(table.find(path).expect(path));
+        EnvelopeShares.held(&request)
+    };
+    let (pod, pods) = (format!("{mount}/pods/web-1"), format!("{mount}/pods"));
+    assert_eq!(held(&pod, "?watch=true"), Held::Requests);
+    assert_eq!(held(&pods, "?watch=true"), Held::Watches);
+    assert_eq!(held(&pods, "?watch=false"), Held::Requests);
+    assert_eq!(held(&format!("{pod}/logs"), ""), Held::Watches);
 }
