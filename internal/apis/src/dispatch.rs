@@ -35,8 +35,9 @@ use super::metrics::RouteSeries;
 pub(super) struct Declared<S> {
     routes: Vec<(String, MethodRouter<S>)>,
     openapi: OpenApi,
-    /// The templates whose description declares a GET, and whether it takes `watch`.
-    described_gets: Vec<(String, bool)>,
+    /// The templates whose GET is known to take `watch` or not: from its description, or
+    /// declared to answer once ([`Declared::route_answering_once`]).
+    known_gets: Vec<(String, bool)>,
 }
 
 impl<S: Clone + Send + Sync + 'static> Declared<S> {
@@ -44,7 +45,7 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
         Declared {
             routes: Vec::new(),
             openapi: OpenApi::default(),
-            described_gets: Vec::new(),
+            known_gets: Vec::new(),
         }
     }
 
@@ -52,8 +53,7 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
     pub(super) fn routes(mut self, (schemas, paths, router): UtoipaMethodRouter<S>) -> Declared<S> {
         for (template, item) in &paths.paths {
             if let Some(get) = &item.get {
-                self.described_gets
-                    .push((template.clone(), takes_watch(get)));
+                self.known_gets.push((template.clone(), takes_watch(get)));
             }
             self = self.route(template, router.clone());
         }
@@ -77,12 +77,24 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
         self
     }
 
+    /// A route without a description whose GET answers once whatever its query (it takes no
+    /// `watch`), so that its requests never hold a watch's place nor have their query read
+    /// for one.
+    pub(super) fn route_answering_once(
+        mut self,
+        template: &str,
+        router: MethodRouter<S>,
+    ) -> Declared<S> {
+        self.known_gets.push((template.to_string(), false));
+        self.route(template, router)
+    }
+
     pub(super) fn merge(mut self, other: Declared<S>) -> Declared<S> {
         for (template, router) in other.routes {
             self = self.route(&template, router);
         }
         self.openapi.merge(other.openapi);
-        self.described_gets.extend(other.described_gets);
+        self.known_gets.extend(other.known_gets);
         self
     }
 
@@ -93,7 +105,7 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
                 .map(|(template, router)| (template, router.layer(axum::Extension(value.clone()))))
                 .collect(),
             openapi: self.openapi,
-            described_gets: self.described_gets,
+            known_gets: self.known_gets,
         }
     }
 
@@ -125,7 +137,7 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
             } else {
                 // A GET declared without `watch` never streams; the query of any other
                 // request tells.
-                match self.described_gets.iter().find(|(t, _)| *t == template) {
+                match self.known_gets.iter().find(|(t, _)| *t == template) {
                     Some((_, false)) => Streams::Never,
                     _ => Streams::WhenWatching,
                 }
@@ -235,10 +247,10 @@ pub(super) struct Route {
 /// without their query being read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Streams {
-    /// A GET declared without `watch`.
+    /// A GET described without `watch`, or declared to answer once.
     Never,
-    /// When the request asks to watch: a GET declared with `watch`, or any route whose
-    /// description does not say.
+    /// When the request asks to watch: a GET described with `watch`, or any route neither
+    /// described nor declared to answer once.
     WhenWatching,
     /// A log's, as long as its pods log.
     Always,

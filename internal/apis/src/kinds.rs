@@ -69,7 +69,7 @@ pub(super) fn resource_routes(mount: &str) -> Declared<AppState> {
                 },
             ),
         )
-        .route(
+        .route_answering_once(
             &format!("{mount}/{{resource}}/{{name}}"),
             get(
                 |State(s): State<AppState>,
@@ -80,7 +80,7 @@ pub(super) fn resource_routes(mount: &str) -> Declared<AppState> {
                 },
             ),
         )
-        .route(
+        .route_answering_once(
             &format!("{mount}/{{resource}}/{{name}}/output"),
             get(
                 |State(s): State<AppState>,

@@ -2078,8 +2078,21 @@ fn a_routes_stream_is_known_from_its_declaration() {
         streams(&format!("{mount}/pods/web-1/logs")),
         Streams::Always
     );
+    // The generic object routes are declared to answer once: their queries take no `watch`.
+    use utoipa::IntoParams;
+    for params in [
+        routes::ObjectParams::into_params(|| None),
+        routes::OutputParams::into_params(|| None),
+    ] {
+        assert!(params.iter().all(|p| p.name != "watch"));
+    }
+    assert_eq!(streams(&format!("{mount}/configmaps/web")), Streams::Never);
     assert_eq!(
-        streams(&format!("{mount}/configmaps/web")),
+        streams(&format!("{mount}/configmaps/web/output")),
+        Streams::Never
+    );
+    assert_eq!(
+        streams(&format!("{mount}/configmaps")),
         Streams::WhenWatching
     );
 
@@ -2100,4 +2113,10 @@ fn a_routes_stream_is_known_from_its_declaration() {
     assert_eq!(held(&pods, "?watch=true"), Held::Watches);
     assert_eq!(held(&pods, "?watch=false"), Held::Requests);
     assert_eq!(held(&format!("{pod}/logs"), ""), Held::Watches);
+    let config_maps = format!("{mount}/configmaps");
+    assert_eq!(held(&config_maps, "?watch=true"), Held::Watches);
+    assert_eq!(
+        held(&format!("{config_maps}/web"), "?watch=true"),
+        Held::Requests
+    );
 }
