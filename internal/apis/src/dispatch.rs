@@ -135,8 +135,8 @@ impl<S: Clone + Send + Sync + 'static> Declared<S> {
             let streams = if super::logs::is_log_route(&template) {
                 Streams::Always
             } else {
-                // A GET declared without `watch` never streams; the query of any other
-                // request tells.
+                // A GET known to take no `watch` (described so, or declared to answer
+                // once) never streams; the query of any other request tells.
                 match self.known_gets.iter().find(|(t, _)| *t == template) {
                     Some((_, false)) => Streams::Never,
                     _ => Streams::WhenWatching,
