@@ -163,16 +163,18 @@ impl OriginPattern {
 pub(super) struct Cors {
     origins: AllowedOrigins,
     /// Named origins: every answer, preflight or not, varies by the request's `Origin`.
-    vary: Option<HeaderValue>,
+    varies_by_origin: bool,
     allow_methods: HeaderValue,
     allow_headers: HeaderValue,
     /// Seconds a browser may keep a preflight's answer.
     max_age: HeaderValue,
 }
 
-/// What CORS adds to one answer, decided from the request before it is served.
+/// What CORS adds to one answer, decided from the request before it is served. A served
+/// answer's `Vary` is written whole by the layer that serves it (`Served`, once for gzip's
+/// reason and CORS's): [`Allowance::vary`] is for the answers the edge makes itself.
 pub struct Allowance {
-    vary: Option<HeaderValue>,
+    varies_by_origin: bool,
     /// `Access-Control-Allow-Origin`: `*`, or the request's origin when allowed.
     origin: Option<HeaderValue>,
     /// Named origins may send credentials; `*` never (a browser refuses the pair).
@@ -186,10 +188,7 @@ impl Cors {
             AllowedOrigins::Listed(patterns) if patterns.is_empty() => None,
             _ => Some(Cors {
                 origins: origins.clone(),
-                vary: match origins {
-                    AllowedOrigins::Any => None,
-                    AllowedOrigins::Listed(_) => Some(HeaderValue::from_static("origin")),
-                },
+                varies_by_origin: matches!(origins, AllowedOrigins::Listed(_)),
                 allow_methods: HeaderValue::from_static("GET,PUT,POST,DELETE,OPTIONS"),
                 allow_headers: HeaderValue::from_static("content-type,authorization"),
                 max_age: HeaderValue::from(600),
@@ -210,10 +209,15 @@ impl Cors {
             }
         };
         Allowance {
-            vary: self.vary.clone(),
+            varies_by_origin: self.varies_by_origin,
             origin,
             credentials,
         }
+    }
+
+    /// Whether every answer varies by the request's `Origin` (origins are named).
+    pub(super) fn varies_by_origin(&self) -> bool {
+        self.varies_by_origin
     }
 
     /// While CORS is on every `OPTIONS` is a preflight, answered here whatever its path: 204
@@ -230,17 +234,23 @@ impl Cors {
             self.allow_headers.clone(),
         );
         answer.insert(header::ACCESS_CONTROL_MAX_AGE, self.max_age.clone());
-        self.allowance(request).apply(&mut response);
+        let allowance = self.allowance(request);
+        allowance.vary(answer);
+        allowance.apply(&mut response);
         response
     }
 }
 
 impl Allowance {
+    /// Adds what the answer varies by for CORS to its `Vary`.
+    pub(super) fn vary(&self, headers: &mut HeaderMap) {
+        if self.varies_by_origin {
+            vary_by_origin(headers);
+        }
+    }
+
     pub(super) fn apply(self, response: &mut Response) {
         let headers = response.headers_mut();
-        if let Some(vary) = self.vary {
-            vary_also_by(headers, vary);
-        }
         if let Some(origin) = self.origin {
             headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
         }
@@ -253,6 +263,17 @@ impl Allowance {
     }
 }
 
+/// The one `Vary` field of an answer that varies by `Accept-Encoding` and by `Origin`: what
+/// a compressible answer served while origins are named gets when it has no `Vary` yet,
+/// written at once instead of one name and then the other merged into it.
+pub(super) const BY_ENCODING_AND_ORIGIN: HeaderValue =
+    HeaderValue::from_static("accept-encoding, origin");
+
+/// `Origin` added to the answer's `Vary`, as [`vary_also_by`] adds a name.
+pub(super) fn vary_by_origin(headers: &mut HeaderMap) {
+    vary_also_by(headers, HeaderValue::from_static("origin"));
+}
+
 /// `vary` added to the answer's `Vary`: a `Vary` it already has is kept (caches must vary
 /// by both), in one field listing both where it has one field (as gzip's `Accept-Encoding`),
 /// since a second field is kept in a list of the map's own, made for each answer.
@@ -263,11 +284,8 @@ fn vary_also_by(headers: &mut HeaderMap, vary: HeaderValue) {
         }
         Entry::Occupied(mut field) if field.iter().count() == 1 => {
             let listed = field.get();
-            let both = if listed == header::ACCEPT_ENCODING.as_str() && vary == "origin" {
-                Ok(HeaderValue::from_static("accept-encoding, origin"))
-            } else {
-                HeaderValue::from_bytes(&[listed.as_bytes(), b", ", vary.as_bytes()].concat())
-            };
+            let both =
+                HeaderValue::from_bytes(&[listed.as_bytes(), b", ", vary.as_bytes()].concat());
             match both {
                 Ok(both) => {
                     field.insert(both);
@@ -380,6 +398,8 @@ mod tests {
                     } else {
                         let allowance = cors.allowance(request.headers());
                         let mut response = served(request).await.unwrap();
+                        // What `Served` adds to a served answer's `Vary` for CORS.
+                        allowance.vary(response.headers_mut());
                         allowance.apply(&mut response);
                         response
                     };

@@ -157,11 +157,7 @@ where
         match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
             Ok(answer) => EdgeFuture::Served { answer, cors },
             Err(panic) => {
-                let mut response = panicked(panic);
-                if let Some(cors) = cors {
-                    cors.apply(&mut response);
-                }
-                EdgeFuture::Answered(std::future::ready(Ok(response)))
+                EdgeFuture::Answered(std::future::ready(Ok(made_here(panicked(panic), cors))))
             }
         }
     }
@@ -186,19 +182,30 @@ where
         match self.get_mut() {
             EdgeFuture::Answered(answer) => Pin::new(answer).poll(cx),
             EdgeFuture::Served { answer, cors } => {
-                let mut response =
-                    match catch_unwind(AssertUnwindSafe(|| Pin::new(answer).poll(cx))) {
-                        Ok(Poll::Pending) => return Poll::Pending,
-                        Ok(Poll::Ready(Ok(response))) => response,
-                        Err(panic) => panicked(panic),
-                    };
-                if let Some(cors) = cors.take() {
-                    cors.apply(&mut response);
-                }
+                let response = match catch_unwind(AssertUnwindSafe(|| Pin::new(answer).poll(cx))) {
+                    Ok(Poll::Pending) => return Poll::Pending,
+                    Ok(Poll::Ready(Ok(mut response))) => {
+                        if let Some(cors) = cors.take() {
+                            cors.apply(&mut response);
+                        }
+                        response
+                    }
+                    Err(panic) => made_here(panicked(panic), cors.take()),
+                };
                 Poll::Ready(Ok(response))
             }
         }
     }
+}
+
+/// An answer the edge made in place of the served one (a handler's panic), with what CORS
+/// adds to it: its `Vary` too, which the served layers write on the answers they serve.
+fn made_here(mut response: Response, cors: Option<Allowance>) -> Response {
+    if let Some(cors) = cors {
+        cors.vary(response.headers_mut());
+        cors.apply(&mut response);
+    }
+    response
 }
 
 /// Refuses a query over [`MAX_QUERY_BYTES`] (414), a body with a `Content-Encoding` (415:

@@ -241,31 +241,59 @@ impl Compressible {
 
     /// Whether tower-http would tell `response` `Vary: Accept-Encoding` had it been asked to
     /// compress it: one it would compress (neither encoded nor a range already) that does
-    /// not say so yet. The headers are read in one walk: a lookup by name hashes it, and
-    /// four lookups cost more than a walk over an answer's few headers.
-    fn would_vary(response: &Response) -> bool {
-        let (mut content_length, mut content_type) = (None, None);
+    /// not say so yet; and whether it has a `Vary` of its own. The headers are read in one
+    /// walk: a lookup by name hashes it, and four lookups cost more than a walk over an
+    /// answer's few headers.
+    fn would_vary(response: &Response) -> (bool, bool) {
+        let (mut content_length, mut content_type, mut listed) = (None, None, false);
         for (name, value) in response.headers() {
             if name == header::CONTENT_ENCODING
                 || name == header::CONTENT_RANGE
                 || (name == header::VARY && names_encoding(value))
             {
-                return false;
+                return (false, true);
             } else if name == header::CONTENT_TYPE {
                 content_type = Some(value);
             } else if name == header::CONTENT_LENGTH {
                 content_length = Some(value);
+            } else if name == header::VARY {
+                listed = true;
             }
         }
-        Compressible::compresses(response, content_length, content_type)
+        let compresses = Compressible::compresses(response, content_length, content_type);
+        (compresses, listed)
+    }
+}
+
+/// Writes what a served answer varies by beyond its handler's `Vary`: `Accept-Encoding`
+/// where tower-http would have told it (`identity`: gzip is on and the client accepted no
+/// encoding, so [`Gzip`] passed the answer by; tower-http tells those it negotiated itself),
+/// and `Origin` while CORS names origins. An answer without a `Vary` that varies by both
+/// gets them in one field written once, not one name written and the other merged into it.
+fn vary(response: &mut Response, identity: bool, by_origin: bool) {
+    let (by_encoding, listed) = if identity {
+        Compressible::would_vary(response)
+    } else {
+        (false, true)
+    };
+    let headers = response.headers_mut();
+    if by_encoding && by_origin && !listed {
+        headers.append(header::VARY, cors::BY_ENCODING_AND_ORIGIN);
+        return;
+    }
+    if by_encoding {
+        headers.append(header::VARY, HeaderValue::from(header::ACCEPT_ENCODING));
+    }
+    if by_origin {
+        cors::vary_by_origin(headers);
     }
 }
 
 /// gzip for a client that accepts an encoding: tower-http's `Compression` with
 /// [`Compressible`]. A request that accepts none (no `Accept-Encoding`) goes straight to
 /// `plain`, its answer told `Vary: Accept-Encoding` where tower-http would tell it (a
-/// compressible answer): the same answer, without its body wrapped and boxed again on every
-/// request.
+/// compressible answer, by [`vary`]): the same answer, without its body wrapped and boxed
+/// again on every request.
 #[derive(Clone)]
 struct Gzip<S> {
     compressing: Compression<S, Compressible>,
@@ -312,14 +340,7 @@ where
             GzipFuture::Negotiated(answer) => Pin::new(answer)
                 .poll(cx)
                 .map_ok(IntoResponse::into_response),
-            GzipFuture::Identity(answer) => Pin::new(answer).poll(cx).map_ok(|mut response| {
-                if Compressible::would_vary(&response) {
-                    response
-                        .headers_mut()
-                        .append(header::VARY, HeaderValue::from(header::ACCEPT_ENCODING));
-                }
-                response
-            }),
+            GzipFuture::Identity(answer) => Pin::new(answer).poll(cx),
         }
     }
 }
@@ -341,14 +362,23 @@ pub const STALE_HEADER: &str = "k8sailor-stale-seconds";
 pub struct App(edge::Edge<Served>);
 
 /// The routes with the body bounds, gzip when it is on, and the request log when debug
-/// logging is: a type per choice rather than one box, so that a GET's answer is not moved
-/// into a box of its own on every request. With the request log (debug only) it is boxed.
+/// logging is, each answer's `Vary` written once ([`vary`]).
+#[derive(Clone)]
+struct Served {
+    serving: Serving,
+    /// CORS names origins: every answer varies by `Origin`.
+    varies_by_origin: bool,
+}
+
+/// A type per choice rather than one box, so that a GET's answer is not moved into a box of
+/// its own on every request. With the request log (debug only) it is boxed, around a
+/// [`Served`] of its own that writes the `Vary`.
 #[derive(Clone)]
 #[expect(
     clippy::large_enum_variant,
     reason = "one per connection, made once: boxing gzip's would add a pointer to follow on every request"
 )]
-enum Served {
+enum Serving {
     Plain(edge::Bounded<Routes>),
     Gzip(Gzip<edge::Bounded<Routes>>),
     Logged(BoxCloneSyncService<Request, Response, Infallible>),
@@ -357,7 +387,10 @@ enum Served {
 type BoundedFuture = <edge::Bounded<Routes> as Service<Request>>::Future;
 
 /// The answer of [`Served`]: a type of its own, since [`App`]'s future names it.
-pub struct ServedFuture(Answering);
+pub struct ServedFuture {
+    answering: Answering,
+    varies_by_origin: bool,
+}
 
 enum Answering {
     Plain(BoundedFuture),
@@ -371,19 +404,22 @@ impl Service<Request> for Served {
     type Future = ServedFuture;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        match self {
-            Served::Plain(served) => served.poll_ready(cx),
-            Served::Gzip(served) => served.poll_ready(cx),
-            Served::Logged(served) => served.poll_ready(cx),
+        match &mut self.serving {
+            Serving::Plain(served) => served.poll_ready(cx),
+            Serving::Gzip(served) => served.poll_ready(cx),
+            Serving::Logged(served) => served.poll_ready(cx),
         }
     }
 
     fn call(&mut self, request: Request) -> ServedFuture {
-        ServedFuture(match self {
-            Served::Plain(served) => Answering::Plain(served.call(request)),
-            Served::Gzip(served) => Answering::Gzip(served.call(request)),
-            Served::Logged(served) => Answering::Logged(served.call(request)),
-        })
+        ServedFuture {
+            answering: match &mut self.serving {
+                Serving::Plain(served) => Answering::Plain(served.call(request)),
+                Serving::Gzip(served) => Answering::Gzip(served.call(request)),
+                Serving::Logged(served) => Answering::Logged(served.call(request)),
+            },
+            varies_by_origin: self.varies_by_origin,
+        }
     }
 }
 
@@ -391,11 +427,21 @@ impl Future for ServedFuture {
     type Output = Result<Response, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut self.get_mut().0 {
-            Answering::Plain(answer) => Pin::new(answer).poll(cx),
-            Answering::Gzip(answer) => Pin::new(answer).poll(cx),
-            Answering::Logged(answer) => answer.as_mut().poll(cx),
-        }
+        let ServedFuture {
+            answering,
+            varies_by_origin,
+        } = self.get_mut();
+        let (answered, identity) = match answering {
+            Answering::Plain(answer) => (std::task::ready!(Pin::new(answer).poll(cx)), false),
+            Answering::Gzip(GzipFuture::Identity(answer)) => {
+                (std::task::ready!(Pin::new(answer).poll(cx)), true)
+            }
+            Answering::Gzip(answer) => (std::task::ready!(Pin::new(answer).poll(cx)), false),
+            Answering::Logged(answer) => return answer.as_mut().poll(cx),
+        };
+        let Ok(mut response) = answered;
+        vary(&mut response, identity, *varies_by_origin);
+        Poll::Ready(Ok(response))
     }
 }
 
@@ -405,8 +451,8 @@ impl App {
     /// every route on its own, and each of its levels is cloned with every request.
     fn new(routes: Routes, opts: &HttpOptions, compression: bool, cors: Option<cors::Cors>) -> App {
         let bounded = edge::Bounded::new(routes, opts.body);
-        let served = if compression {
-            Served::Gzip(Gzip {
+        let serving = if compression {
+            Serving::Gzip(Gzip {
                 compressing: CompressionLayer::new()
                     .quality(COMPRESSION)
                     .compress_when(Compressible)
@@ -414,11 +460,15 @@ impl App {
                 plain: bounded,
             })
         } else {
-            Served::Plain(bounded)
+            Serving::Plain(bounded)
+        };
+        let served = Served {
+            serving,
+            varies_by_origin: cors.as_ref().is_some_and(cors::Cors::varies_by_origin),
         };
         // The request log line is a debug event: with debug off the layer would only cost time.
         let served = if tracing::enabled!(target: "tower_http::trace::on_response", Level::DEBUG) {
-            Served::Logged(BoxCloneSyncService::new(
+            let logged = Serving::Logged(BoxCloneSyncService::new(
                 ServiceBuilder::new()
                     .map_response(IntoResponse::into_response)
                     .layer(
@@ -427,7 +477,12 @@ impl App {
                             .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
                     )
                     .service(served),
-            ))
+            ));
+            // The served answer's `Vary` is written inside.
+            Served {
+                serving: logged,
+                varies_by_origin: false,
+            }
         } else {
             served
         };

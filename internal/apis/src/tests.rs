@@ -536,6 +536,54 @@ async fn an_answer_to_a_client_without_accept_encoding_varies_as_before() {
     assert!(!vary(watch.headers()).contains(&"accept-encoding".to_string()));
 }
 
+/// While CORS names origins every answer varies by `Origin` too, listed with gzip's reason in
+/// one field, whichever layer made the answer; with `*` it does not.
+#[tokio::test]
+async fn an_answer_varies_by_encoding_and_origin_in_one_field() {
+    let fields = |headers: &axum::http::HeaderMap| {
+        (headers.get_all(header::VARY).iter())
+            .map(|v| v.to_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let named = || app_with(small_cluster(), &["http://localhost:*"]);
+    let get = |uri: &str, encoding: Option<&str>| {
+        let mut request = Request::get(uri).header(header::ORIGIN, "http://localhost:5173");
+        if let Some(encoding) = encoding {
+            request = request.header(header::ACCEPT_ENCODING, encoding);
+        }
+        request.body(Body::empty()).unwrap()
+    };
+    for (uri, encoding, expected) in [
+        ("/k8sailor/v0/pods", None, "accept-encoding, origin"),
+        ("/k8sailor/v0/pods", Some("gzip"), "accept-encoding, origin"),
+        ("/k8sailor/v0/ping", None, "origin"),
+        (
+            "/k8sailor/v0/no-such-route",
+            None,
+            "accept-encoding, origin",
+        ),
+    ] {
+        let (_, headers, _) = call(named(), get(uri, encoding)).await;
+        assert_eq!(fields(&headers), [expected], "{uri} {encoding:?}");
+        assert_eq!(
+            headers[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+            "http://localhost:5173",
+            "{uri}"
+        );
+    }
+    let preflight = Request::options("/k8sailor/v0/pods")
+        .header(header::ORIGIN, "http://localhost:5173")
+        .header(header::ACCESS_CONTROL_REQUEST_METHOD, "GET")
+        .body(Body::empty())
+        .unwrap();
+    let (status, headers, _) = call(named(), preflight).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(fields(&headers), ["origin"]);
+
+    let (_, headers, _) = call(app(), get("/k8sailor/v0/pods", None)).await;
+    assert_eq!(fields(&headers), ["accept-encoding"]);
+}
+
 /// The one-pass predicate decides as tower-http's default predicate and one
 /// `NotForContentType` per stream type did, for every kind of answer: only cheaper.
 #[test]
@@ -1401,6 +1449,8 @@ async fn a_panicking_handler_is_a_500_in_the_envelope() {
         "http://spa.example",
         "the page may read why its request failed"
     );
+    let vary: Vec<_> = headers.get_all(header::VARY).iter().collect();
+    assert_eq!(vary, ["origin"], "made at the edge, it varies as CORS does");
     let json: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(json["code"], 500);
     assert!(
