@@ -553,21 +553,24 @@ pub async fn serve(
         // Answers are written whole or streamed as events: no reason to hold small writes.
         let _ = stream.set_nodelay(true);
         let (app, registry, stop, tls) = (app.clone(), registry.clone(), stop.clone(), tls.clone());
-        tokio::spawn(async move {
-            let io = Watched {
-                stream,
-                connection: connection.clone(),
-            };
-            match tls {
-                None => run_connection(io, connection, app, limits, stop).await,
-                Some(tls) => {
-                    if let Some(io) = handshake(&tls, io, &connection, &limits, &stop).await {
-                        run_connection(io, connection, app, limits, stop).await;
-                    }
+        let io = Watched {
+            stream,
+            connection: connection.clone(),
+        };
+        // A task type per transport: the plain one's poll, run for every request, carries
+        // none of the TLS handshake's state in its frame.
+        match tls {
+            None => tokio::spawn(async move {
+                run_connection(io, connection, app, limits, stop).await;
+                registry.remove(id);
+            }),
+            Some(tls) => tokio::spawn(async move {
+                if let Some(io) = handshake(&tls, io, &connection, &limits, &stop).await {
+                    run_connection(io, connection, app, limits, stop).await;
                 }
-            }
-            registry.remove(id);
-        });
+                registry.remove(id);
+            }),
+        };
     }
     drop(listener);
     stop.cancel();
@@ -640,7 +643,9 @@ async fn run_connection<I>(
                 match app.poll_ready(&mut Context::from_waker(std::task::Waker::noop())) {
                     Poll::Ready(Ok(())) => Either::Left(app.call(request)),
                     Poll::Ready(Err(never)) => match never {},
-                    Poll::Pending => Either::Right(app.clone().oneshot(request)),
+                    // Boxed: an `App` is large, and hyper moves this future whole into its
+                    // slot for each request's answer (never needed while the App is ready).
+                    Poll::Pending => Either::Right(Box::pin(app.clone().oneshot(request))),
                 }
             };
             let connection = connection.clone();
