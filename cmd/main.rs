@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 // Built without transparent huge pages: a 2 MiB page holding one live record cannot be
 // returned, and a cache's records are spread thinly over the pages its initial list used.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Mimalloc = allocator::Mimalloc;
 
 /// mimalloc returns freed pages to the OS only after a second (ten for whole arenas), and only
 /// when the process allocates again, so the pages of the initial list stayed resident in an

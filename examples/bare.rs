@@ -18,7 +18,7 @@ use axum::serve::ListenerExt;
 use clap::Parser;
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: allocator::Mimalloc = allocator::Mimalloc;
 
 #[derive(Parser)]
 struct Args {
