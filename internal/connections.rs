@@ -511,6 +511,20 @@ impl Registry {
     }
 }
 
+/// A connection's place among the open ones, given back when its task drops it: when the
+/// connection ends, and also when the task is cancelled or panics, which would otherwise
+/// leave shutdown waiting for a connection that is gone.
+struct Place {
+    registry: Arc<Registry>,
+    id: u64,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.registry.remove(self.id);
+    }
+}
+
 /// Serves `app` on `listener` (through TLS with `tls`) until `drain` completes; then stops
 /// accepting, lets each connection finish the requests it is serving (idle ones close at
 /// once), and returns when every connection has closed. Each request carries its client's
@@ -552,7 +566,11 @@ pub async fn serve(
         };
         // Answers are written whole or streamed as events: no reason to hold small writes.
         let _ = stream.set_nodelay(true);
-        let (app, registry, stop, tls) = (app.clone(), registry.clone(), stop.clone(), tls.clone());
+        let place = Place {
+            registry: registry.clone(),
+            id,
+        };
+        let (app, stop, tls) = (app.clone(), stop.clone(), tls.clone());
         let io = Watched {
             stream,
             connection: connection.clone(),
@@ -561,14 +579,14 @@ pub async fn serve(
         // none of the TLS handshake's state in its frame.
         match tls {
             None => tokio::spawn(async move {
+                let _place = place;
                 run_connection(io, connection, app, limits, stop).await;
-                registry.remove(id);
             }),
             Some(tls) => tokio::spawn(async move {
+                let _place = place;
                 if let Some(io) = handshake(&tls, io, &connection, &limits, &stop).await {
                     run_connection(io, connection, app, limits, stop).await;
                 }
-                registry.remove(id);
             }),
         };
     }
@@ -995,5 +1013,21 @@ mod tests {
         registry.remove(b);
         assert!(registry.lock().per_client.is_empty());
         assert!(registry.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_connection_task_that_panics_gives_its_place_back() {
+        let registry = Arc::new(registry());
+        let (id, _) = registry.admit(2, client(1)).unwrap();
+        let place = Place {
+            registry: registry.clone(),
+            id,
+        };
+        let task = tokio::spawn(async move {
+            let _place = place;
+            panic!("a fault in the connection's task");
+        });
+        assert!(task.await.unwrap_err().is_panic());
+        assert!(registry.is_empty(), "shutdown would wait for it for ever");
     }
 }
