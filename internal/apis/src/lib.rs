@@ -244,14 +244,14 @@ impl Compressible {
     /// not say so yet; and whether it has a `Vary` of its own. The headers are read in one
     /// walk: a lookup by name hashes it, and four lookups cost more than a walk over an
     /// answer's few headers.
-    fn would_vary(response: &Response) -> (bool, bool) {
+    fn would_vary(response: &Response) -> VaryByEncoding {
         let (mut content_length, mut content_type, mut listed) = (None, None, false);
         for (name, value) in response.headers() {
             if name == header::CONTENT_ENCODING
                 || name == header::CONTENT_RANGE
                 || (name == header::VARY && names_encoding(value))
             {
-                return (false, true);
+                return VaryByEncoding::NOT_ADDED;
             } else if name == header::CONTENT_TYPE {
                 content_type = Some(value);
             } else if name == header::CONTENT_LENGTH {
@@ -260,9 +260,28 @@ impl Compressible {
                 listed = true;
             }
         }
-        let compresses = Compressible::compresses(response, content_length, content_type);
-        (compresses, listed)
+        VaryByEncoding {
+            added: Compressible::compresses(response, content_length, content_type),
+            has_vary: listed,
+        }
     }
+}
+
+/// Whether an answer's `Vary` gets `Accept-Encoding` from [`vary`], and, read only then,
+/// whether it has a `Vary` already (the name is then added to it, not written with
+/// `Origin` as one new field).
+#[derive(Clone, Copy, Debug)]
+struct VaryByEncoding {
+    added: bool,
+    has_vary: bool,
+}
+
+impl VaryByEncoding {
+    /// Nothing to add: the answer is encoded or ranged, says so already, or gzip saw it.
+    const NOT_ADDED: VaryByEncoding = VaryByEncoding {
+        added: false,
+        has_vary: false,
+    };
 }
 
 /// Writes what a served answer varies by beyond its handler's `Vary`: `Accept-Encoding`
@@ -271,17 +290,17 @@ impl Compressible {
 /// and `Origin` while CORS names origins. An answer without a `Vary` that varies by both
 /// gets them in one field written once, not one name written and the other merged into it.
 fn vary(response: &mut Response, identity: bool, by_origin: bool) {
-    let (by_encoding, listed) = if identity {
+    let encoding = if identity {
         Compressible::would_vary(response)
     } else {
-        (false, true)
+        VaryByEncoding::NOT_ADDED
     };
     let headers = response.headers_mut();
-    if by_encoding && by_origin && !listed {
+    if encoding.added && by_origin && !encoding.has_vary {
         headers.append(header::VARY, cors::BY_ENCODING_AND_ORIGIN);
         return;
     }
-    if by_encoding {
+    if encoding.added {
         headers.append(header::VARY, HeaderValue::from(header::ACCEPT_ENCODING));
     }
     if by_origin {
