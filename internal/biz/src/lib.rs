@@ -384,7 +384,7 @@ pub trait JsonAnswer {
 #[derive(Clone, Debug)]
 pub struct PodView {
     pub record: Arc<PodRecord>,
-    pub deployment: Option<String>,
+    pub deployment: Option<Arc<str>>,
 }
 
 impl JsonAnswer for PodView {
@@ -611,11 +611,12 @@ impl<S: WorkloadSource> Workloads<S> {
     ) -> Result<Vec<PodView>, BizError> {
         let ns = object_namespace_of(namespace, name)?;
         let pods = self.source.pods_of_deployment(ns, name).await?;
+        let deployment: Arc<str> = Arc::from(name);
         Ok(pods
             .into_iter()
             .map(|record| PodView {
                 record,
-                deployment: Some(name.to_string()),
+                deployment: Some(deployment.clone()),
             })
             .collect())
     }

@@ -570,7 +570,7 @@ impl Caches {
 
     /// For each pod, the name of the Deployment that controls its ReplicaSet, if any; one
     /// read of the ReplicaSet cache for the whole list.
-    pub fn deployments_of_pods(&self, pods: &[Arc<PodRecord>]) -> Vec<Option<String>> {
+    pub fn deployments_of_pods(&self, pods: &[Arc<PodRecord>]) -> Vec<Option<Arc<str>>> {
         let replicasets = self.replicasets.read();
         // A list's pods of one ReplicaSet are neighbours (their names begin with its name):
         // their ReplicaSet is looked up once for the run of them.
@@ -593,7 +593,7 @@ impl Caches {
     }
 
     /// The name of the Deployment controlling the pod, through its ReplicaSet.
-    pub fn deployment_of_pod(&self, pod: &PodRecord) -> Option<String> {
+    pub fn deployment_of_pod(&self, pod: &PodRecord) -> Option<Arc<str>> {
         deployment_of(&self.replicasets.read().index, pod).map(|o| o.name.clone())
     }
 
@@ -613,7 +613,7 @@ fn deployment_of<'a>(
         .as_ref()
         .filter(|o| o.kind == Some(Kind::ReplicaSet))?;
     replicasets
-        .get(&(pod.key.namespace.as_str(), owner.name.as_str()))
+        .get(&(pod.key.namespace.as_str(), &*owner.name))
         .filter(|rs| rs.uid == owner.uid)?
         .owner
         .as_ref()
@@ -717,7 +717,7 @@ mod tests {
         assert_eq!(caches.deployment_of_pod(&pod).as_deref(), Some("web2"));
         assert_eq!(
             caches.deployments_of_pods(&[pod]),
-            [Some("web2".to_string())]
+            [Some(Arc::from("web2"))]
         );
         let bare = caches.pods.get(&ObjectKey::new("ns", "bare")).unwrap();
         assert_eq!(caches.deployment_of_pod(&bare), None);
@@ -743,10 +743,10 @@ mod tests {
             pod("other", "web-abc-3"),
             pod("ns", "web-abc-1"),
         ];
-        let web = || Some("web".to_string());
+        let web = || Some(Arc::from("web"));
         assert_eq!(
             caches.deployments_of_pods(&listed),
-            [web(), web(), Some("web2".to_string()), None, None, web()]
+            [web(), web(), Some(Arc::from("web2")), None, None, web()]
         );
     }
 

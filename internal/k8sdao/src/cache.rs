@@ -475,11 +475,11 @@ impl WorkloadSource for CacheSource {
     async fn deployments_of_pods(
         &self,
         pods: &[Arc<PodRecord>],
-    ) -> Result<Vec<Option<String>>, DaoError> {
+    ) -> Result<Vec<Option<Arc<str>>>, DaoError> {
         Ok(self.caches.deployments_of_pods(pods))
     }
 
-    async fn deployment_of_pod(&self, pod: &Arc<PodRecord>) -> Result<Option<String>, DaoError> {
+    async fn deployment_of_pod(&self, pod: &Arc<PodRecord>) -> Result<Option<Arc<str>>, DaoError> {
         Ok(self.caches.deployment_of_pod(pod))
     }
 

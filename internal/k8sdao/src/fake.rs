@@ -24,7 +24,7 @@ pub struct FakeSource {
     records: HashMap<String, Box<dyn Any + Send + Sync>>,
     namespaces: HashMap<String, BTreeSet<String>>,
     /// The Deployment controlling each pod that has one.
-    deployment_of_pod: HashMap<ObjectKey, String>,
+    deployment_of_pod: HashMap<ObjectKey, Arc<str>>,
     events: HashMap<ObjectKey, Vec<EventDto>>,
 }
 
@@ -68,7 +68,7 @@ impl FakeSource {
 
     /// The pod is controlled by the Deployment `deployment` of its namespace.
     pub fn with_pod_of(mut self, pod: ObjectKey, deployment: &str) -> Self {
-        self.deployment_of_pod.insert(pod, deployment.to_string());
+        self.deployment_of_pod.insert(pod, Arc::from(deployment));
         self
     }
 
@@ -119,7 +119,7 @@ impl FakeSource {
             .into_iter()
             .filter(|p| {
                 p.key.namespace == namespace
-                    && self.deployment_of_pod.get(&p.key).map(String::as_str) == Some(name)
+                    && self.deployment_of_pod.get(&p.key).map(|d| &**d) == Some(name)
             })
             .collect()
     }
@@ -207,7 +207,7 @@ impl WorkloadSource for FakeSource {
     async fn deployments_of_pods(
         &self,
         pods: &[Arc<PodRecord>],
-    ) -> Result<Vec<Option<String>>, DaoError> {
+    ) -> Result<Vec<Option<Arc<str>>>, DaoError> {
         Ok(pods
             .iter()
             .map(|p| self.deployment_of_pod.get(&p.key).cloned())

@@ -298,13 +298,13 @@ pub trait WorkloadSource: Send + Sync {
     fn deployments_of_pods(
         &self,
         pods: &[Arc<PodRecord>],
-    ) -> impl Future<Output = Result<Vec<Option<String>>, DaoError>> + Send;
+    ) -> impl Future<Output = Result<Vec<Option<Arc<str>>>, DaoError>> + Send;
     /// The name of the Deployment controlling one pod, if any: a source that can tell it
     /// without a list of one (the cache) says so.
     fn deployment_of_pod(
         &self,
         pod: &Arc<PodRecord>,
-    ) -> impl Future<Output = Result<Option<String>, DaoError>> + Send {
+    ) -> impl Future<Output = Result<Option<Arc<str>>, DaoError>> + Send {
         async move {
             let mut deployments = self.deployments_of_pods(std::slice::from_ref(pod)).await?;
             Ok(deployments.pop().flatten())
@@ -769,11 +769,11 @@ impl WorkloadSource for Source {
     async fn deployments_of_pods(
         &self,
         pods: &[Arc<PodRecord>],
-    ) -> Result<Vec<Option<String>>, DaoError> {
+    ) -> Result<Vec<Option<Arc<str>>>, DaoError> {
         dispatch!(self, deployments_of_pods(pods))
     }
 
-    async fn deployment_of_pod(&self, pod: &Arc<PodRecord>) -> Result<Option<String>, DaoError> {
+    async fn deployment_of_pod(&self, pod: &Arc<PodRecord>) -> Result<Option<Arc<str>>, DaoError> {
         dispatch!(self, deployment_of_pod(pod))
     }
 

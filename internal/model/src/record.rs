@@ -18,7 +18,9 @@ pub type Labels = BTreeMap<String, String>;
 pub struct Owner {
     /// None for a kind k8sailor does not know (a StatefulSet, a Job, a custom resource).
     pub kind: Option<Kind>,
-    pub name: String,
+    /// Shared: a Pod's answer names its Deployment, read from its ReplicaSet's owner on
+    /// every GET and for each pod of a list, without a copy.
+    pub name: Arc<str>,
     pub uid: String,
 }
 
@@ -30,7 +32,7 @@ impl Owner {
             .find(|o: &&OwnerReference| o.controller == Some(true))
             .map(|o| Owner {
                 kind: Kind::of_reference(&o.api_version, &o.kind),
-                name: o.name.clone(),
+                name: Arc::from(o.name.as_str()),
                 uid: o.uid.clone(),
             })
     }

@@ -83,7 +83,7 @@ impl ReplicaSetRecord {
             deployment: owner
                 .as_ref()
                 .filter(|o| o.kind == Some(Kind::Deployment))
-                .map(|o| o.name.clone()),
+                .map(|o| o.name.to_string()),
         };
         Arc::new(ReplicaSetRecord {
             raw,

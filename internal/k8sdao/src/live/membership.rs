@@ -180,13 +180,13 @@ impl LiveSource {
     pub(super) async fn controllers_of(
         &self,
         pods: &[Arc<PodRecord>],
-    ) -> Result<Vec<Option<String>>, DaoError> {
+    ) -> Result<Vec<Option<Arc<str>>>, DaoError> {
         let namespaces: BTreeSet<&str> = pods
             .iter()
             .filter(|p| p.owner.as_ref().is_some_and(|o| is_replicaset(&o)))
             .map(|p| p.key.namespace.as_str())
             .collect();
-        let mut deployment_of_rs: HashMap<String, String> = HashMap::new();
+        let mut deployment_of_rs: HashMap<String, Arc<str>> = HashMap::new();
         for ns in namespaces {
             let list = self
                 .api::<PartialObjectMeta<ReplicaSet>>(Some(ns))

@@ -240,7 +240,7 @@ impl WorkloadSource for LiveSource {
     async fn deployments_of_pods(
         &self,
         pods: &[Arc<PodRecord>],
-    ) -> Result<Vec<Option<String>>, DaoError> {
+    ) -> Result<Vec<Option<Arc<str>>>, DaoError> {
         self.controllers_of(pods).await
     }
 
