@@ -420,7 +420,7 @@ pub(super) async fn check(
         return next.run(request).await;
     }
     // Only the route table sends requests here, each with its match.
-    let Some(found) = request.extensions().get::<RouteMatch>().cloned() else {
+    let Some(found) = request.extensions().get::<RouteMatch>() else {
         return ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal error: a request reached the access check without its route",
@@ -449,6 +449,9 @@ pub(super) async fn check(
             .into_response();
         }
     };
+    // A watch, or a log (whose stream lasts while the pods log): both end on revocation.
+    let stream = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false)
+        || super::logs::is_log_route(route);
     let scope = auth.scope.as_deref();
     // HEAD is a GET without the body (the router answers it so): the same access.
     let method = if request.method() == Method::HEAD {
@@ -523,9 +526,6 @@ pub(super) async fn check(
             user: user.username,
         });
     }
-    // A watch, or a log (whose stream lasts while the pods log): both end on revocation.
-    let stream = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false)
-        || super::logs::is_log_route(route);
     let response = next.run(request).await;
     if !stream || !response.status().is_success() {
         return response;
