@@ -450,8 +450,7 @@ pub(super) async fn check(
         }
     };
     // A watch, or a log (whose stream lasts while the pods log): both end on revocation.
-    let stream = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false)
-        || super::logs::is_log_route(route);
+    let stream = found.route().streams().asked_by(request.uri());
     let scope = auth.scope.as_deref();
     // HEAD is a GET without the body (the router answers it so): the same access.
     let method = if request.method() == Method::HEAD {

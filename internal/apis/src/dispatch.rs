@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::extract::Request;
-use axum::http::{Method, StatusCode};
+use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 use axum::routing::future::RouteFuture;
@@ -27,6 +27,7 @@ use utoipa_axum::router::UtoipaMethodRouter;
 
 use super::edge::not_allowed_answer;
 use super::envelope::ApiError;
+use super::fairness::may_name;
 use super::metrics::RouteSeries;
 
 /// Routes declared with their OpenAPI description, as `OpenApiRouter` keeps them, each
@@ -254,6 +255,30 @@ pub(super) enum Streams {
     WhenWatching,
     /// A log's, as long as its pods log.
     Always,
+}
+
+impl Streams {
+    /// Whether a request to a route of this kind is answered with a stream. An invalid
+    /// `watch` is the handler's 400; here it is no watch. Most requests are told so without
+    /// decoding their query.
+    pub(super) fn asked_by(self, uri: &Uri) -> bool {
+        match self {
+            Streams::Never => false,
+            Streams::Always => true,
+            Streams::WhenWatching => {
+                may_name(uri.query().unwrap_or(""), &["watch"])
+                    && axum::extract::Query::<WatchQuery>::try_from_uri(uri)
+                        .ok()
+                        .and_then(|q| super::watch::is_watch(q.0.watch.as_deref()).ok())
+                        .unwrap_or(false)
+            }
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct WatchQuery {
+    watch: Option<String>,
 }
 
 impl Route {

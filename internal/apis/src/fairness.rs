@@ -25,7 +25,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
-use serde::Deserialize;
 use tower::{Layer, Service};
 
 use super::ApiError;
@@ -399,11 +398,6 @@ pub(super) struct ShareFigures {
 /// The apiserver's own Retry-After for a request APF turned away.
 const RETRY_AFTER_SECONDS: u64 = 1;
 
-#[derive(Deserialize, Default)]
-struct WatchQuery {
-    watch: Option<String>,
-}
-
 /// A request past its identity's share: each API presents it its own way, as a 429 with
 /// `Retry-After`.
 #[derive(Debug)]
@@ -602,20 +596,7 @@ impl ShareRule for EnvelopeShares {
         // alone tells.
         let streams = (request.extensions().get::<RouteMatch>())
             .map_or(Streams::WhenWatching, |found| found.route().streams());
-        let stream = match streams {
-            Streams::Never => false,
-            Streams::Always => true,
-            // An invalid `watch` is the handler's 400; here it is no watch. Most requests
-            // are told so without decoding their query.
-            Streams::WhenWatching => {
-                may_name(request.uri().query().unwrap_or(""), &["watch"])
-                    && axum::extract::Query::<WatchQuery>::try_from_uri(request.uri())
-                        .ok()
-                        .and_then(|q| super::watch::is_watch(q.0.watch.as_deref()).ok())
-                        .unwrap_or(false)
-            }
-        };
-        if stream {
+        if streams.asked_by(request.uri()) {
             Held::Watches
         } else {
             Held::Requests
