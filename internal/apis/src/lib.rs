@@ -380,18 +380,25 @@ pub const STALE_HEADER: &str = "k8sailor-stale-seconds";
 #[derive(Clone)]
 pub struct App(edge::Edge<Served>);
 
-/// The routes with the body bounds, gzip when it is on, and the request log when debug
-/// logging is, each answer's `Vary` written once ([`vary`]).
+/// The routes with the body bounds and gzip when it is on, each answer's `Vary` written once
+/// ([`vary`]); with the request log (debug only), all that boxed inside the log's layer,
+/// which then writes the `Vary`.
 #[derive(Clone)]
-struct Served {
-    serving: Serving,
-    /// CORS names origins: every answer varies by `Origin`.
-    varies_by_origin: bool,
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per connection, made once: the log (debug only) is the small one"
+)]
+enum Served {
+    Direct {
+        serving: Serving,
+        /// CORS names origins: every answer varies by `Origin`.
+        varies_by_origin: bool,
+    },
+    Logged(BoxCloneSyncService<Request, Response, Infallible>),
 }
 
 /// A type per choice rather than one box, so that a GET's answer gets no box here beyond the
-/// routes' one ([`Routes`]). With the request log (debug only) it is boxed, around a
-/// [`Served`] of its own that writes the `Vary`.
+/// routes' one ([`Routes`]).
 #[derive(Clone)]
 #[expect(
     clippy::large_enum_variant,
@@ -400,21 +407,24 @@ struct Served {
 enum Serving {
     Plain(edge::Bounded<Routes>),
     Gzip(Gzip<edge::Bounded<Routes>>),
-    Logged(BoxCloneSyncService<Request, Response, Infallible>),
 }
 
 type BoundedFuture = <edge::Bounded<Routes> as Service<Request>>::Future;
 
 /// The answer of [`Served`]: a type of its own, since [`App`]'s future names it.
-pub struct ServedFuture {
-    answering: Answering,
-    varies_by_origin: bool,
+pub struct ServedFuture(ServedAnswer);
+
+enum ServedAnswer {
+    Direct {
+        answering: Answering,
+        varies_by_origin: bool,
+    },
+    Logged(BoxFuture<'static, Result<Response, Infallible>>),
 }
 
 enum Answering {
     Plain(BoundedFuture),
     Gzip(GzipFuture<BoundedFuture>),
-    Logged(BoxFuture<'static, Result<Response, Infallible>>),
 }
 
 impl Service<Request> for Served {
@@ -423,21 +433,32 @@ impl Service<Request> for Served {
     type Future = ServedFuture;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        match &mut self.serving {
-            Serving::Plain(served) => served.poll_ready(cx),
-            Serving::Gzip(served) => served.poll_ready(cx),
-            Serving::Logged(served) => served.poll_ready(cx),
+        match self {
+            Served::Direct {
+                serving: Serving::Plain(served),
+                ..
+            } => served.poll_ready(cx),
+            Served::Direct {
+                serving: Serving::Gzip(served),
+                ..
+            } => served.poll_ready(cx),
+            Served::Logged(served) => served.poll_ready(cx),
         }
     }
 
     fn call(&mut self, request: Request) -> ServedFuture {
-        ServedFuture {
-            answering: match &mut self.serving {
-                Serving::Plain(served) => Answering::Plain(served.call(request)),
-                Serving::Gzip(served) => Answering::Gzip(served.call(request)),
-                Serving::Logged(served) => Answering::Logged(served.call(request)),
-            },
-            varies_by_origin: self.varies_by_origin,
+        match self {
+            Served::Direct {
+                serving,
+                varies_by_origin,
+            } => ServedFuture(ServedAnswer::Direct {
+                answering: match serving {
+                    Serving::Plain(served) => Answering::Plain(served.call(request)),
+                    Serving::Gzip(served) => Answering::Gzip(served.call(request)),
+                },
+                varies_by_origin: *varies_by_origin,
+            }),
+            Served::Logged(served) => ServedFuture(ServedAnswer::Logged(served.call(request))),
         }
     }
 }
@@ -446,20 +467,22 @@ impl Future for ServedFuture {
     type Output = Result<Response, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let ServedFuture {
-            answering,
-            varies_by_origin,
-        } = self.get_mut();
+        let (answering, varies_by_origin) = match &mut self.get_mut().0 {
+            ServedAnswer::Direct {
+                answering,
+                varies_by_origin,
+            } => (answering, *varies_by_origin),
+            ServedAnswer::Logged(answer) => return answer.as_mut().poll(cx),
+        };
         let (answered, identity) = match answering {
             Answering::Plain(answer) => (std::task::ready!(Pin::new(answer).poll(cx)), false),
             Answering::Gzip(GzipFuture::Identity(answer)) => {
                 (std::task::ready!(Pin::new(answer).poll(cx)), true)
             }
             Answering::Gzip(answer) => (std::task::ready!(Pin::new(answer).poll(cx)), false),
-            Answering::Logged(answer) => return answer.as_mut().poll(cx),
         };
         let Ok(mut response) = answered;
-        vary(&mut response, identity, *varies_by_origin);
+        vary(&mut response, identity, varies_by_origin);
         Poll::Ready(Ok(response))
     }
 }
@@ -481,13 +504,13 @@ impl App {
         } else {
             Serving::Plain(bounded)
         };
-        let served = Served {
+        let served = Served::Direct {
             serving,
             varies_by_origin: cors.as_ref().is_some_and(cors::Cors::varies_by_origin),
         };
         // The request log line is a debug event: with debug off the layer would only cost time.
         let served = if tracing::enabled!(target: "tower_http::trace::on_response", Level::DEBUG) {
-            let logged = Serving::Logged(BoxCloneSyncService::new(
+            Served::Logged(BoxCloneSyncService::new(
                 ServiceBuilder::new()
                     .map_response(IntoResponse::into_response)
                     .layer(
@@ -496,12 +519,7 @@ impl App {
                             .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
                     )
                     .service(served),
-            ));
-            // The served answer's `Vary` is written inside.
-            Served {
-                serving: logged,
-                varies_by_origin: false,
-            }
+            ))
         } else {
             served
         };
