@@ -434,14 +434,10 @@ impl Service<Request> for Served {
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         match self {
-            Served::Direct {
-                serving: Serving::Plain(served),
-                ..
-            } => served.poll_ready(cx),
-            Served::Direct {
-                serving: Serving::Gzip(served),
-                ..
-            } => served.poll_ready(cx),
+            Served::Direct { serving, .. } => match serving {
+                Serving::Plain(served) => served.poll_ready(cx),
+                Serving::Gzip(served) => served.poll_ready(cx),
+            },
             Served::Logged(served) => served.poll_ready(cx),
         }
     }
