@@ -449,8 +449,7 @@ pub(super) async fn check(
             .into_response();
         }
     };
-    // A watch, or a log (whose stream lasts while the pods log): both end on revocation.
-    let stream = found.route().streams().asked_by(request.uri());
+    let streams = found.route().streams();
     let scope = auth.scope.as_deref();
     // HEAD is a GET without the body (the router answers it so): the same access.
     let method = if request.method() == Method::HEAD {
@@ -525,6 +524,9 @@ pub(super) async fn check(
             user: user.username,
         });
     }
+    // A watch, or a log (whose stream lasts while the pods log): both end on revocation.
+    // Asked only of a request that passed, so a refused one never decodes its query for it.
+    let stream = streams.asked_by(request.uri());
     let response = next.run(request).await;
     if !stream || !response.status().is_success() {
         return response;
