@@ -24,7 +24,7 @@ use futures::StreamExt;
 use serde::Deserialize;
 
 use super::ApiError;
-use super::dispatch::RouteMatch;
+use super::dispatch::{RouteMatch, asks_to_watch};
 use super::fairness::Caller;
 use super::kinds::KindRoute;
 use biz::{
@@ -163,8 +163,7 @@ fn rule(
     let asked = query.namespace.as_deref();
     let list_ns = namespace_of_list(asked, scope);
     let object_ns = Some(namespace_of_object(asked));
-    // An invalid `watch` is the handler's 400; here it is no watch.
-    let watch = super::watch::is_watch(query.watch.as_deref()).unwrap_or(false);
+    let watch = asks_to_watch(query.watch.as_deref());
     let list_verb = if watch { WATCH } else { "list" };
     // The generic reads of a kind; its other methods (writes) are in the table below.
     if let Some((served, kind_route)) = super::kinds::served_by(route, requested)
@@ -525,8 +524,8 @@ pub(super) async fn check(
         });
     }
     // A watch, or a log (whose stream lasts while the pods log): both end on revocation.
-    // Asked only of a request that passed, so a refused one never decodes its query for it.
-    let stream = streams.asked_by(request.uri());
+    // The query's `watch` was read for the rule above: not decoded again.
+    let stream = streams.asked(|| asks_to_watch(query.watch.as_deref()));
     let response = next.run(request).await;
     if !stream || !response.status().is_success() {
         return response;

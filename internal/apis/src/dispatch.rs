@@ -258,22 +258,31 @@ pub(super) enum Streams {
 }
 
 impl Streams {
-    /// Whether a request to a route of this kind is answered with a stream. An invalid
-    /// `watch` is the handler's 400; here it is no watch. Most requests are told so without
-    /// decoding their query.
+    /// Whether a request to a route of this kind is answered with a stream ([`asks_to_watch`]).
+    /// Most requests are told so without decoding their query.
     pub(super) fn asked_by(self, uri: &Uri) -> bool {
+        self.asked(|| {
+            may_name(uri.query().unwrap_or(""), &["watch"])
+                && axum::extract::Query::<WatchQuery>::try_from_uri(uri)
+                    .is_ok_and(|q| asks_to_watch(q.0.watch.as_deref()))
+        })
+    }
+
+    /// [`Streams::asked_by`] for a caller that has read the query's `watch` already: `watching`
+    /// is called only for a route that streams when watching.
+    pub(super) fn asked(self, watching: impl FnOnce() -> bool) -> bool {
         match self {
             Streams::Never => false,
             Streams::Always => true,
-            Streams::WhenWatching => {
-                may_name(uri.query().unwrap_or(""), &["watch"])
-                    && axum::extract::Query::<WatchQuery>::try_from_uri(uri)
-                        .ok()
-                        .and_then(|q| super::watch::is_watch(q.0.watch.as_deref()).ok())
-                        .unwrap_or(false)
-            }
+            Streams::WhenWatching => watching(),
         }
     }
+}
+
+/// Whether a query's `watch` asks to watch, for the layers before the handler: an invalid
+/// one is the handler's 400 ([`super::watch::is_watch`]); to them it is no watch.
+pub(super) fn asks_to_watch(watch: Option<&str>) -> bool {
+    super::watch::is_watch(watch).unwrap_or(false)
 }
 
 #[derive(serde::Deserialize)]
