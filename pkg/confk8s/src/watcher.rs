@@ -286,7 +286,8 @@ where
     let (cutter, encoding) = match protobuf {
         Some(kind) if sent_protobuf => (
             Cutter::Protobuf {
-                reader: kubeproto::ListReader::new(kind, MAX_ITEM_BYTES),
+                // The informer drops them from every object (`strip_noise`).
+                reader: kubeproto::ListReader::new(kind, MAX_ITEM_BYTES).without_managed_fields(),
                 refused: intake.refused.clone(),
             },
             ListEncoding::Protobuf,

@@ -87,15 +87,32 @@ impl ListKind {
 
     /// One object of the kind (a list's item: its bytes without the envelope) as JSON.
     pub fn object_json(&self, bytes: &[u8]) -> Result<Vec<u8>, Error> {
+        self.item_json(json::Writing::whole(schema::schema()), bytes)
+    }
+
+    /// [`ListKind::object_json`] without `metadata.managedFields`.
+    pub fn object_json_without_managed_fields(&self, bytes: &[u8]) -> Result<Vec<u8>, Error> {
+        self.item_json(
+            json::Writing::without_managed_fields(schema::schema()),
+            bytes,
+        )
+    }
+
+    fn item_json(&self, writing: json::Writing<'_>, bytes: &[u8]) -> Result<Vec<u8>, Error> {
         let mut out = Vec::with_capacity(bytes.len() * 2);
-        json::message(schema::schema(), self.item, bytes, &mut out)?;
+        json::message(writing, self.item, bytes, &mut out)?;
         Ok(out)
     }
 
     /// A list's metadata (ListMeta) as JSON.
     pub fn meta_json(&self, bytes: &[u8]) -> Result<Vec<u8>, Error> {
         let mut out = Vec::with_capacity(64);
-        json::message(schema::schema(), self.meta, bytes, &mut out)?;
+        json::message(
+            json::Writing::whole(schema::schema()),
+            self.meta,
+            bytes,
+            &mut out,
+        )?;
         Ok(out)
     }
 }
@@ -139,7 +156,12 @@ fn enveloped_json(message: usize, answer: &[u8]) -> Result<Vec<u8>, Error> {
         }
     }
     let mut out = Vec::with_capacity(raw.len() * 2);
-    json::message(schema::schema(), message, raw, &mut out)?;
+    json::message(
+        json::Writing::whole(schema::schema()),
+        message,
+        raw,
+        &mut out,
+    )?;
     Ok(out)
 }
 

@@ -101,6 +101,9 @@ pub(crate) struct Schema {
     /// metav1.Status's message.
     pub(crate) status: usize,
     pub(crate) messages: Vec<Message>,
+    /// ObjectMeta's `managedFields`: (message index, field index), found after loading.
+    #[serde(skip)]
+    pub(crate) managed_fields: Option<(usize, usize)>,
 }
 
 impl Message {
@@ -111,6 +114,9 @@ impl Message {
             .map(usize::from)
     }
 }
+
+/// The Go type every object's `metadata` is.
+const OBJECT_META: &str = "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta";
 
 /// The schema, read once. It is written by hack/protoschema and checked by this crate's tests,
 /// so reading it cannot fail at run time.
@@ -127,6 +133,11 @@ pub(crate) fn schema() -> &'static Schema {
             }
             message.by_number = by_number;
         }
+        schema.managed_fields = schema.messages.iter().enumerate().find_map(|(at, m)| {
+            let field = (m.name == OBJECT_META)
+                .then(|| m.fields.iter().position(|f| f.json == "managedFields"))??;
+            Some((at, field))
+        });
         schema
     })
 }

@@ -100,3 +100,74 @@ fn an_object_a_client_sends_is_written_as_the_json_it_would_have_sent() {
         "lists' items are ListKind's"
     );
 }
+
+#[test]
+fn times_are_written_as_metav1_writes_them() {
+    let cases = [
+        (
+            (0, 0),
+            "1970-01-01T00:00:00Z",
+            "1970-01-01T00:00:00.000000Z",
+        ),
+        (
+            (1_764_583_200, 123_456_789),
+            "2025-12-01T10:00:00Z",
+            "2025-12-01T10:00:00.123456Z",
+        ),
+        // Before 1970 the fraction still counts up from the second.
+        (
+            (-1, 500_000_000),
+            "1969-12-31T23:59:59Z",
+            "1969-12-31T23:59:59.500000Z",
+        ),
+        (
+            (253_402_207_199, 999_999_000),
+            "9999-12-30T21:59:59Z",
+            "9999-12-30T21:59:59.999999Z",
+        ),
+        (
+            (-62_000_000_000, 0),
+            "0005-04-19T09:46:40Z",
+            "0005-04-19T09:46:40.000000Z",
+        ),
+    ];
+    for ((seconds, nanos), time, microtime) in cases {
+        let at = jiff::Timestamp::new(seconds, nanos).unwrap();
+        for (micro, want) in [(false, time), (true, microtime)] {
+            let mut out = Vec::new();
+            json::rfc3339(&mut out, at, micro);
+            assert_eq!(String::from_utf8(out).unwrap(), format!("\"{want}\""));
+        }
+    }
+}
+
+#[test]
+fn an_item_can_be_written_without_its_managed_fields() {
+    use testing::message;
+    let kind = ListKind::find("", "v1", "Pod").unwrap();
+    let entry = message(&[(1, b"kubectl"), (2, b"Apply")]);
+    let mut metadata = message(&[(1, b"web"), (3, b"shop")]);
+    metadata.extend(message(&[(17, &entry), (17, &entry)]));
+    let pod = message(&[(1, &metadata), (2, b"")]);
+    let whole: serde_json::Value =
+        serde_json::from_slice(&kind.object_json(&pod).unwrap()).unwrap();
+    let mut without: serde_json::Value =
+        serde_json::from_slice(&kind.object_json_without_managed_fields(&pod).unwrap()).unwrap();
+    assert_eq!(whole["metadata"]["managedFields"][1]["manager"], "kubectl");
+    assert_eq!(without["metadata"].get("managedFields"), None);
+    without["metadata"]["managedFields"] = whole["metadata"]["managedFields"].clone();
+    assert_eq!(without, whole, "nothing else differs");
+
+    let mut list = message(&[(1, b""), (2, &pod), (2, &pod)]);
+    list = testing::enveloped("v1", "PodList", &list);
+    let mut items = Vec::new();
+    let mut reader = ListReader::new(kind, usize::MAX).without_managed_fields();
+    reader.feed(&list, |item| items.push(item)).unwrap();
+    reader.finish().unwrap();
+    assert_eq!(items.len(), 2);
+    for item in items {
+        let item: serde_json::Value = serde_json::from_slice(&item).unwrap();
+        assert_eq!(item["metadata"].get("managedFields"), None);
+        assert_eq!(item["metadata"]["name"], "web");
+    }
+}
