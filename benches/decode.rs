@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use biz::PodRecord;
-use confk8s::{Delta, Handler, Sent, SlimPod, strip_noise};
+use confk8s::{Delta, Handler, Sent, strip_noise};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use k8scache::{AsGeneric, Caches, FromSent};
+use model::RecordedPod;
 use serde_json::json;
 
 /// A Pod of a ReplicaSet, running, as the apiserver writes it.
@@ -165,7 +166,7 @@ fn main() {
     let (pods_typed, _) = median(|| {
         let caches = Caches::default();
         relist(&pods, caches.pods.clone(), |text| {
-            let mut pod = Pod::from(serde_json::from_str::<SlimPod>(text).expect("a pod"));
+            let mut pod = Pod::from(serde_json::from_str::<RecordedPod>(text).expect("a pod"));
             strip_noise(&mut pod);
             pod
         })
@@ -176,8 +177,9 @@ fn main() {
             &pods,
             FromSent::<PodRecord>::new(caches.pods.clone()),
             |text| {
-                let mut pod =
-                    Sent::<Pod>::from(serde_json::from_str::<Sent<SlimPod>>(text).expect("a pod"));
+                let mut pod = serde_json::from_str::<Sent<RecordedPod>>(text)
+                    .expect("a pod")
+                    .map(Pod::from);
                 strip_noise(&mut pod);
                 pod
             },
@@ -213,13 +215,13 @@ fn main() {
     // The decoding alone, without the records.
     let (decode_typed, _) = median(|| {
         for text in &pods {
-            black_box(serde_json::from_str::<SlimPod>(text).expect("a pod"));
+            black_box(serde_json::from_str::<RecordedPod>(text).expect("a pod"));
         }
         pods.len()
     });
     let (decode_sent, _) = median(|| {
         for text in &pods {
-            black_box(serde_json::from_str::<Sent<SlimPod>>(text).expect("a pod"));
+            black_box(serde_json::from_str::<Sent<RecordedPod>>(text).expect("a pod"));
         }
         pods.len()
     });

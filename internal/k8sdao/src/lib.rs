@@ -442,9 +442,8 @@ fn register(
     scope: Option<&str>,
 ) -> Result<(), FactoryError> {
     factory.add_handler::<Sent<Deployment>>(FromSent::new(caches.deployments.clone()))?;
-    factory.add_handler_decoded_as::<Sent<Pod>, Sent<confk8s::SlimPod>>(FromSent::new(
-        caches.pods.clone(),
-    ))?;
+    factory
+        .add_handler_decoded_as::<Pod, model::RecordedPod>(FromSent::new(caches.pods.clone()))?;
     factory.add_handler::<Sent<ReplicaSet>>(FromSent::new(caches.replicasets.clone()))?;
     factory.add_handler::<Sent<Service>>(FromSent::new(caches.services.clone()))?;
     factory.add_handler::<Sent<Ingress>>(FromSent::new(caches.ingresses.clone()))?;

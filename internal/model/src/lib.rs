@@ -29,7 +29,7 @@ pub use ingress::{IngressDto, IngressPathDto, IngressRecord};
 pub use key::{KeyParts, ObjectKey};
 pub use kind::Kind;
 pub use namespace::{NamespaceDto, NamespaceRecord};
-pub use pod::{PodDto, PodRecord, PodSelectableFields, PodStatusDto};
+pub use pod::{PodDto, PodRecord, PodSelectableFields, PodStatusDto, RecordedPod};
 pub use raw::Dictionary;
 pub use record::{
     Keyed, Labels, METADATA_FIELDS, Owner, Record, Selectable, Typed, typed_resource,

@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::Sent;
 use crate::delta::{Delta, DeltaTracker, Step, strip_noise};
 use crate::signals::WatchSignals;
 use crate::status::{FirstSync, InformerStatus};
@@ -542,27 +543,32 @@ impl InformerFactory {
         )
     }
 
-    /// Like [`InformerFactory::add_handler`], but the watch decodes objects as `W` and hands
-    /// them on as `K`: a leaner decoding of the same kind, such as [`crate::SlimPod`] for Pods.
+    /// Like [`InformerFactory::add_handler`] for `Sent<K>`, but the watch decodes each object
+    /// as `W` and hands it on as `K`: a leaner decoding of the same kind, one that builds only
+    /// what the handler reads (the sent JSON is kept whole either way).
     pub fn add_handler_decoded_as<K, W>(
         &self,
-        handler: Arc<dyn Handler<K>>,
+        handler: Arc<dyn Handler<Sent<K>>>,
     ) -> Result<(), FactoryError>
     where
-        K: Watched,
-        W: Watched + Resource<Scope = NamespaceResourceScope> + Into<K>,
+        Sent<K>: Watched,
+        Sent<W>: Watched + Resource<Scope = NamespaceResourceScope>,
+        W: Into<K>,
     {
-        let api = self.api::<W>();
-        let intake = self.intake::<W>();
-        let resource = (W::group(&()).into_owned(), W::plural(&()).into_owned());
+        let api = self.api::<Sent<W>>();
+        let intake = self.intake::<Sent<W>>();
+        let resource = (
+            Sent::<W>::group(&()).into_owned(),
+            Sent::<W>::plural(&()).into_owned(),
+        );
         self.register(
-            K::kind(&()).into_owned(),
+            Sent::<K>::kind(&()).into_owned(),
             resource,
             false,
             handler,
             move |config| {
                 crate::watcher::watch(api.clone(), config, intake.clone())
-                    .map(|event| event.map(|event| event.map(W::into)))
+                    .map(|event| event.map(|event| event.map(|sent| sent.map(W::into))))
                     .boxed()
             },
         )

@@ -42,7 +42,6 @@ mod policy;
 mod review;
 mod sent;
 mod signals;
-mod slim;
 mod status;
 mod watcher;
 
@@ -60,6 +59,5 @@ pub use review::{
 };
 pub use sent::Sent;
 pub use signals::{WatchSignalLayer, WatchSignals};
-pub use slim::SlimPod;
 pub use status::{FirstSync, InformerState, InformerStatus};
 pub use watcher::ListEncoding;
