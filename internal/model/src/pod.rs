@@ -242,6 +242,8 @@ impl PodRecord {
 /// than half of a Pod's decoding CPU, which an informer spends on every Pod it lists. The
 /// record keeps the object's JSON as it was sent, so nothing skipped is lost to an answer;
 /// `Into<Pod>` is free and gives a Pod whose skipped fields are empty, for its record only.
+/// A field the record comes to read must be named here too: the tests build each record from
+/// the whole Pod and from this one and compare them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RecordedPod(pub Pod);
 
@@ -295,6 +297,7 @@ struct RecordedContainer {
 impl From<RecordedContainer> for Container {
     fn from(c: RecordedContainer) -> Container {
         Container {
+            // Missing or null, as k8s-openapi's own decoding leaves it.
             name: c.name.unwrap_or_default(),
             image: c.image,
             restart_policy: c.restart_policy,
@@ -307,6 +310,7 @@ impl From<RecordedSpec> for PodSpec {
     fn from(s: RecordedSpec) -> PodSpec {
         let containers = |c: Vec<RecordedContainer>| c.into_iter().map(Container::from).collect();
         PodSpec {
+            // Missing or null, as k8s-openapi's own decoding leaves it.
             containers: s.containers.map(containers).unwrap_or_default(),
             init_containers: s.init_containers.map(containers),
             node_name: s.node_name,
