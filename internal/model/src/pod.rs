@@ -274,8 +274,8 @@ impl k8s_openapi::Metadata for RecordedPod {
 
 /// The spec's fields [`PodRecord::built`] and `kubectl_status::pod_columns` read; serde skips
 /// the members a struct does not name without building anything from them.
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct RecordedSpec {
     containers: Option<Vec<RecordedContainer>>,
     init_containers: Option<Vec<RecordedContainer>>,
@@ -286,8 +286,8 @@ struct RecordedSpec {
     host_network: Option<bool>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct RecordedContainer {
     name: Option<String>,
     image: Option<String>,
